@@ -1,0 +1,81 @@
+// Discovery providers answer one question: which members are expected right now. They never decide
+// how to start (that is the planner's job). Each provider lives in discovery/<name>/ and registers a
+// factory here by name, so adding one touches nothing else.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "quorate/member.h"
+#include "quorate/status.h"
+
+namespace quorate {
+
+// `provider=NAME key=value key="value with spaces"`, the go-discover convention.
+struct DiscoverySpec {
+  std::string provider;
+  std::map<std::string, std::string> params;
+  std::string text;  // as given, for messages
+};
+Result<DiscoverySpec> ParseDiscoverySpec(std::string_view text);
+
+class DiscoveryProvider {
+ public:
+  virtual ~DiscoveryProvider() = default;
+  // The members the provider sees now. InvalidArgument when the answer itself is wrong (a bogus
+  // target, a name claimed twice): exit 2. Unavailable when it may be right later: retry.
+  virtual Result<std::vector<Member>> Discover() = 0;
+  // The member count the provider's configuration fixes (a static list), if any.
+  virtual std::optional<size_t> ImpliedSize() const { return std::nullopt; }
+  // One line for logs: "dns-srv _etcd-server._tcp.example.com".
+  virtual std::string Describe() const = 0;
+};
+
+// Reads a provider's keys; every key must be read, so a misspelt one is an error, not ignored.
+class ProviderParams {
+ public:
+  explicit ProviderParams(const DiscoverySpec& spec) : spec_(spec) {}
+  std::optional<std::string> Take(const std::string& key);
+  Result<std::string> TakeRequired(const std::string& key);
+  // InvalidArgument naming the keys nobody took, and the ones that are known.
+  Status CheckAllTaken(const std::vector<std::string>& known) const;
+  const std::string& provider() const { return spec_.provider; }
+
+ private:
+  const DiscoverySpec& spec_;
+  std::map<std::string, bool> taken_;
+};
+
+using ProviderFactory = std::function<Result<std::unique_ptr<DiscoveryProvider>>(ProviderParams&)>;
+
+class ProviderRegistry {
+ public:
+  static ProviderRegistry& Get();
+  // A duplicate name is a programming error and aborts.
+  void Register(const std::string& name, ProviderFactory factory);
+  // InvalidArgument for an unknown provider, listing the known ones.
+  Result<std::unique_ptr<DiscoveryProvider>> Create(const DiscoverySpec& spec) const;
+  std::vector<std::string> Names() const;
+
+ private:
+  std::map<std::string, ProviderFactory> factories_;
+};
+
+// `static const RegisterProvider kRegistration("name", factory);` in the provider's source file.
+struct RegisterProvider {
+  RegisterProvider(const std::string& name, ProviderFactory factory) {
+    ProviderRegistry::Get().Register(name, std::move(factory));
+  }
+};
+
+// The client URL etcd would listen on by convention for a member known only by its peer URL:
+// the same scheme and host, port 2379.
+std::string DefaultClientUrl(const PeerUrl& peer);
+
+}  // namespace quorate

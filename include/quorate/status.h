@@ -1,0 +1,90 @@
+// Errors as values. A Status says whether an operation worked and, when it did not, why, in words
+// meant for the operator. Result<T> carries either a value or the Status that explains its absence.
+// The code decides the process exit code (DESIGN §1): bad input is 2, everything else that fails is 1.
+#pragma once
+
+#include <cassert>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace quorate {
+
+enum class ExitCode : int { kOk = 0, kFailure = 1, kBadInput = 2 };
+
+class [[nodiscard]] Status {
+ public:
+  enum class Code {
+    kOk,
+    kInvalidArgument,  // the user's input (flag, env, YAML, discovery answer) is wrong: exit 2
+    kNotFound,
+    kUnavailable,       // a peer, server or file is not there yet: retry
+    kDeadlineExceeded,  // waited for --timeout: exit 1
+    kDataLoss,          // a stored record is corrupt or half written: never trusted
+    kFailedPrecondition,
+    kInternal,
+  };
+
+  Status() = default;
+  static Status Ok() { return Status(); }
+  static Status InvalidArgument(std::string m) { return {Code::kInvalidArgument, std::move(m)}; }
+  static Status NotFound(std::string m) { return {Code::kNotFound, std::move(m)}; }
+  static Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
+  static Status DeadlineExceeded(std::string m) { return {Code::kDeadlineExceeded, std::move(m)}; }
+  static Status DataLoss(std::string m) { return {Code::kDataLoss, std::move(m)}; }
+  static Status FailedPrecondition(std::string m) {
+    return {Code::kFailedPrecondition, std::move(m)};
+  }
+  static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+  // From errno, naming what was being done ("write /x/y").
+  static Status FromErrno(int err, const std::string& what);
+
+  bool ok() const { return code_ == Code::kOk; }
+  Code code() const { return code_; }
+  const std::string& message() const { return message_; }
+  bool IsInvalidArgument() const { return code_ == Code::kInvalidArgument; }
+  bool IsUnavailable() const { return code_ == Code::kUnavailable; }
+  bool IsNotFound() const { return code_ == Code::kNotFound; }
+
+  ExitCode exit_code() const {
+    if (ok()) return ExitCode::kOk;
+    return code_ == Code::kInvalidArgument ? ExitCode::kBadInput : ExitCode::kFailure;
+  }
+
+  // The same status with context in front: "reading bucket: <message>".
+  Status Prefixed(const std::string& context) const {
+    return ok() ? *this : Status(code_, context + ": " + message_);
+  }
+
+ private:
+  Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
+  Code code_ = Code::kOk;
+  std::string message_;
+};
+
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(Status status) : v_(std::move(status)) {  // NOLINT
+    assert(!std::get<Status>(v_).ok() && "a Result holding a Status must hold an error");
+  }
+
+  bool ok() const { return std::holds_alternative<T>(v_); }
+  const Status& status() const {
+    static const Status kOk;
+    return ok() ? kOk : std::get<Status>(v_);
+  }
+  T& value() & { return std::get<T>(v_); }
+  const T& value() const& { return std::get<T>(v_); }
+  T&& value() && { return std::get<T>(std::move(v_)); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+
+ private:
+  std::variant<T, Status> v_;
+};
+
+}  // namespace quorate

@@ -1,0 +1,3 @@
+#include "quorate/cli.h"
+
+int main(int argc, char** argv) { return quorate::RunCli(argc, argv); }
