@@ -1,0 +1,43 @@
+#include "quorate/log.h"
+
+#include <chrono>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/stdout_sinks.h>
+
+namespace quorate {
+namespace {
+
+// A pattern cannot escape quotes in messages; build each line as a real JSON object instead.
+class JsonFormatter : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    auto micros = std::chrono::duration_cast<std::chrono::microseconds>(msg.time.time_since_epoch()).count();
+    nlohmann::json line = {
+        {"ts", static_cast<double>(micros) / 1e6},
+        {"level", std::string(spdlog::level::to_string_view(msg.level).data(),
+                              spdlog::level::to_string_view(msg.level).size())},
+        {"msg", std::string(msg.payload.data(), msg.payload.size())},
+    };
+    std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    dest.append(text.data(), text.data() + text.size());
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<JsonFormatter>(); }
+};
+
+}  // namespace
+
+void InitLogging(const std::string& format, const std::string& level) {
+  auto logger = std::make_shared<spdlog::logger>("quorate", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  if (format == "json") {
+    logger->set_formatter(std::make_unique<JsonFormatter>());
+  } else {
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  }
+  logger->set_level(spdlog::level::from_str(level.empty() ? "info" : level));
+  logger->flush_on(spdlog::level::debug);
+  spdlog::set_default_logger(logger);
+}
+
+}  // namespace quorate

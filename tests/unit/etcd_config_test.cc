@@ -1,0 +1,43 @@
+#include <doctest/doctest.h>
+
+#include <yaml-cpp/yaml.h>
+
+#include "quorate/etcd_config.h"
+
+namespace quorate {
+
+TEST_CASE("etcd settings render as YAML, env and flags alike") {
+  Config c;
+  c.data_dir = "/var/lib/etcd";
+  c.peer_tls = {"/p.crt", "/p.key", "/ca.crt", true};
+  Member self{"etcd-0", {"https://etcd-0.etcd.ns.svc:2380"}, {"https://etcd-0.etcd.ns.svc:2379"}};
+  EtcdLaunch l = MakeEtcdLaunch(c, self, "tok", "etcd-0=https://etcd-0.etcd.ns.svc:2380", "new");
+
+  YAML::Node y = YAML::Load(RenderEtcdYaml(l));
+  CHECK(y["name"].as<std::string>() == "etcd-0");
+  CHECK(y["initial-cluster-state"].as<std::string>() == "new");
+  // etcd refuses host names in listen URLs.
+  CHECK(y["listen-peer-urls"].as<std::string>() == "https://0.0.0.0:2380");
+  CHECK(y["peer-transport-security"]["cert-file"].as<std::string>() == "/p.crt");
+  CHECK(y["peer-transport-security"]["client-cert-auth"].as<bool>());
+  CHECK_FALSE(y["client-transport-security"]);
+
+  std::string env = RenderEtcdEnv(l);
+  CHECK(env.find("ETCD_INITIAL_CLUSTER_TOKEN=tok\n") != std::string::npos);
+  CHECK(env.find("ETCD_PEER_CLIENT_CERT_AUTH=true\n") != std::string::npos);
+
+  auto flags = RenderEtcdFlags(l);
+  CHECK(std::find(flags.begin(), flags.end(), "--data-dir=/var/lib/etcd") != flags.end());
+}
+
+TEST_CASE("IP listen URLs default to the advertised ones; explicit ones win") {
+  Config c;
+  Member self{"n1", {"http://127.0.0.1:2380"}, {"http://127.0.0.1:2379"}};
+  YAML::Node y = YAML::Load(RenderEtcdYaml(MakeEtcdLaunch(c, self, "t", "n1=http://127.0.0.1:2380", "new")));
+  CHECK(y["listen-peer-urls"].as<std::string>() == "http://127.0.0.1:2380");
+  c.listen_client_urls = {"http://0.0.0.0:2379"};
+  y = YAML::Load(RenderEtcdYaml(MakeEtcdLaunch(c, self, "t", "n1=http://127.0.0.1:2380", "new")));
+  CHECK(y["listen-client-urls"].as<std::string>() == "http://0.0.0.0:2379");
+}
+
+}  // namespace quorate
