@@ -1,0 +1,38 @@
+// A small store of named records: a shared directory (NFS, hostPath) or an S3 bucket prefix. The
+// rendezvous, the `file` and `s3` providers and `cluster-init --bucket` are written against this
+// seam only, so they behave the same on both backends.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "quorate/status.h"
+
+namespace quorate {
+
+class Vfs {
+ public:
+  virtual ~Vfs() = default;
+  // Keys under `prefix` (relative, '/'-separated), sorted. Every page of a listing is read.
+  virtual Result<std::vector<std::string>> List(const std::string& prefix) = 0;
+  // NotFound when absent.
+  virtual Result<std::string> Read(const std::string& key) = 0;
+  // Writes only if `key` is absent: true when this call created it, false when it was there.
+  // Only when exclusive_create() is true do racing writers get exactly one true between them.
+  virtual Result<bool> CreateIfAbsent(const std::string& key, const std::string& content) = 0;
+  // Replaces `key`; readers see the old or the new content, never a mix.
+  virtual Status Write(const std::string& key, const std::string& content) = 0;
+  virtual bool exclusive_create() const = 0;
+  // file:///path or s3://bucket/prefix, for messages.
+  virtual std::string Describe() const = 0;
+};
+
+// "file:///dir" (or a plain path) or "s3://bucket/prefix?endpoint=http://host:port&region=r".
+Result<std::unique_ptr<Vfs>> OpenVfs(const std::string& url);
+
+// Keys are relative names of [A-Za-z0-9._-] segments joined by '/': no "..", no control
+// characters, at most 512 bytes. InvalidArgument naming the key otherwise.
+Status ValidateKey(const std::string& key);
+
+}  // namespace quorate
