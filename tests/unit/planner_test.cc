@@ -1,0 +1,776 @@
+#include <doctest/doctest.h>
+
+#include <set>
+#include <string>
+
+#include "quorate/planner.h"
+
+namespace quorate {
+namespace {
+
+std::string PeerUrlOf(int k) { return "http://127.0.0." + std::to_string(k) + ":2380"; }
+std::string ClientUrlOf(int k) { return "http://127.0.0." + std::to_string(k) + ":2379"; }
+std::string NameOf(int k) { return "n" + std::to_string(k); }
+
+Member MemberNo(int k) { return Member{NameOf(k), {PeerUrlOf(k)}, {ClientUrlOf(k)}}; }
+
+// Members n<k> on http://127.0.0.<k>:2380 for every k in `ks`.
+MemberSet MakeSetOf(const std::vector<int>& ks, const std::string& token = "tok") {
+  std::vector<Member> members;
+  for (int k : ks) members.push_back(MemberNo(k));
+  auto set = MemberSet::Create(members, token);
+  REQUIRE(set.ok());
+  return *set;
+}
+
+MemberSet MakeSet(int n, const std::string& token = "tok") {
+  std::vector<int> ks;
+  for (int k = 1; k <= n; ++k) ks.push_back(k);
+  return MakeSetOf(ks, token);
+}
+
+AgentReport AgentOk(const MemberSet& set) {
+  AgentReport a;
+  a.reachable = true;
+  a.data_state = DataState::kEmpty;
+  a.token = set.token();
+  a.expected_cluster_id = set.cluster_id();
+  return a;
+}
+
+// Self is n<self_k>; every other expected member reports an empty, agreeing agent and no cluster.
+PlanInput MakeInput(const MemberSet& set, int self_k = 1) {
+  PlanInput in;
+  in.self = MemberNo(self_k);
+  in.expected = set;
+  in.cluster_size = set.size();
+  for (const auto& m : set.members()) {
+    if (m.name == in.self.name) continue;
+    in.peers.push_back(PeerFacts{m.name, AgentOk(set), std::nullopt});
+  }
+  return in;
+}
+
+PeerFacts& PeerNamed(PlanInput& in, const std::string& name) {
+  for (auto& p : in.peers) {
+    if (p.name == name) return p;
+  }
+  FAIL("no peer " << name);
+  return in.peers.front();
+}
+
+ClusterMember CMember(const MemberSet& set, int k, bool started, bool named = true) {
+  ClusterMember m;
+  m.id = set.IdOf(MemberNo(k));
+  if (named || started) m.name = NameOf(k);
+  m.peer_urls = {PeerUrlOf(k)};
+  if (started) m.client_urls = {ClientUrlOf(k)};
+  return m;
+}
+
+// The cluster `set` bootstrapped into, with the members in `started` already published.
+ClusterView ViewOf(const MemberSet& set, const std::set<int>& started) {
+  ClusterView v;
+  v.cluster_id = set.cluster_id();
+  for (const auto& m : set.members()) {
+    int k = std::stoi(m.name.substr(1));
+    v.members.push_back(CMember(set, k, started.count(k) != 0));
+  }
+  return v;
+}
+
+void GiveAllViews(PlanInput& in, const ClusterView& v) {
+  for (auto& p : in.peers) p.cluster = v;
+}
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("ActionName names every action") {
+  CHECK(std::string(ActionName(Action::kRestart)) == "restart");
+  CHECK(std::string(ActionName(Action::kJoin)) == "join");
+  CHECK(std::string(ActionName(Action::kLateInitial)) == "late-initial");
+  CHECK(std::string(ActionName(Action::kReplace)) == "replace");
+  CHECK(std::string(ActionName(Action::kNew)) == "new");
+  CHECK(std::string(ActionName(Action::kWait)) == "wait");
+}
+
+// ---- rule 5: new ----
+
+TEST_CASE("a single-member set with no peers starts new") {
+  MemberSet set = MakeSet(1);
+  PlanInput in = MakeInput(set);
+  REQUIRE(in.peers.empty());
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kNew);
+  CHECK(d.wait == WaitKind::kNone);
+  CHECK(d.initial_cluster_state == "new");
+  CHECK(d.initial_cluster == "n1=http://127.0.0.1:2380");
+  CHECK(d.cluster_id == set.cluster_id());
+  CHECK_FALSE(d.add_member);
+  CHECK_FALSE(d.remove_id.has_value());
+}
+
+TEST_CASE("three empty, agreeing members each decide new with the same initial cluster") {
+  MemberSet set = MakeSet(3);
+  for (int self = 1; self <= 3; ++self) {
+    CAPTURE(self);
+    Decision d = Plan(MakeInput(set, self));
+    CHECK(d.action == Action::kNew);
+    CHECK(d.initial_cluster_state == "new");
+    CHECK(d.initial_cluster == set.InitialCluster());
+    CHECK(d.initial_cluster ==
+          "n1=http://127.0.0.1:2380,n2=http://127.0.0.2:2380,n3=http://127.0.0.3:2380");
+    CHECK(d.cluster_id == set.cluster_id());
+    CHECK(d.endpoints.empty());
+  }
+}
+
+TEST_CASE("new needs every peer: each kind of disagreement waits and names the peer") {
+  MemberSet set = MakeSet(3);
+  PlanInput in = MakeInput(set);
+
+  SUBCASE("unreachable agent, with its error") {
+    PeerNamed(in, "n2").agent = AgentReport{false, "connection refused", DataState::kUnknown, "", 0};
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kWait);
+    CHECK(d.wait == WaitKind::kPeersNotReady);
+    CHECK(Contains(d.reason, "n2: agent unreachable (connection refused)"));
+    CHECK_FALSE(Contains(d.reason, "n3"));
+    CHECK(d.initial_cluster_state.empty());
+  }
+  SUBCASE("other token") {
+    PeerNamed(in, "n3").agent.token = "other";
+    Decision d = Plan(in);
+    CHECK(d.wait == WaitKind::kPeersNotReady);
+    CHECK(Contains(d.reason, "n3: different token 'other'"));
+  }
+  SUBCASE("other member set") {
+    PeerNamed(in, "n2").agent.expected_cluster_id = MakeSet(4).cluster_id();
+    Decision d = Plan(in);
+    CHECK(d.wait == WaitKind::kPeersNotReady);
+    CHECK(Contains(d.reason, "n2: different member set"));
+    CHECK(Contains(d.reason, IdToHex(set.cluster_id())));
+  }
+  SUBCASE("has data but etcd not answering") {
+    PeerNamed(in, "n2").agent.data_state = DataState::kHasData;
+    Decision d = Plan(in);
+    CHECK(d.wait == WaitKind::kPeersNotReady);
+    CHECK(Contains(d.reason, "n2: has data but its etcd is not answering"));
+  }
+  SUBCASE("running but not answering") {
+    PeerNamed(in, "n3").agent.data_state = DataState::kRunning;
+    Decision d = Plan(in);
+    CHECK(d.wait == WaitKind::kPeersNotReady);
+    CHECK(Contains(d.reason, "n3: runs etcd but it is not answering"));
+  }
+  SUBCASE("data state unknown") {
+    PeerNamed(in, "n3").agent.data_state = DataState::kUnknown;
+    CHECK(Plan(in).wait == WaitKind::kPeersNotReady);
+  }
+  SUBCASE("missing from the peers list") {
+    in.peers.erase(in.peers.begin());  // n2
+    Decision d = Plan(in);
+    CHECK(d.wait == WaitKind::kPeersNotReady);
+    CHECK(Contains(d.reason, "n2: no report"));
+  }
+  SUBCASE("an empty peers list for a three-member set") {
+    in.peers.clear();
+    Decision d = Plan(in);
+    CHECK(d.wait == WaitKind::kPeersNotReady);
+    CHECK(Contains(d.reason, "n2: no report"));
+    CHECK(Contains(d.reason, "n3: no report"));
+  }
+  SUBCASE("a duplicate report that disagrees blocks") {
+    PeerFacts dup = PeerNamed(in, "n2");
+    dup.agent.token = "other";
+    in.peers.push_back(dup);
+    CHECK(Plan(in).wait == WaitKind::kPeersNotReady);
+  }
+  SUBCASE("every blocker at once, on one line") {
+    PeerNamed(in, "n2").agent = AgentReport{false, "deadline\nexceeded", DataState::kUnknown, "", 0};
+    PeerNamed(in, "n3").agent.token = "x";
+    PeerNamed(in, "n3").agent.data_state = DataState::kHasData;
+    Decision d = Plan(in);
+    CHECK(d.wait == WaitKind::kPeersNotReady);
+    CHECK(Contains(d.reason, "n2: agent unreachable (deadline exceeded)"));
+    CHECK(Contains(d.reason, "n3: has data"));
+    CHECK(Contains(d.reason, "different token 'x'"));
+    CHECK_FALSE(Contains(d.reason, "\n"));
+  }
+}
+
+TEST_CASE("reports from peers outside the expected set do not block new") {
+  MemberSet set = MakeSet(2);
+  PlanInput in = MakeInput(set);
+  in.peers.push_back(PeerFacts{"stranger", AgentReport{}, std::nullopt});
+  CHECK(Plan(in).action == Action::kNew);
+}
+
+TEST_CASE("without a cluster, a node outside the expected set is extra") {
+  MemberSet set = MakeSetOf({2, 3});
+  PlanInput in = MakeInput(set, 1);  // n1 is not in {n2, n3}
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kWait);
+  CHECK(d.wait == WaitKind::kExtra);
+  CHECK(Contains(d.reason, "n1 is not in the expected member set (n2,n3)"));
+}
+
+TEST_CASE("without a cluster, self advertising other peer URLs than discovery waits") {
+  MemberSet set = MakeSet(3);
+  PlanInput in = MakeInput(set);
+  in.self.peer_urls = {"http://127.0.0.9:2380"};
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kWait);
+  CHECK(d.wait == WaitKind::kPeersNotReady);
+  CHECK(Contains(d.reason, "http://127.0.0.9:2380"));
+}
+
+// ---- rule 1: restart ----
+
+TEST_CASE("local data restarts with state new and the expected initial cluster") {
+  MemberSet set = MakeSet(3);
+  PlanInput in = MakeInput(set);
+  in.has_local_data = true;
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kRestart);
+  CHECK(d.wait == WaitKind::kNone);
+  CHECK(d.initial_cluster_state == "new");
+  CHECK(d.initial_cluster == set.InitialCluster());
+  CHECK(Contains(d.reason, "local data"));
+  CHECK_FALSE(d.add_member);
+  CHECK_FALSE(d.remove_id.has_value());
+}
+
+TEST_CASE("restart beats every other rule") {
+  MemberSet set = MakeSet(3);
+  PlanInput in = MakeInput(set);
+  in.has_local_data = true;
+
+  SUBCASE("conflicting clusters") {
+    PeerNamed(in, "n2").cluster = ViewOf(set, {2, 3});
+    PeerNamed(in, "n3").cluster = ViewOf(MakeSet(3, "other"), {2, 3});
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kRestart);
+    CHECK_FALSE(d.cluster_id.has_value());
+  }
+  SUBCASE("listed as started without quorum") {
+    PeerNamed(in, "n2").cluster = ViewOf(set, {1, 2, 3});
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kRestart);
+    CHECK(d.cluster_id == set.cluster_id());
+    CHECK(d.endpoints == std::vector<std::string>{ClientUrlOf(1), ClientUrlOf(2), ClientUrlOf(3)});
+  }
+  SUBCASE("listed but never started") {
+    GiveAllViews(in, ViewOf(set, {2, 3}));
+    CHECK(Plan(in).action == Action::kRestart);
+  }
+  SUBCASE("full cluster that does not list us") {
+    MemberSet other = MakeSetOf({2, 3, 4});
+    GiveAllViews(in, ViewOf(other, {2, 3, 4}));
+    CHECK(Plan(in).action == Action::kRestart);
+  }
+  SUBCASE("peers unreachable") {
+    for (auto& p : in.peers) p.agent = AgentReport{false, "down", DataState::kUnknown, "", 0};
+    CHECK(Plan(in).action == Action::kRestart);
+  }
+  SUBCASE("self outside the expected set: still restarts, and the config names self") {
+    in.self = MemberNo(7);
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kRestart);
+    CHECK(d.initial_cluster == set.InitialCluster() + ",n7=http://127.0.0.7:2380");
+  }
+}
+
+// ---- rule 2: conflict ----
+
+TEST_CASE("peers in different clusters: wait and never pick one") {
+  MemberSet set = MakeSet(3);
+  MemberSet other = MakeSet(3, "other");
+  PlanInput in = MakeInput(set);
+  PeerNamed(in, "n2").cluster = ViewOf(set, {1, 2, 3});
+  PeerNamed(in, "n3").cluster = ViewOf(other, {2, 3});
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kWait);
+  CHECK(d.wait == WaitKind::kConflict);
+  CHECK(Contains(d.reason, "n2"));
+  CHECK(Contains(d.reason, "n3"));
+  CHECK(Contains(d.reason, IdToHex(set.cluster_id())));
+  CHECK(Contains(d.reason, IdToHex(other.cluster_id())));
+  CHECK(d.initial_cluster_state.empty());
+  CHECK_FALSE(d.cluster_id.has_value());
+}
+
+// ---- rule 3: late initial member ----
+
+TEST_CASE("listed with our expected ID and never started: late initial, state new") {
+  MemberSet set = MakeSet(3);
+  PlanInput in = MakeInput(set);
+
+  SUBCASE("peers already started") {
+    GiveAllViews(in, ViewOf(set, {2, 3}));
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kLateInitial);
+    CHECK(d.initial_cluster_state == "new");
+    CHECK(d.initial_cluster == set.InitialCluster());
+    CHECK(d.cluster_id == set.cluster_id());
+    CHECK(d.endpoints == std::vector<std::string>{ClientUrlOf(2), ClientUrlOf(3)});
+    CHECK_FALSE(d.add_member);
+    CHECK(Contains(d.reason, "never started"));
+  }
+  SUBCASE("peers still bootstrapping (nobody published yet)") {
+    PeerNamed(in, "n2").cluster = ViewOf(set, {});
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kLateInitial);
+    CHECK(d.endpoints.empty());
+  }
+  SUBCASE("one peer answers, the other is unreachable") {
+    PeerNamed(in, "n2").cluster = ViewOf(set, {2});
+    PeerNamed(in, "n3").agent = AgentReport{false, "down", DataState::kUnknown, "", 0};
+    CHECK(Plan(in).action == Action::kLateInitial);
+  }
+  SUBCASE("the expected set calls our URLs by another name: --name still appears") {
+    in.self.name = "renamed";
+    GiveAllViews(in, ViewOf(set, {2, 3}));
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kLateInitial);
+    CHECK(d.initial_cluster ==
+          "renamed=http://127.0.0.1:2380,n2=http://127.0.0.2:2380,n3=http://127.0.0.3:2380");
+  }
+}
+
+TEST_CASE("late initial rebuilds the initial cluster from the cluster when the expected set moved on") {
+  MemberSet boot = MakeSet(3);      // what the cluster was bootstrapped with
+  MemberSet expected = MakeSet(4);  // discovery now sees one more member, same token
+  REQUIRE(boot.cluster_id() != expected.cluster_id());
+  PlanInput in = MakeInput(expected);
+  ClusterView v = ViewOf(boot, {2, 3});
+  v.members[0].name.clear();  // n1, self: unnamed
+  GiveAllViews(in, v);
+
+  SUBCASE("names come from the cluster, then the expected set by ID, then self") {
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kLateInitial);
+    CHECK(d.initial_cluster_state == "new");
+    CHECK(d.initial_cluster == boot.InitialCluster());
+    CHECK(d.cluster_id == boot.cluster_id());
+  }
+  SUBCASE("an unnamed other member gets its expected name") {
+    v = ViewOf(boot, {2});
+    v.members[2].name.clear();  // n3, not started
+    GiveAllViews(in, v);
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kLateInitial);
+    CHECK(d.initial_cluster == boot.InitialCluster());
+  }
+  SUBCASE("an unnamed member unknown to the expected set is named by its ID") {
+    MemberSet boot2 = MakeSetOf({1, 2, 8});
+    MemberSet exp2 = MakeSetOf({1, 2, 3});
+    PlanInput in2 = MakeInput(exp2);
+    ClusterView v2 = ViewOf(boot2, {2});
+    v2.members[2].name.clear();  // n8
+    GiveAllViews(in2, v2);
+    Decision d = Plan(in2);
+    CHECK(d.action == Action::kLateInitial);
+    std::string n8 = IdToHex(boot2.IdOf(MemberNo(8)));
+    CHECK(d.initial_cluster ==
+          "n1=http://127.0.0.1:2380,n2=http://127.0.0.2:2380," + n8 + "=http://127.0.0.8:2380");
+  }
+}
+
+TEST_CASE("late initial waits when the cluster's membership changed since bootstrap") {
+  MemberSet boot = MakeSet(3);
+  MemberSet expected = MakeSet(4);
+  PlanInput in = MakeInput(expected);
+
+  SUBCASE("a member was added") {
+    ClusterView v = ViewOf(boot, {2, 3});
+    ClusterMember added = CMember(expected, 4, true);
+    added.id = 0x1234;  // MemberAdd IDs are not the bootstrap hash
+    v.members.push_back(added);
+    GiveAllViews(in, v);
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kWait);
+    CHECK(d.wait == WaitKind::kPeersNotReady);
+    CHECK(Contains(d.reason, "membership changed since bootstrap"));
+    CHECK(d.cluster_id == boot.cluster_id());
+  }
+  SUBCASE("a member's peer URLs were updated") {
+    ClusterView v = ViewOf(boot, {2, 3});
+    v.members[1].peer_urls = {"http://127.0.0.22:2380"};
+    GiveAllViews(in, v);
+    Decision d = Plan(in);
+    CHECK(d.wait == WaitKind::kPeersNotReady);
+    CHECK(Contains(d.reason, "membership changed since bootstrap"));
+  }
+}
+
+// ---- rule 3: resume a join or replace after MemberAdd ----
+
+TEST_CASE("listed under another ID and never started: an earlier MemberAdd, resume the join") {
+  MemberSet set = MakeSet(3);
+  MemberSet pair = MakeSetOf({2, 3});
+  PlanInput in = MakeInput(set);
+  ClusterView v = ViewOf(pair, {2, 3});
+  ClusterMember added;
+  added.id = 0xabcdef;
+  added.peer_urls = {PeerUrlOf(1)};
+  added.is_learner = true;
+  v.members.push_back(added);
+  GiveAllViews(in, v);
+
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kJoin);
+  CHECK(d.initial_cluster_state == "existing");
+  CHECK_FALSE(d.add_member);
+  CHECK_FALSE(d.remove_id.has_value());
+  CHECK(d.initial_cluster ==
+        "n2=http://127.0.0.2:2380,n3=http://127.0.0.3:2380,n1=http://127.0.0.1:2380");
+  CHECK(d.cluster_id == pair.cluster_id());
+  CHECK(d.endpoints == std::vector<std::string>{ClientUrlOf(2), ClientUrlOf(3)});
+  CHECK(Contains(d.reason, IdToHex(0xabcdef)));
+
+  SUBCASE("another unnamed, unstarted member takes its expected name by peer URL") {
+    MemberSet four = MakeSet(4);
+    PlanInput in4 = MakeInput(four);
+    ClusterView v4 = v;
+    ClusterMember other;
+    other.id = 0x77;
+    other.peer_urls = {PeerUrlOf(4)};
+    v4.members.push_back(other);
+    GiveAllViews(in4, v4);
+    Decision d4 = Plan(in4);
+    CHECK(d4.action == Action::kJoin);
+    CHECK(Contains(d4.initial_cluster, "n4=http://127.0.0.4:2380"));
+  }
+}
+
+// ---- rule 3: replace ----
+
+TEST_CASE("started member without data is replaced only with quorum (3 members)") {
+  MemberSet set = MakeSet(3);
+  PlanInput in = MakeInput(set);
+  ClusterView v = ViewOf(set, {1, 2, 3});
+
+  SUBCASE("both other voters answer") {
+    GiveAllViews(in, v);
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kReplace);
+    CHECK(d.initial_cluster_state == "existing");
+    CHECK(d.add_member);
+    REQUIRE(d.remove_id.has_value());
+    CHECK(*d.remove_id == set.IdOf(MemberNo(1)));
+    CHECK(d.initial_cluster ==
+          "n2=http://127.0.0.2:2380,n3=http://127.0.0.3:2380,n1=http://127.0.0.1:2380");
+    CHECK(d.cluster_id == set.cluster_id());
+    CHECK(d.endpoints == std::vector<std::string>{ClientUrlOf(1), ClientUrlOf(2), ClientUrlOf(3)});
+  }
+  SUBCASE("one other voter answers: 1 of 3 is not a majority") {
+    PeerNamed(in, "n2").cluster = v;
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kWait);
+    CHECK(d.wait == WaitKind::kMajorityLost);
+    CHECK(Contains(d.reason, "1 of 3 voters"));
+    CHECK(Contains(d.reason, "majority of 2"));
+    CHECK(Contains(d.reason, "snapshot"));
+    CHECK_FALSE(d.remove_id.has_value());
+    CHECK_FALSE(d.add_member);
+  }
+}
+
+TEST_CASE("replace counts voters by peer URL, and learners are not voters (5 members)") {
+  MemberSet set = MakeSet(5);
+  PlanInput in = MakeInput(set);
+  ClusterView v = ViewOf(set, {1, 2, 3, 4, 5});
+
+  SUBCASE("2 of 5 answer: wait") {
+    PeerNamed(in, "n2").cluster = v;
+    PeerNamed(in, "n3").cluster = v;
+    Decision d = Plan(in);
+    CHECK(d.wait == WaitKind::kMajorityLost);
+    CHECK(Contains(d.reason, "2 of 5 voters"));
+  }
+  SUBCASE("3 of 5 answer: replace") {
+    PeerNamed(in, "n2").cluster = v;
+    PeerNamed(in, "n3").cluster = v;
+    PeerNamed(in, "n4").cluster = v;
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kReplace);
+    CHECK(*d.remove_id == set.IdOf(MemberNo(1)));
+  }
+  SUBCASE("n4, n5 learners: 3 voters, 2 answering is a majority") {
+    v.members[3].is_learner = true;
+    v.members[4].is_learner = true;
+    PeerNamed(in, "n2").cluster = v;
+    PeerNamed(in, "n3").cluster = v;
+    CHECK(Plan(in).action == Action::kReplace);
+  }
+  SUBCASE("answering learners do not make a majority") {
+    v.members[3].is_learner = true;
+    v.members[4].is_learner = true;
+    PeerNamed(in, "n2").cluster = v;
+    PeerNamed(in, "n4").cluster = v;
+    PeerNamed(in, "n5").cluster = v;
+    Decision d = Plan(in);
+    CHECK(d.wait == WaitKind::kMajorityLost);
+    CHECK(Contains(d.reason, "1 of 3 voters"));
+  }
+  SUBCASE("a learner promoted in one view counts as a voter") {
+    ClusterView stale = v;
+    stale.members[3].is_learner = true;
+    PeerNamed(in, "n2").cluster = stale;
+    PeerNamed(in, "n3").cluster = v;
+    Decision d = Plan(in);
+    CHECK(d.wait == WaitKind::kMajorityLost);
+    CHECK(Contains(d.reason, "2 of 5 voters"));
+  }
+}
+
+TEST_CASE("a stale view cannot hide that we started: views are merged") {
+  MemberSet set = MakeSet(3);
+  PlanInput in = MakeInput(set);
+  PeerNamed(in, "n2").cluster = ViewOf(set, {2});        // has not seen us publish yet
+  PeerNamed(in, "n3").cluster = ViewOf(set, {1, 2, 3});  // has
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kReplace);
+  CHECK(d.endpoints == std::vector<std::string>{ClientUrlOf(1), ClientUrlOf(2), ClientUrlOf(3)});
+}
+
+// ---- rule 3: join / extra ----
+
+TEST_CASE("a cluster below --cluster-size that does not list us: join as a learner") {
+  MemberSet set = MakeSet(3);
+  MemberSet pair = MakeSetOf({2, 3});
+  PlanInput in = MakeInput(set);
+  GiveAllViews(in, ViewOf(pair, {2, 3}));
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kJoin);
+  CHECK(d.initial_cluster_state == "existing");
+  CHECK(d.add_member);
+  CHECK_FALSE(d.remove_id.has_value());
+  CHECK(d.initial_cluster ==
+        "n2=http://127.0.0.2:2380,n3=http://127.0.0.3:2380,n1=http://127.0.0.1:2380");
+  CHECK(d.cluster_id == pair.cluster_id());
+  CHECK(d.endpoints == std::vector<std::string>{ClientUrlOf(2), ClientUrlOf(3)});
+}
+
+TEST_CASE("a full cluster that does not list us: wait as extra") {
+  MemberSet set = MakeSet(3);
+  MemberSet full = MakeSetOf({2, 3, 4});
+  PlanInput in = MakeInput(set);
+  GiveAllViews(in, ViewOf(full, {2, 3, 4}));
+
+  SUBCASE("at size") {
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kWait);
+    CHECK(d.wait == WaitKind::kExtra);
+    CHECK(Contains(d.reason, "already has 3 of 3 members and does not list n1"));
+    CHECK(Contains(d.reason, "--cluster-size"));
+    CHECK(d.cluster_id == full.cluster_id());
+  }
+  SUBCASE("raising --cluster-size lets it join") {
+    in.cluster_size = 4;
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kJoin);
+    CHECK(d.add_member);
+  }
+  SUBCASE("an unset --cluster-size falls back to the expected set's size") {
+    in.cluster_size = 0;
+    CHECK(Plan(in).wait == WaitKind::kExtra);
+  }
+}
+
+TEST_CASE("a member with our name on other peer URLs blocks a join") {
+  MemberSet set = MakeSet(3);
+  PlanInput in = MakeInput(set);
+  ClusterView v = ViewOf(MakeSetOf({2, 3}), {2, 3});
+  ClusterMember old;
+  old.id = 0x99;
+  old.name = "n1";
+  old.peer_urls = {"http://10.0.0.1:2380"};
+  old.client_urls = {"http://10.0.0.1:2379"};
+  v.members.push_back(old);
+  in.cluster_size = 5;
+  GiveAllViews(in, v);
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kWait);
+  CHECK(d.wait == WaitKind::kExtra);
+  CHECK(Contains(d.reason, "http://10.0.0.1:2380"));
+}
+
+// ---- invariants over every combination of peer states ----
+
+namespace {
+
+enum class AgentCase { kUnreachable, kOk, kOtherToken, kOtherSet, kHasData, kRunning, kUnknown };
+enum class ViewCase { kNone, kFresh, kOthersStarted, kAllStarted, kForeign };
+constexpr int kAgentCases = 7;
+constexpr int kViewCases = 5;
+
+struct PeerCase {
+  bool present = true;
+  AgentCase agent = AgentCase::kOk;
+  ViewCase view = ViewCase::kNone;
+};
+
+std::vector<PeerCase> AllPeerCases() {
+  std::vector<PeerCase> out;
+  out.push_back(PeerCase{false, AgentCase::kOk, ViewCase::kNone});
+  for (int a = 0; a < kAgentCases; ++a) {
+    for (int v = 0; v < kViewCases; ++v) {
+      out.push_back(PeerCase{true, static_cast<AgentCase>(a), static_cast<ViewCase>(v)});
+    }
+  }
+  return out;
+}
+
+bool AgentAgrees(AgentCase a) { return a == AgentCase::kOk; }
+bool AgentHasData(AgentCase a) { return a == AgentCase::kHasData || a == AgentCase::kRunning; }
+
+}  // namespace
+
+TEST_CASE("invariants hold for every combination of peer states (3 members)") {
+  MemberSet set = MakeSet(3);
+  MemberSet foreign = MakeSetOf({2, 3}, "foreign");
+  const std::vector<PeerCase> cases = AllPeerCases();
+  int combinations = 0;
+
+  for (bool local : {false, true}) {
+    for (const PeerCase& c2 : cases) {
+      for (const PeerCase& c3 : cases) {
+        ++combinations;
+        PlanInput in = MakeInput(set);
+        in.has_local_data = local;
+        in.peers.clear();
+        int k = 2;
+        for (const PeerCase& c : {c2, c3}) {
+          int peer_k = k++;
+          if (!c.present) continue;
+          PeerFacts p{NameOf(peer_k), AgentOk(set), std::nullopt};
+          switch (c.agent) {
+            case AgentCase::kUnreachable:
+              p.agent = AgentReport{false, "unavailable", DataState::kUnknown, "", 0};
+              break;
+            case AgentCase::kOk:
+              break;
+            case AgentCase::kOtherToken:
+              p.agent.token = "other";
+              break;
+            case AgentCase::kOtherSet:
+              p.agent.expected_cluster_id = foreign.cluster_id();
+              break;
+            case AgentCase::kHasData:
+              p.agent.data_state = DataState::kHasData;
+              break;
+            case AgentCase::kRunning:
+              p.agent.data_state = DataState::kRunning;
+              break;
+            case AgentCase::kUnknown:
+              p.agent.data_state = DataState::kUnknown;
+              break;
+          }
+          switch (c.view) {
+            case ViewCase::kNone:
+              break;
+            case ViewCase::kFresh:
+              p.cluster = ViewOf(set, {});
+              break;
+            case ViewCase::kOthersStarted:
+              p.cluster = ViewOf(set, {2, 3});
+              break;
+            case ViewCase::kAllStarted:
+              p.cluster = ViewOf(set, {1, 2, 3});
+              break;
+            case ViewCase::kForeign:
+              p.cluster = ViewOf(foreign, {2, 3});
+              break;
+          }
+          in.peers.push_back(p);
+        }
+
+        int views = 0;
+        bool has_ours = false;
+        bool has_foreign = false;
+        bool self_started = false;
+        bool any_data = false;
+        bool all_agree = true;
+        for (const PeerCase& c : {c2, c3}) {
+          all_agree = all_agree && c.present && AgentAgrees(c.agent);
+          if (!c.present) continue;
+          any_data = any_data || AgentHasData(c.agent);
+          if (c.view == ViewCase::kNone) continue;
+          ++views;
+          has_foreign = has_foreign || c.view == ViewCase::kForeign;
+          has_ours = has_ours || c.view != ViewCase::kForeign;
+          self_started = self_started || c.view == ViewCase::kAllStarted;
+        }
+        bool conflict = has_ours && has_foreign;
+
+        Decision d = Plan(in);
+        CAPTURE(local);
+        CAPTURE(static_cast<int>(c2.present ? c2.agent : AgentCase::kOk));
+        CAPTURE(static_cast<int>(c2.view));
+        CAPTURE(c2.present);
+        CAPTURE(static_cast<int>(c3.present ? c3.agent : AgentCase::kOk));
+        CAPTURE(static_cast<int>(c3.view));
+        CAPTURE(c3.present);
+        CAPTURE(d.reason);
+
+        // The decision's shape.
+        REQUIRE_FALSE(d.reason.empty());
+        REQUIRE_FALSE(Contains(d.reason, "\n"));
+        if (d.action == Action::kWait) {
+          REQUIRE(d.wait != WaitKind::kNone);
+          REQUIRE(d.initial_cluster_state.empty());
+        } else {
+          REQUIRE(d.wait == WaitKind::kNone);
+          bool is_new = d.action == Action::kNew || d.action == Action::kLateInitial ||
+                        d.action == Action::kRestart;
+          REQUIRE(d.initial_cluster_state == (is_new ? "new" : "existing"));
+          REQUIRE(Contains(d.initial_cluster, "n1=http://127.0.0.1:2380"));
+        }
+        REQUIRE(d.add_member == (d.action == Action::kReplace ||
+                                 (d.action == Action::kJoin && has_foreign)));
+        REQUIRE(d.remove_id.has_value() == (d.action == Action::kReplace));
+
+        // Safety.
+        if (local) {
+          REQUIRE(d.action == Action::kRestart);
+          continue;
+        }
+        REQUIRE(d.action != Action::kRestart);
+        if (d.action == Action::kNew) {
+          REQUIRE(views == 0);
+          REQUIRE_FALSE(any_data);
+          REQUIRE(all_agree);
+        }
+        if (d.action == Action::kReplace) {
+          REQUIRE(views == 2);  // both other voters answer: 2 >= 3/2 + 1
+          REQUIRE(self_started);
+        }
+        if (conflict) REQUIRE(d.wait == WaitKind::kConflict);
+        if (d.wait == WaitKind::kConflict) REQUIRE(conflict);
+
+        // Liveness: each situation reaches the one decision that fits it.
+        if (conflict) continue;
+        if (views == 0) {
+          REQUIRE(d.action == (all_agree ? Action::kNew : Action::kWait));
+        } else if (has_foreign) {
+          REQUIRE(d.action == Action::kJoin);  // 2 of 3 members, does not list n1
+        } else if (self_started) {
+          REQUIRE(d.action == (views == 2 ? Action::kReplace : Action::kWait));
+          if (views < 2) REQUIRE(d.wait == WaitKind::kMajorityLost);
+        } else {
+          REQUIRE(d.action == Action::kLateInitial);
+          REQUIRE(d.initial_cluster == set.InitialCluster());
+        }
+      }
+    }
+  }
+  CHECK(combinations == 2 * 36 * 36);
+}
+
+}  // namespace quorate
