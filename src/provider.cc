@@ -87,13 +87,23 @@ void ProviderRegistry::Register(const std::string& name, ProviderFactory factory
   }
 }
 
+const ProviderContext& ProviderParams::EmptyContext() {
+  static const ProviderContext kEmpty;
+  return kEmpty;
+}
+
 Result<std::unique_ptr<DiscoveryProvider>> ProviderRegistry::Create(const DiscoverySpec& spec) const {
+  return Create(spec, ProviderContext{});
+}
+
+Result<std::unique_ptr<DiscoveryProvider>> ProviderRegistry::Create(const DiscoverySpec& spec,
+                                                                    const ProviderContext& context) const {
   auto it = factories_.find(spec.provider);
   if (it == factories_.end()) {
     return Status::InvalidArgument(fmt::format("--discovery: unknown provider '{}' (known: {})",
                                                spec.provider, fmt::join(Names(), ", ")));
   }
-  ProviderParams params(spec);
+  ProviderParams params(spec, context);
   return it->second(params);
 }
 

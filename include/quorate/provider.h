@@ -37,18 +37,30 @@ class DiscoveryProvider {
   virtual std::string Describe() const = 0;
 };
 
+// What the caller knows about the node asking. Rendezvous providers (`file`, `s3`, `etcd`) register
+// `self` and seal `cluster_size` members under `token`; the others ignore it.
+struct ProviderContext {
+  Member self;                         // empty name: the caller has no --name
+  std::string token;                   // --initial-cluster-token; empty: the provider's default
+  std::optional<size_t> cluster_size;  // --cluster-size
+};
+
 // Reads a provider's keys; every key must be read, so a misspelt one is an error, not ignored.
 class ProviderParams {
  public:
-  explicit ProviderParams(const DiscoverySpec& spec) : spec_(spec) {}
+  explicit ProviderParams(const DiscoverySpec& spec) : ProviderParams(spec, EmptyContext()) {}
+  ProviderParams(const DiscoverySpec& spec, const ProviderContext& context) : spec_(spec), context_(context) {}
   std::optional<std::string> Take(const std::string& key);
   Result<std::string> TakeRequired(const std::string& key);
   // InvalidArgument naming the keys nobody took, and the ones that are known.
   Status CheckAllTaken(const std::vector<std::string>& known) const;
   const std::string& provider() const { return spec_.provider; }
+  const ProviderContext& context() const { return context_; }
 
  private:
+  static const ProviderContext& EmptyContext();
   const DiscoverySpec& spec_;
+  const ProviderContext& context_;
   std::map<std::string, bool> taken_;
 };
 
@@ -61,6 +73,7 @@ class ProviderRegistry {
   void Register(const std::string& name, ProviderFactory factory);
   // InvalidArgument for an unknown provider, listing the known ones.
   Result<std::unique_ptr<DiscoveryProvider>> Create(const DiscoverySpec& spec) const;
+  Result<std::unique_ptr<DiscoveryProvider>> Create(const DiscoverySpec& spec, const ProviderContext& context) const;
   std::vector<std::string> Names() const;
 
  private:

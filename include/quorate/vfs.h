@@ -14,7 +14,8 @@ namespace quorate {
 class Vfs {
  public:
   virtual ~Vfs() = default;
-  // Keys under `prefix` (relative, '/'-separated), sorted. Every page of a listing is read.
+  // The full keys (as Read takes them) below `prefix`, a key read as a directory ("a" lists "a/b"
+  // and "a/c/d", never "ab"; "" lists everything), sorted. Every page of a listing is read.
   virtual Result<std::vector<std::string>> List(const std::string& prefix) = 0;
   // NotFound when absent.
   virtual Result<std::string> Read(const std::string& key) = 0;
@@ -31,8 +32,9 @@ class Vfs {
 // "file:///dir" (or a plain path) or "s3://bucket/prefix?endpoint=http://host:port&region=r".
 Result<std::unique_ptr<Vfs>> OpenVfs(const std::string& url);
 
-// Keys are relative names of [A-Za-z0-9._-] segments joined by '/': no "..", no control
-// characters, at most 512 bytes. InvalidArgument naming the key otherwise.
+// Keys are relative names of [A-Za-z0-9._-] segments joined by '/': no segment starting with '.'
+// (so no "..", and room for a backend's hidden temp files), no control characters, at most 512
+// bytes. InvalidArgument naming the key otherwise.
 Status ValidateKey(const std::string& key);
 
 }  // namespace quorate

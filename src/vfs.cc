@@ -1,0 +1,227 @@
+#include "quorate/vfs.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "quorate/fs.h"
+
+namespace quorate {
+namespace {
+
+constexpr size_t kMaxKeyBytes = 512;
+
+// Keys come from stores other nodes wrote: never echo a control character to a terminal.
+std::string Printable(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text.substr(0, 80)) {
+    if (c < 0x20 || c >= 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (text.size() > 80) out += "...";
+  return out;
+}
+
+bool IsKeyChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+}
+
+Status SyncDir(const std::string& dir) {
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "open " + dir);
+  int rc = fsync(fd);
+  int err = errno;
+  close(fd);
+  return rc == 0 ? Status::Ok() : Status::FromErrno(err, "fsync " + dir);
+}
+
+// A shared directory. Records are written to a hidden temp file first, so a reader (or List) never
+// sees half of one; the temp name is random because several hosts (NFS) and threads write here.
+class DirectoryVfs : public Vfs {
+ public:
+  explicit DirectoryVfs(std::string root) : root_(std::move(root)) {}
+
+  Result<std::vector<std::string>> List(const std::string& prefix) override {
+    if (!prefix.empty()) {
+      if (Status s = ValidateKey(prefix); !s.ok()) return s;
+    }
+    namespace fs = std::filesystem;
+    const fs::path base = prefix.empty() ? fs::path(root_) : fs::path(root_) / prefix;
+    std::vector<std::string> keys;
+    std::error_code ec;
+    fs::recursive_directory_iterator it(base, ec);
+    if (ec == std::errc::no_such_file_or_directory) return keys;
+    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      // Dot files are this backend's temp files and NFS's .nfsXXXX silly renames, not records.
+      if (it->path().filename().string().front() == '.') {
+        if (it->is_directory(ec)) it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_regular_file(ec)) keys.push_back(it->path().lexically_relative(root_).generic_string());
+    }
+    if (ec) return Status::FromErrno(ec.value(), "list " + base.string());
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  }
+
+  Result<std::string> Read(const std::string& key) override {
+    if (Status s = ValidateKey(key); !s.ok()) return s;
+    return ReadFile(PathOf(key));
+  }
+
+  Result<bool> CreateIfAbsent(const std::string& key, const std::string& content) override {
+    auto tmp = WriteTemp(key, content);
+    if (!tmp.ok()) return tmp.status();
+    const std::string path = PathOf(key);
+    // link(2) fails with EEXIST when the name is taken, atomically, even on NFSv2/3 where
+    // O_EXCL on the final name is not safe; the record appears whole or not at all.
+    bool created = link(tmp->c_str(), path.c_str()) == 0;
+    int err = errno;
+    if (!created && err == EEXIST) {
+      // NFS may retransmit a link whose reply was lost and answer EEXIST to our own success:
+      // the temp file then has two names (the recipe of open(2)'s O_EXCL notes).
+      struct stat st;
+      created = stat(tmp->c_str(), &st) == 0 && st.st_nlink == 2;
+    } else if (!created) {
+      unlink(tmp->c_str());
+      return Status::FromErrno(err, "link " + *tmp + " to " + path);
+    }
+    unlink(tmp->c_str());
+    if (!created) return false;
+    if (Status s = SyncDir(DirOf(path)); !s.ok()) return s;
+    return true;
+  }
+
+  // Not WriteFileAtomic: its temp name is visible to List and shared by the threads of a process.
+  Status Write(const std::string& key, const std::string& content) override {
+    auto tmp = WriteTemp(key, content);
+    if (!tmp.ok()) return tmp.status();
+    const std::string path = PathOf(key);
+    if (rename(tmp->c_str(), path.c_str()) != 0) {
+      int err = errno;
+      unlink(tmp->c_str());
+      return Status::FromErrno(err, "rename " + *tmp + " to " + path);
+    }
+    return SyncDir(DirOf(path));
+  }
+
+  bool exclusive_create() const override { return true; }
+  std::string Describe() const override { return "file://" + root_; }
+
+ private:
+  std::string PathOf(const std::string& key) const { return root_ + "/" + key; }
+  static std::string DirOf(const std::string& path) { return path.substr(0, path.rfind('/')); }
+
+  // A hidden, fsynced copy of `content` beside `key`'s final name.
+  Result<std::string> WriteTemp(const std::string& key, const std::string& content) {
+    if (Status s = ValidateKey(key); !s.ok()) return s;
+    const std::string path = PathOf(key);
+    const std::string dir = DirOf(path);
+    if (Status s = MakeDirs(dir); !s.ok()) return s;
+    thread_local std::mt19937_64 random{std::random_device{}()};
+    std::string tmp;
+    int fd = -1;
+    for (int attempt = 0; fd < 0 && attempt < 8; ++attempt) {
+      tmp = fmt::format("{}/.{}.tmp-{:016x}", dir, path.substr(dir.size() + 1), random());
+      fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0) return Status::FromErrno(errno, "create " + tmp);
+    for (size_t written = 0; written < content.size();) {
+      ssize_t n = write(fd, content.data() + written, content.size() - written);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        int err = errno;
+        close(fd);
+        unlink(tmp.c_str());
+        return Status::FromErrno(err, "write " + tmp);
+      }
+      written += static_cast<size_t>(n);
+    }
+    if (fsync(fd) != 0) {
+      int err = errno;
+      close(fd);
+      unlink(tmp.c_str());
+      return Status::FromErrno(err, "fsync " + tmp);
+    }
+    if (close(fd) != 0) {
+      int err = errno;
+      unlink(tmp.c_str());
+      return Status::FromErrno(err, "close " + tmp);
+    }
+    return tmp;
+  }
+
+  std::string root_;
+};
+
+Result<std::unique_ptr<Vfs>> OpenDirectory(const std::string& url, const std::string& dir) {
+  std::error_code ec;
+  std::string root = std::filesystem::absolute(dir, ec).lexically_normal().string();
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  // A shared store that is missing is most likely not mounted: writing into the bare mount
+  // point would split the rendezvous, so it is never created here.
+  if (ec || !std::filesystem::is_directory(root, ec)) {
+    return Status::InvalidArgument(
+        fmt::format("store '{}': {} is not a directory; create it or mount the shared volume there", url, root));
+  }
+  return std::unique_ptr<Vfs>(new DirectoryVfs(root));
+}
+
+}  // namespace
+
+Status ValidateKey(const std::string& key) {
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument(fmt::format(
+        "key '{}' {}; a key is segments of letters, digits, '.', '_' and '-' joined by '/', at most {} bytes",
+        Printable(key), why, kMaxKeyBytes));
+  };
+  if (key.empty()) return bad("is empty");
+  if (key.size() > kMaxKeyBytes) return bad(fmt::format("is {} bytes long", key.size()));
+  auto control = std::find_if(key.begin(), key.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+  if (control != key.end()) return bad("holds a control character");
+  if (key.front() == '/') return bad("is absolute");
+  size_t start = 0;
+  while (true) {
+    size_t slash = key.find('/', start);
+    std::string_view segment = std::string_view(key).substr(start, slash == std::string::npos ? slash : slash - start);
+    if (segment.empty()) return bad("has an empty segment");
+    if (segment.front() == '.') return bad(fmt::format("has a segment '{}' starting with '.'", segment));
+    auto odd = std::find_if_not(segment.begin(), segment.end(), IsKeyChar);
+    if (odd != segment.end()) return bad(fmt::format("holds '{}'", Printable(std::string_view(&*odd, 1))));
+    if (slash == std::string::npos) return Status::Ok();
+    start = slash + 1;
+  }
+}
+
+Result<std::unique_ptr<Vfs>> OpenVfs(const std::string& url) {
+  if (url.empty()) return Status::InvalidArgument("store URL is empty; want file:///dir or s3://bucket/prefix");
+  if (url.rfind("file://", 0) == 0) {
+    std::string path = url.substr(7);
+    if (path.empty() || path.front() != '/') {
+      return Status::InvalidArgument(
+          fmt::format("store '{}': a file URL names an absolute directory: file:///dir", Printable(url)));
+    }
+    return OpenDirectory(url, path);
+  }
+  if (url.rfind("s3://", 0) == 0) {
+    return Status::InvalidArgument(fmt::format("store '{}': s3 not built", Printable(url)));
+  }
+  if (url.find("://") != std::string::npos) {
+    return Status::InvalidArgument(fmt::format(
+        "store '{}': unknown scheme; want file:///dir, a plain path or s3://bucket/prefix", Printable(url)));
+  }
+  return OpenDirectory(url, url);
+}
+
+}  // namespace quorate
