@@ -1,7 +1,215 @@
 #include "quorate/cli.h"
 
-namespace quorate {
+#include <iostream>
+#include <thread>
 
-int RunCli(int, char**) { return 0; }
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "quorate/config.h"
+#include "quorate/init.h"
+#include "quorate/log.h"
+#include "quorate/member.h"
+#include "quorate/provider.h"
+#include "quorate/table.h"
+
+namespace quorate {
+namespace {
+
+// Options every command takes, then each command's own.
+const std::vector<std::string> kCommon = {"config", "log-format", "log-level"};
+const std::vector<std::string> kDiscovery = {"name", "initial-cluster", "initial-cluster-token", "discovery-srv",
+                                             "discovery-srv-name", "discovery", "cluster-size", "timeout"};
+const std::vector<std::string> kNode = {"data-dir", "initial-advertise-peer-urls", "advertise-client-urls",
+                                        "listen-peer-urls", "listen-client-urls", "cert-file", "key-file",
+                                        "trusted-ca-file", "client-cert-auth", "peer-cert-file", "peer-key-file",
+                                        "peer-trusted-ca-file", "peer-client-cert-auth", "state-dir",
+                                        "agent-listen", "agent-port"};
+
+std::vector<std::string> Concat(std::initializer_list<std::vector<std::string>> lists) {
+  std::vector<std::string> out;
+  for (const auto& l : lists) out.insert(out.end(), l.begin(), l.end());
+  return out;
+}
+
+int Fail(const Status& status) {
+  std::cerr << "quorate: error: " << status.message() << "\n";
+  return static_cast<int>(status.exit_code());
+}
+
+struct Command {
+  const char* name;
+  const char* help;
+  std::vector<std::string> keys;
+  int (*run)(const Config& config);
+};
+
+std::string MembersJson(const MemberSet& set) {
+  nlohmann::json members = nlohmann::json::array();
+  for (const auto& m : set.members()) {
+    members.push_back({{"id", IdToHex(set.IdOf(m))},
+                       {"name", m.name},
+                       {"peerURLs", m.peer_urls},
+                       {"clientURLs", m.client_urls}});
+  }
+  nlohmann::json doc = {{"clusterID", IdToHex(set.cluster_id())}, {"token", set.token()}, {"members", members}};
+  return doc.dump(2) + "\n";
+}
+
+std::string FormatDiscovered(const MemberSet& set, OutputFormat format) {
+  if (format == OutputFormat::kJson) return MembersJson(set);
+  auto join = [](const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ",")); };
+  if (format == OutputFormat::kTable) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& m : set.members()) {
+      rows.push_back({IdToHex(set.IdOf(m)), m.name, join(m.peer_urls), join(m.client_urls)});
+    }
+    return fmt::format("cluster {} (token {}, {} members)\n", IdToHex(set.cluster_id()), set.token(), set.size()) +
+           RenderTable({"ID", "NAME", "PEER ADDRS", "CLIENT ADDRS"}, rows);
+  }
+  std::string out = fmt::format("cluster {}, token {}, {} members\n", IdToHex(set.cluster_id()), set.token(), set.size());
+  for (const auto& m : set.members()) {
+    out += fmt::format("{}, {}, {}, {}\n", IdToHex(set.IdOf(m)), m.name, join(m.peer_urls), join(m.client_urls));
+  }
+  return out;
+}
+
+int Discover(const Config& config) {
+  auto provider = ProviderFromConfig(config);
+  if (!provider.ok()) return Fail(provider.status());
+  Result<std::vector<Member>> members = Status::Internal("unset");
+  if (config.cluster_size) {
+    members = DiscoverExpected(**provider, config, std::chrono::steady_clock::now() + config.timeout);
+  } else {
+    members = (*provider)->Discover();
+    // Nothing there is a wrong answer here: unlike init, discover does not wait.
+    if (!members.ok() && members.status().IsNotFound()) {
+      return Fail(Status::InvalidArgument(members.status().message()));
+    }
+  }
+  if (!members.ok()) return Fail(members.status());
+  auto set = MemberSet::Create(*members, config.initial_cluster_token);
+  if (!set.ok()) return Fail(set.status().Prefixed((*provider)->Describe()));
+  std::cout << FormatDiscovered(*set, config.output);
+  return 0;
+}
+
+int Init(const Config& config) {
+  InitJob job(config);
+  auto outcome = job.Run();
+  if (!outcome.ok()) return Fail(outcome.status());
+  std::cout << FormatInitOutcome(*outcome, config.output);
+  return 0;
+}
+
+int Version(const Config& config) {
+  std::string etcd = "not found";
+  std::string cmd = config.etcd_path + " --version 2>/dev/null";
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char line[256];
+    while (fgets(line, sizeof line, p) != nullptr) {
+      std::string l(line);
+      if (l.rfind("etcd Version: ", 0) == 0) etcd = l.substr(14, l.find_last_not_of("\r\n") - 13);
+    }
+    pclose(p);
+  }
+  if (config.output == OutputFormat::kJson) {
+    std::cout << nlohmann::json{{"quorate", QUORATE_VERSION}, {"etcd", etcd}, {"etcdPath", config.etcd_path}}.dump()
+              << "\n";
+  } else {
+    std::cout << "quorate version: " << QUORATE_VERSION << "\netcd version: " << etcd << " (" << config.etcd_path
+              << ")\n";
+  }
+  return 0;
+}
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> kCommands = {
+      {"discover", "resolve the peers and print them with the IDs etcd will assign",
+       Concat({kCommon, kDiscovery, {"write-out"}}), Discover},
+      {"init", "discover, decide how to start, write the member bucket and etcd's config; idempotent",
+       Concat({kCommon, kDiscovery, kNode, {"write-out"}}), Init},
+      {"version", "print the versions of quorate and of the etcd it would run", Concat({kCommon, {"etcd", "write-out"}}),
+       Version},
+  };
+  return kCommands;
+}
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+}  // namespace
+
+int RunCli(int argc, char** argv) {
+  CLI::App app{"quorate: bootstrap etcd clusters all at once, and keep them whole", "quorate"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "help for every command");
+  std::map<std::string, std::map<std::string, std::string>> storage;  // command → key → value
+  std::map<std::string, std::vector<CLI::Option*>> given;
+  for (const auto& cmd : Commands()) {
+    CLI::App* sub = app.add_subcommand(cmd.name, cmd.help);
+    for (const auto& key : cmd.keys) {
+      const OptionDef* def = FindOption(key);
+      std::string names = (key == "write-out" ? "-w,--" : "--") + key;
+      std::string help = def->help;
+      if (def->env != nullptr) help += fmt::format(" [env {}]", def->env);
+      if (def->default_value != nullptr) help += fmt::format(" [default {}]", def->default_value);
+      CLI::Option* opt = def->is_bool ? sub->add_flag(names + "{true}", storage[cmd.name][key], help)
+                                      : sub->add_option(names, storage[cmd.name][key], help);
+      given[cmd.name].push_back(opt);
+    }
+  }
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string word = argv[1];
+    bool known = false;
+    std::string best;
+    size_t best_distance = 3;
+    for (const auto& cmd : Commands()) {
+      if (word == cmd.name) known = true;
+      if (size_t d = EditDistance(word, cmd.name); d < best_distance) best_distance = d, best = cmd.name;
+    }
+    if (!known) {
+      std::string hint = best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
+      std::cerr << fmt::format("quorate: error: unknown command '{}'{}; see quorate --help\n", word, hint);
+      return static_cast<int>(ExitCode::kBadInput);
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    std::cerr << "quorate: error: " << what << "; see quorate --help\n";
+    return static_cast<int>(ExitCode::kBadInput);
+  }
+  for (const auto& cmd : Commands()) {
+    if (!app.got_subcommand(cmd.name)) continue;
+    FlagValues flags;
+    for (size_t i = 0; i < cmd.keys.size(); ++i) {
+      if (given[cmd.name][i]->count() > 0) flags[cmd.keys[i]] = storage[cmd.name][cmd.keys[i]];
+    }
+    auto config = ResolveConfig(cmd.keys, flags, ProcessEnvironment());
+    if (!config.ok()) return Fail(config.status());
+    InitLogging(config->log_format, config->log_level);
+    return cmd.run(*config);
+  }
+  return Fail(Status::Internal("no command ran"));
+}
 
 }  // namespace quorate
