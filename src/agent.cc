@@ -91,6 +91,9 @@ Result<std::unique_ptr<AgentServer>> AgentServer::Start(const std::string& liste
   impl->service = std::make_unique<AgentService>(std::move(state));
   int port = 0;
   grpc::ServerBuilder builder;
+  // gRPC sets SO_REUSEPORT by default: a second node on the same address would then share the
+  // port silently, and peers would talk to whichever answered.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(listen, creds, &port);
   builder.RegisterService(impl->service.get());
   impl->server = builder.BuildAndStart();

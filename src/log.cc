@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include <grpc/support/log.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -26,6 +27,10 @@ class JsonFormatter : public spdlog::formatter {
   std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<JsonFormatter>(); }
 };
 
+// gRPC writes its own multi-line diagnostics to stderr; quorate reports what failed itself, so
+// gRPC's view is a detail for --log-level debug.
+void ForwardGrpcLog(gpr_log_func_args* args) { spdlog::debug("grpc: {}", args->message); }
+
 }  // namespace
 
 void InitLogging(const std::string& format, const std::string& level) {
@@ -38,6 +43,7 @@ void InitLogging(const std::string& format, const std::string& level) {
   logger->set_level(spdlog::level::from_str(level.empty() ? "info" : level));
   logger->flush_on(spdlog::level::debug);
   spdlog::set_default_logger(logger);
+  gpr_set_log_function(ForwardGrpcLog);
 }
 
 }  // namespace quorate
