@@ -26,7 +26,7 @@ const std::vector<std::string> kNode = {"data-dir", "initial-advertise-peer-urls
                                         "listen-peer-urls", "listen-client-urls", "cert-file", "key-file",
                                         "trusted-ca-file", "client-cert-auth", "peer-cert-file", "peer-key-file",
                                         "peer-trusted-ca-file", "peer-client-cert-auth", "state-dir",
-                                        "agent-listen", "agent-port"};
+                                        "agent-listen", "agent-port", "cacert", "cert", "key"};
 
 std::vector<std::string> Concat(std::initializer_list<std::vector<std::string>> lists) {
   std::vector<std::string> out;
