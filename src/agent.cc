@@ -135,7 +135,10 @@ AgentReport AskAgent(const std::string& target, const std::string& from_name, co
   pb::DescribeResponse resp;
   grpc::Status st = stub->Describe(&ctx, req, &resp);
   if (!st.ok()) {
-    report.error = fmt::format("agent {}: {}", target, st.error_message());
+    // gRPC's UNAVAILABLE text is a multi-line trace; "not answering" is what the operator needs.
+    report.error = st.error_code() == grpc::StatusCode::UNAVAILABLE
+                       ? fmt::format("agent {} not answering", target)
+                       : fmt::format("agent {}: {}", target, st.error_message());
     return report;
   }
   report.reachable = true;
