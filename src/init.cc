@@ -182,7 +182,8 @@ struct InitJob::State {
   std::unique_ptr<AgentServer> agent;
 };
 
-InitJob::InitJob(Config config) : config_(std::move(config)), state_(std::make_unique<State>()) {}
+InitJob::InitJob(Config config, AgentMode agent_mode)
+    : config_(std::move(config)), agent_mode_(agent_mode), state_(std::make_unique<State>()) {}
 InitJob::~InitJob() = default;
 
 void InitJob::SetRunning(bool running) {
@@ -261,7 +262,8 @@ Result<InitOutcome> InitJob::Run() {
                                      static_cast<uint32_t>(input.cluster_size),
                                      expected->InitialCluster()};
   }
-  if (!has_data && expected->size() > 1 && !c.agent_listen.empty()) {
+  bool agent_needed = agent_mode_ == AgentMode::kAlways || (!has_data && expected->size() > 1);
+  if (!state_->agent && agent_needed && !c.agent_listen.empty()) {
     auto agent = AgentServer::Start(c.agent_listen, c.peer_tls, [this] {
       std::lock_guard lock(state_->mu);
       return state_->agent_state;

@@ -41,15 +41,19 @@ bool HasEtcdData(const std::string& data_dir);
 
 class InitJob {
  public:
-  explicit InitJob(Config config);
+  // `init` serves the agent only while it waits for its peers; `run` serves it for as long as the
+  // job lives, so peers can tell a running member from a missing one.
+  enum class AgentMode { kWhileWaiting, kAlways };
+  explicit InitJob(Config config, AgentMode agent_mode = AgentMode::kWhileWaiting);
   ~InitJob();
+  // Idempotent: `run` calls it again before every etcd restart.
   Result<InitOutcome> Run();
-  // The agent keeps serving after Run() for as long as the job lives (`run` keeps it).
   void SetRunning(bool running);
 
  private:
   struct State;
   Config config_;
+  AgentMode agent_mode_;
   std::unique_ptr<State> state_;
 };
 
