@@ -3,8 +3,8 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <cctype>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -17,12 +17,17 @@ namespace {
 // `name{labels} value`, label values use only the \\, \" and \n escapes, every sample's metric has a
 // HELP and a TYPE line before it, and every counter ends in _total. Returns the problems found and
 // fills `samples` ("name{labels}" as written → value).
+bool IsMetricName(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  return name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:") ==
+         std::string::npos;
+}
+
 std::vector<std::string> CheckExposition(const std::string& text, std::map<std::string, double>& samples) {
   std::vector<std::string> problems;
   std::map<std::string, std::string> types;
   std::set<std::string> helps;
-  static const std::regex kName("[a-zA-Z_:][a-zA-Z0-9_:]*");
-  static const std::regex kType("counter|gauge|histogram|summary|untyped");
+  static const std::set<std::string> kTypes = {"counter", "gauge", "histogram", "summary", "untyped"};
   std::istringstream in(text);
   std::string line;
   int n = 0;
@@ -37,10 +42,10 @@ std::vector<std::string> CheckExposition(const std::string& text, std::map<std::
       words >> keyword >> name;
       std::getline(words, rest);
       if (keyword == "HELP") {
-        if (!std::regex_match(name, kName)) bad("bad metric name");
+        if (!IsMetricName(name)) bad("bad metric name");
         if (!helps.insert(name).second) bad("second HELP");
       } else if (keyword == "TYPE") {
-        if (rest.size() < 2 || !std::regex_match(rest.substr(1), kType)) bad("bad type");
+        if (rest.size() < 2 || !kTypes.count(rest.substr(1))) bad("bad type");
         if (types.count(name)) bad("second TYPE");
         types[name] = rest.size() > 1 ? rest.substr(1) : "";
         if (types[name] == "counter" && !name.ends_with("_total")) bad("counter not ending in _total");
@@ -50,7 +55,7 @@ std::vector<std::string> CheckExposition(const std::string& text, std::map<std::
     size_t i = 0;
     while (i < line.size() && line[i] != '{' && line[i] != ' ') ++i;
     std::string name = line.substr(0, i);
-    if (!std::regex_match(name, kName)) {
+    if (!IsMetricName(name)) {
       bad("bad metric name");
       continue;
     }
@@ -58,7 +63,7 @@ std::vector<std::string> CheckExposition(const std::string& text, std::map<std::
       ++i;
       while (i < line.size() && line[i] != '}') {
         size_t eq = line.find('=', i);
-        if (eq == std::string::npos || !std::regex_match(line.substr(i, eq - i), kName)) {
+        if (eq == std::string::npos || !IsMetricName(line.substr(i, eq - i))) {
           bad("bad label name");
           break;
         }
