@@ -1,10 +1,8 @@
 #include "quorate/agent.h"
 
-#include <fstream>
-#include <sstream>
-
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
 
 #include "agent.grpc.pb.h"
 #include "quorate/fs.h"
@@ -13,6 +11,10 @@ namespace quorate {
 namespace {
 
 namespace pb = quorate::agent::v1;
+
+// Long enough for an in-flight Describe (a copy of a small struct) to finish, short enough that a
+// peer stuck in a call never holds up our exit.
+constexpr std::chrono::milliseconds kShutdownGrace(200);
 
 pb::DataState ToProto(DataState s) {
   switch (s) {
@@ -28,6 +30,7 @@ pb::DataState ToProto(DataState s) {
   return pb::DATA_STATE_UNKNOWN;
 }
 
+// A newer peer may send a state we do not know: "unknown" keeps the planner waiting, never guessing.
 DataState FromProto(pb::DataState s) {
   switch (s) {
     case pb::DATA_STATE_EMPTY:
@@ -41,16 +44,32 @@ DataState FromProto(pb::DataState s) {
   }
 }
 
-std::string Slurp(const std::string& path) {
-  auto text = ReadFile(path);
-  return text.ok() ? *text : std::string();
+// The PEM contents of the peer TLS files, read once per server or call so that rotated
+// certificates are picked up by the next call. Empty names stay empty.
+struct Pem {
+  std::string cert;
+  std::string key;
+  std::string ca;
+};
+
+Result<Pem> ReadPem(const TlsFiles& tls) {
+  Pem pem;
+  for (auto [path, out] : {std::pair{&tls.cert_file, &pem.cert}, std::pair{&tls.key_file, &pem.key},
+                           std::pair{&tls.trusted_ca_file, &pem.ca}}) {
+    if (path->empty()) continue;
+    auto text = ReadFile(*path);
+    if (!text.ok()) return Status::InvalidArgument(fmt::format("peer TLS: {}", text.status().message()));
+    *out = std::move(*text);
+  }
+  return pem;
 }
 
 class AgentService final : public pb::Agent::Service {
  public:
   explicit AgentService(std::function<AgentState()> state) : state_(std::move(state)) {}
 
-  grpc::Status Describe(grpc::ServerContext*, const pb::DescribeRequest*, pb::DescribeResponse* out) override {
+  grpc::Status Describe(grpc::ServerContext*, const pb::DescribeRequest* req, pb::DescribeResponse* out) override {
+    spdlog::debug("agent: Describe from '{}'", req->from_name());
     AgentState s = state_();
     out->set_name(s.self.name);
     for (const auto& u : s.self.peer_urls) out->add_peer_urls(u);
@@ -69,9 +88,19 @@ class AgentService final : public pb::Agent::Service {
   std::function<AgentState()> state_;
 };
 
+// gRPC's text reads "failed to connect to all addresses; last error: UNKNOWN: ipv4:10.0.0.2:2382:
+// Failed to connect to remote host: Connection refused". The end is the cause; the rest is gRPC's
+// internals and the address the caller already names.
+std::string Cause(const std::string& grpc_message) {
+  std::string line = grpc_message.substr(0, grpc_message.find('\n'));
+  size_t colon = line.rfind(": ");
+  return colon == std::string::npos ? line : line.substr(colon + 2);
+}
+
 }  // namespace
 
 struct AgentServer::Impl {
+  // Declared before the server so that it outlives it: gRPC calls into it until Shutdown returns.
   std::unique_ptr<AgentService> service;
   std::unique_ptr<grpc::Server> server;
 };
@@ -80,11 +109,21 @@ Result<std::unique_ptr<AgentServer>> AgentServer::Start(const std::string& liste
                                                         std::function<AgentState()> state) {
   std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
   if (peer_tls.enabled()) {
+    if (peer_tls.cert_file.empty() || peer_tls.key_file.empty()) {
+      return Status::InvalidArgument(
+          fmt::format("agent on {}: peer TLS needs a certificate and a key to serve", listen));
+    }
+    if (peer_tls.client_cert_auth && peer_tls.trusted_ca_file.empty()) {
+      return Status::InvalidArgument(
+          fmt::format("agent on {}: peer client certificate auth needs a trusted CA file", listen));
+    }
+    auto pem = ReadPem(peer_tls);
+    if (!pem.ok()) return pem.status().Prefixed(fmt::format("agent on {}", listen));
     grpc::SslServerCredentialsOptions opts(peer_tls.client_cert_auth
                                                ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
                                                : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-    opts.pem_root_certs = Slurp(peer_tls.trusted_ca_file);
-    opts.pem_key_cert_pairs.push_back({Slurp(peer_tls.key_file), Slurp(peer_tls.cert_file)});
+    opts.pem_root_certs = pem->ca;
+    opts.pem_key_cert_pairs.push_back({pem->key, pem->cert});
     creds = grpc::SslServerCredentials(opts);
   }
   auto impl = std::make_unique<Impl>();
@@ -97,8 +136,10 @@ Result<std::unique_ptr<AgentServer>> AgentServer::Start(const std::string& liste
   builder.AddListeningPort(listen, creds, &port);
   builder.RegisterService(impl->service.get());
   impl->server = builder.BuildAndStart();
+  // gRPC logs the bind error itself (to our debug log) and only hands back "no server".
   if (!impl->server || port == 0) {
-    return Status::Unavailable(fmt::format("agent cannot listen on {} (address in use or not local?)", listen));
+    return Status::Unavailable(
+        fmt::format("agent cannot listen on {} (address in use, not local, or not ip:port)", listen));
   }
   std::unique_ptr<AgentServer> server(new AgentServer());
   server->impl_ = std::move(impl);
@@ -107,8 +148,7 @@ Result<std::unique_ptr<AgentServer>> AgentServer::Start(const std::string& liste
 }
 
 AgentServer::~AgentServer() {
-  // A deadline, so a peer stuck in a call never holds up our exit.
-  if (impl_ && impl_->server) impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  if (impl_ && impl_->server) impl_->server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
 }
 
 AgentReport AskAgent(const std::string& target, const std::string& from_name, const TlsFiles& peer_tls,
@@ -116,29 +156,38 @@ AgentReport AskAgent(const std::string& target, const std::string& from_name, co
   AgentReport report;
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
   if (peer_tls.enabled()) {
+    auto pem = ReadPem(peer_tls);
+    if (!pem.ok()) {
+      report.error = fmt::format("agent {}: {}", target, pem.status().message());
+      return report;
+    }
     grpc::SslCredentialsOptions opts;
-    opts.pem_root_certs = Slurp(peer_tls.trusted_ca_file);
-    opts.pem_private_key = Slurp(peer_tls.key_file);
-    opts.pem_cert_chain = Slurp(peer_tls.cert_file);
+    opts.pem_root_certs = pem->ca;
+    opts.pem_private_key = pem->key;
+    opts.pem_cert_chain = pem->cert;
     creds = grpc::SslCredentials(opts);
   }
   grpc::ChannelArguments args;
-  // One attempt per poll: the caller's loop is the retry.
+  // One attempt per poll: the caller's loop is the retry, and it wants an answer, not a wait.
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  auto channel = grpc::CreateCustomChannel(target, creds, args);
-  auto stub = pb::Agent::NewStub(channel);
+  auto stub = pb::Agent::NewStub(grpc::CreateCustomChannel(target, creds, args));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  // A peer that is down fails the call at once instead of holding it until the deadline.
+  ctx.set_wait_for_ready(false);
   pb::DescribeRequest req;
   req.set_from_name(from_name);
   pb::DescribeResponse resp;
   grpc::Status st = stub->Describe(&ctx, req, &resp);
   if (!st.ok()) {
-    // gRPC's UNAVAILABLE text is a multi-line trace; "not answering" is what the operator needs.
-    report.error = st.error_code() == grpc::StatusCode::UNAVAILABLE
-                       ? fmt::format("agent {} not answering", target)
-                       : fmt::format("agent {}: {}", target, st.error_message());
+    spdlog::debug("agent {}: {}", target, st.error_message());
+    if (st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+      report.error = fmt::format("agent {} did not answer within {} ms", target, timeout.count());
+    } else {
+      // Over TLS a refused certificate shows only as "Socket closed": say which layer it was.
+      report.error = fmt::format("agent {} not answering{}: {}", target, peer_tls.enabled() ? " over TLS" : "",
+                                 Cause(st.error_message()));
+    }
     return report;
   }
   report.reachable = true;

@@ -28,9 +28,14 @@ struct AgentState {
 class AgentServer {
  public:
   // Listens on `listen` ("ip:port"; port 0 picks one). `state` is called on every Describe, from
-  // gRPC's threads, so it must be thread-safe.
+  // gRPC's threads, so it must be thread-safe. With peer TLS the agent serves the peer certificate
+  // and, with client_cert_auth, accepts only clients whose certificate the trusted CA signed.
+  // Unusable TLS files are InvalidArgument; an address it cannot bind is Unavailable naming it.
   static Result<std::unique_ptr<AgentServer>> Start(const std::string& listen, const TlsFiles& peer_tls,
                                                      std::function<AgentState()> state);
+  // Gives in-flight calls a short grace, then cancels them, so a slow peer never holds it up (a
+  // `state` call already running is still waited for: it must not block). `state` is not called
+  // once it returns.
   ~AgentServer();
   int port() const { return port_; }
 
@@ -41,11 +46,12 @@ class AgentServer {
   int port_ = 0;
 };
 
-// Never fails: an agent that cannot be asked is a report with reachable=false and the reason.
+// Never fails: an agent that cannot be asked within `timeout` is a report with reachable=false and
+// a one-line reason naming `target`. With peer TLS it presents the peer certificate (mTLS).
 AgentReport AskAgent(const std::string& target, const std::string& from_name, const TlsFiles& peer_tls,
                      std::chrono::milliseconds timeout);
 
-// Where a peer's agent listens: the host of its peer URL and the agent port.
+// Where a peer's agent listens: the host of its peer URL (IPv6 in brackets) and the agent port.
 std::string AgentTarget(const PeerUrl& peer, int agent_port);
 
 }  // namespace quorate

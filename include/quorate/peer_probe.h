@@ -12,7 +12,10 @@
 
 namespace quorate {
 
-// Unavailable when nothing answers; InvalidArgument naming the URL when the answer is not etcd's.
+// Unavailable when nothing answers (refused, timed out, TLS handshake failed); InvalidArgument
+// naming the URL when the answer is not etcd's. Connecting and reading are each bounded by
+// `timeout`. For https the server is verified against trusted_ca_file (the system roots when
+// empty) and the peer certificate and key are presented.
 Result<ClusterView> ProbeMembers(const std::string& peer_url, const TlsFiles& peer_tls,
                                  std::chrono::milliseconds timeout);
 

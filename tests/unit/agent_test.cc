@@ -1,106 +1,236 @@
 #include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <future>
+#include <mutex>
 #include <thread>
 
-#include <httplib.h>
-
 #include "quorate/agent.h"
-#include "quorate/peer_probe.h"
+#include "test_certs.h"
 
 namespace quorate {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Clock = std::chrono::steady_clock;
+
+std::unique_ptr<AgentServer> MustStart(const TlsFiles& tls, std::function<AgentState()> state) {
+  auto server = AgentServer::Start("127.0.0.1:0", tls, std::move(state));
+  REQUIRE_MESSAGE(server.ok(), server.status().message());
+  return std::move(*server);
+}
+
+std::string Local(int port) { return "127.0.0.1:" + std::to_string(port); }
+
+AgentState SomeState() {
+  return AgentState{{"n1", {"http://127.0.0.1:2380"}, {"http://127.0.0.1:2379"}},
+                    DataState::kEmpty,
+                    "tok",
+                    0xfedcba9876543210ULL,  // above 2^63: the uint64 survives the wire
+                    0x1,
+                    3,
+                    "n1=http://127.0.0.1:2380"};
+}
+
+// A TCP port that accepts connections (the kernel completes them) but never says a word.
+class SilentListener {
+ public:
+  SilentListener() {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd_ >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(listen(fd_, 16) == 0);
+    socklen_t len = sizeof addr;
+    REQUIRE(getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    port_ = ntohs(addr.sin_port);
+  }
+  ~SilentListener() { close(fd_); }
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+}  // namespace
 
 TEST_CASE("an agent tells its peers its state, as it changes") {
-  std::atomic<DataState> data{DataState::kEmpty};
-  auto server = AgentServer::Start("127.0.0.1:0", {}, [&] {
-    return AgentState{{"n1", {"http://127.0.0.1:2380"}, {}}, data.load(), "tok", 0xabc, 0x1, 3, "n1=..."};
+  std::mutex mu;
+  AgentState state = SomeState();
+  auto server = MustStart({}, [&] {
+    std::lock_guard lock(mu);
+    return state;
   });
-  REQUIRE(server.ok());
-  std::string target = "127.0.0.1:" + std::to_string((*server)->port());
-  AgentReport r = AskAgent(target, "n2", {}, std::chrono::seconds(2));
-  REQUIRE(r.reachable);
+  std::string target = Local(server->port());
+
+  AgentReport r = AskAgent(target, "n2", {}, seconds(2));
+  REQUIRE_MESSAGE(r.reachable, r.error);
+  CHECK(r.error.empty());
   CHECK(r.data_state == DataState::kEmpty);
   CHECK(r.token == "tok");
-  CHECK(r.expected_cluster_id == 0xabc);
-  data = DataState::kRunning;
-  CHECK(AskAgent(target, "n2", {}, std::chrono::seconds(2)).data_state == DataState::kRunning);
+  CHECK(r.expected_cluster_id == 0xfedcba9876543210ULL);
 
-  server->reset();
-  AgentReport gone = AskAgent(target, "n2", {}, std::chrono::milliseconds(300));
-  CHECK_FALSE(gone.reachable);
-  CHECK(gone.error.find(target) != std::string::npos);
+  {
+    std::lock_guard lock(mu);
+    state.data_state = DataState::kRunning;
+    state.token = "tok2";
+    state.cluster_id = 0x2a;
+  }
+  r = AskAgent(target, "n2", {}, seconds(2));
+  REQUIRE(r.reachable);
+  CHECK(r.data_state == DataState::kRunning);
+  CHECK(r.token == "tok2");
+  CHECK(r.expected_cluster_id == 0x2a);
+
+  for (DataState s : {DataState::kHasData, DataState::kUnknown}) {
+    {
+      std::lock_guard lock(mu);
+      state.data_state = s;
+    }
+    CHECK(AskAgent(target, "n2", {}, seconds(2)).data_state == s);
+  }
+}
+
+TEST_CASE("an agent that is not there is a report, within the timeout") {
+  SUBCASE("nothing listens") {
+    int port = MustStart({}, [] { return AgentState{}; })->port();  // freed again at once
+    auto start = Clock::now();
+    AgentReport r = AskAgent(Local(port), "n2", {}, milliseconds(300));
+    CHECK(Clock::now() - start < seconds(2));
+    CHECK_FALSE(r.reachable);
+    CHECK(r.error == "agent " + Local(port) + " not answering: Connection refused");
+  }
+  SUBCASE("something listens but never answers") {
+    SilentListener silent;
+    auto start = Clock::now();
+    AgentReport r = AskAgent(Local(silent.port()), "n2", {}, milliseconds(300));
+    auto took = Clock::now() - start;
+    CHECK(took >= milliseconds(250));
+    CHECK(took < seconds(2));
+    CHECK_FALSE(r.reachable);
+    CHECK(r.error == "agent " + Local(silent.port()) + " did not answer within 300 ms");
+  }
+  SUBCASE("not a target gRPC can resolve") {
+    AgentReport r = AskAgent("no-such-host.invalid:2382", "n2", {}, milliseconds(300));
+    CHECK_FALSE(r.reachable);
+    CHECK(r.error.find("agent no-such-host.invalid:2382 not answering: ") == 0);
+    CHECK(r.error.find('\n') == std::string::npos);
+  }
+}
+
+TEST_CASE("an agent destroyed mid-call answers no more and does not hang its owner") {
+  std::atomic<int> calls{0};
+  std::promise<void> entered;
+  std::atomic<bool> first{true};
+  auto server = MustStart({}, [&] {
+    ++calls;
+    if (first.exchange(false)) {
+      entered.set_value();
+      // Longer than the shutdown grace: the destructor must cancel this call, not wait for it.
+      std::this_thread::sleep_for(milliseconds(600));
+    }
+    return SomeState();
+  });
+  std::string target = Local(server->port());
+  auto asking = std::async(std::launch::async, [&] { return AskAgent(target, "n2", {}, seconds(5)); });
+  entered.get_future().wait();
+
+  auto start = Clock::now();
+  server.reset();
+  CHECK(Clock::now() - start < seconds(2));
+  AgentReport cut = asking.get();
+  CHECK(Clock::now() - start < seconds(2));
+  CHECK_FALSE(cut.reachable);
+  CHECK(cut.error.find(target) != std::string::npos);
+
+  int seen = calls.load();
+  CHECK_FALSE(AskAgent(target, "n2", {}, milliseconds(300)).reachable);
+  CHECK(calls.load() == seen);
 }
 
 TEST_CASE("an agent that cannot listen says where") {
-  auto first = AgentServer::Start("127.0.0.1:0", {}, [] { return AgentState{}; });
-  REQUIRE(first.ok());
-  std::string taken = "127.0.0.1:" + std::to_string((*first)->port());
+  auto first = MustStart({}, [] { return AgentState{}; });
+  std::string taken = Local(first->port());
   auto second = AgentServer::Start(taken, {}, [] { return AgentState{}; });
-  CHECK_FALSE(second.ok());
+  REQUIRE_FALSE(second.ok());
+  CHECK(second.status().IsUnavailable());
   CHECK(second.status().message().find(taken) != std::string::npos);
+
+  for (std::string bad : {"127.0.0.1:notaport", "192.0.2.1:0"}) {  // 192.0.2.0/24 is never local
+    INFO(bad);
+    auto r = AgentServer::Start(bad, {}, [] { return AgentState{}; });
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find(bad) != std::string::npos);
+  }
 }
 
 TEST_CASE("agent targets follow the peer URL host") {
   CHECK(AgentTarget(*ParseUrl("http://etcd-0.etcd:2380"), 2382) == "etcd-0.etcd:2382");
+  CHECK(AgentTarget(*ParseUrl("https://10.0.0.7:2380"), 2382) == "10.0.0.7:2382");
   CHECK(AgentTarget(*ParseUrl("https://[::1]:2380"), 9) == "[::1]:9");
 }
 
-TEST_CASE("etcd's GET /members answer is parsed and checked") {
-  // The exact bytes etcd 3.4.23 sends, with an ID above 2^63.
-  auto view = ParseMembersAnswer(
-      R"([{"id":13195394291058371180,"peerURLs":["http://127.0.0.1:2380"],"name":"infra1","clientURLs":["http://127.0.0.1:2379"]},)"
-      R"({"id":5,"peerURLs":["http://127.0.0.2:2380"],"isLearner":true}])",
-      "1c45a069f3a1d796", "src");
-  REQUIRE(view.ok());
-  CHECK(view->cluster_id == 0x1c45a069f3a1d796ULL);
-  CHECK(view->members[0].id == 13195394291058371180ULL);
-  CHECK(view->members[0].started());
-  CHECK_FALSE(view->members[1].started());
-  CHECK(view->members[1].is_learner);
+TEST_CASE("agents talk mTLS when peer TLS is configured") {
+  TestCerts certs;
+  if (!certs.ok()) return;
+  auto server = MustStart(certs.Peer(), SomeState);
+  std::string target = Local(server->port());
 
-  for (auto [body, header] : std::initializer_list<std::pair<const char*, const char*>>{
-           {"[]", "1"},
-           {"not json", "1"},
-           {R"({"id":1})", "1"},
-           {R"([{"id":-1,"peerURLs":["http://a:1"]}])", "1"},
-           {R"([{"id":"1","peerURLs":["http://a:1"]}])", "1"},
-           {R"([{"id":1,"peerURLs":"http://a:1"}])", "1"},
-           {R"([{"id":1}])", "1"},
-           {R"([{"id":1,"peerURLs":["http://a:1"]}])", ""},
-           {R"([{"id":1,"peerURLs":["http://a:1"]}])", "zz"}}) {
-    CAPTURE(body);
-    auto bad = ParseMembersAnswer(body, header, "http://x:2380/members");
-    CHECK(bad.status().IsInvalidArgument());
-    CHECK(bad.status().message().find("http://x:2380/members") != std::string::npos);
+  AgentReport r = AskAgent(target, "n2", certs.Peer(), seconds(2));
+  REQUIRE_MESSAGE(r.reachable, r.error);
+  CHECK(r.token == "tok");
+
+  struct Case {
+    std::string what;
+    TlsFiles tls;
+    std::string says;
+  };
+  for (const Case& c : {
+           Case{"plain text", {}, "not answering: "},
+           Case{"no client certificate", {"", "", certs.Path("ca.crt"), false}, "not answering over TLS: "},
+           Case{"client certificate from another CA",
+                {certs.Path("stranger.crt"), certs.Path("stranger.key"), certs.Path("ca.crt"), false},
+                "not answering over TLS: "},
+           Case{"server certificate from a CA we do not trust",
+                {certs.Path("peer.crt"), certs.Path("peer.key"), certs.Path("other-ca.crt"), false},
+                "certificate verify failed"},
+       }) {
+    INFO(c.what);
+    AgentReport refused = AskAgent(target, "n2", c.tls, seconds(2));
+    CHECK_FALSE(refused.reachable);
+    CHECK(refused.error.find("agent " + target) == 0);
+    CHECK_MESSAGE(refused.error.find(c.says) != std::string::npos, refused.error);
   }
-}
 
-TEST_CASE("probing a peer URL over HTTP") {
-  httplib::Server server;
-  std::atomic<int> mode{0};
-  server.Get("/members", [&](const httplib::Request&, httplib::Response& res) {
-    if (mode == 1) {
-      res.status = 500;
-      return;
-    }
-    res.set_header("X-Etcd-Cluster-ID", "2a");
-    res.set_content(R"([{"id":7,"peerURLs":["http://127.0.0.1:2380"]}])", "application/json");
-  });
-  int port = server.bind_to_any_port("127.0.0.1");
-  std::thread t([&] { server.listen_after_bind(); });
-  while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  std::string url = "http://127.0.0.1:" + std::to_string(port);
+  SUBCASE("without client_cert_auth any client that trusts the server is answered") {
+    auto open = MustStart(certs.Peer(false), SomeState);
+    CHECK(AskAgent(Local(open->port()), "n2", {"", "", certs.Path("ca.crt"), false}, seconds(2)).reachable);
+  }
+  SUBCASE("unusable TLS files are named") {
+    TlsFiles missing = certs.Peer();
+    missing.key_file = certs.Path("no-such.key");
+    auto bad = AgentServer::Start("127.0.0.1:0", missing, SomeState);
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.status().IsInvalidArgument());
+    CHECK(bad.status().message().find("no-such.key") != std::string::npos);
+    AgentReport cannot = AskAgent(target, "n2", missing, seconds(2));
+    CHECK_FALSE(cannot.reachable);
+    CHECK(cannot.error.find("no-such.key") != std::string::npos);
 
-  auto view = ProbeMembers(url, {}, std::chrono::seconds(2));
-  REQUIRE(view.ok());
-  CHECK(view->cluster_id == 0x2a);
-  mode = 1;
-  CHECK(ProbeMembers(url, {}, std::chrono::seconds(2)).status().IsInvalidArgument());
-  server.stop();
-  t.join();
-  auto down = ProbeMembers(url, {}, std::chrono::milliseconds(500));
-  CHECK(down.status().IsUnavailable());
-  CHECK(down.status().message().find(url) != std::string::npos);
+    auto no_cert = AgentServer::Start("127.0.0.1:0", {"", "", certs.Path("ca.crt"), false}, SomeState);
+    CHECK(no_cert.status().IsInvalidArgument());
+    auto no_ca = AgentServer::Start("127.0.0.1:0", {certs.Path("peer.crt"), certs.Path("peer.key"), "", true},
+                                    SomeState);
+    CHECK(no_ca.status().IsInvalidArgument());
+  }
 }
 
 }  // namespace quorate

@@ -1,0 +1,410 @@
+#include <doctest/doctest.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <httplib.h>
+
+#include "quorate/peer_probe.h"
+#include "test_certs.h"
+
+namespace quorate {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Clock = std::chrono::steady_clock;
+
+struct Answer {
+  int status = 200;
+  std::string cluster_id = "2a";  // empty: no header at all
+  std::string body = R"([{"id":7,"peerURLs":["http://127.0.0.1:2380"]}])";
+};
+
+// A stand-in for an etcd peer endpoint on 127.0.0.1, port 0, answering what the test sets.
+class FakePeer {
+ public:
+  explicit FakePeer(std::unique_ptr<httplib::Server> server = std::make_unique<httplib::Server>())
+      : server_(std::move(server)) {
+    server_->Get("/members", [this](const httplib::Request&, httplib::Response& res) {
+      std::lock_guard lock(mu_);
+      res.status = answer_.status;
+      if (!answer_.cluster_id.empty()) res.set_header("X-Etcd-Cluster-Id", answer_.cluster_id);
+      res.set_content(answer_.body, "application/json");
+    });
+    port_ = server_->bind_to_any_port("127.0.0.1");
+    REQUIRE(port_ > 0);
+    thread_ = std::thread([this] { server_->listen_after_bind(); });
+    // stop() is a no-op until the server runs, so the destructor could otherwise never join.
+    while (!server_->is_running()) std::this_thread::sleep_for(milliseconds(2));
+  }
+  ~FakePeer() { Stop(); }
+
+  void Set(Answer answer) {
+    std::lock_guard lock(mu_);
+    answer_ = std::move(answer);
+  }
+  void Stop() {
+    if (!thread_.joinable()) return;
+    server_->stop();
+    thread_.join();
+  }
+  std::string Url(const std::string& scheme = "http") const {
+    return scheme + "://127.0.0.1:" + std::to_string(port_);
+  }
+
+ private:
+  std::unique_ptr<httplib::Server> server_;
+  std::mutex mu_;
+  Answer answer_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+// A port on `ip` that was free a moment ago: etcd cannot be told to pick its own.
+int FreePort(const std::string& ip) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  REQUIRE(inet_pton(AF_INET, ip.c_str(), &addr.sin_addr) == 1);
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  socklen_t len = sizeof addr;
+  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+bool OnPath(const std::string& program) {
+  std::stringstream path(std::getenv("PATH") ? std::getenv("PATH") : "");
+  for (std::string dir; std::getline(path, dir, ':');) {
+    if (!dir.empty() && access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+// A real single-node etcd in a temp data dir; killed and its directory removed on destruction,
+// and killed by the kernel should this test process die first.
+class EtcdNode {
+ public:
+  EtcdNode(const std::string& name, const std::string& peer_url, const std::string& client_url,
+           const std::string& initial_cluster, const std::string& token) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "quorate-probe-etcd-XXXXXX").string();
+    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+    dir_ = tmpl;
+    std::vector<std::string> args = {"etcd",
+                                     "--name=" + name,
+                                     "--data-dir=" + dir_ + "/data",
+                                     "--listen-peer-urls=" + peer_url,
+                                     "--initial-advertise-peer-urls=" + peer_url,
+                                     "--listen-client-urls=" + client_url,
+                                     "--advertise-client-urls=" + client_url,
+                                     "--initial-cluster=" + initial_cluster,
+                                     "--initial-cluster-token=" + token,
+                                     "--initial-cluster-state=new"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::string log = dir_ + "/etcd.log";
+    pid_t parent = getpid();
+    pid_ = fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      // Only fd-level calls here: stdio would flush the parent's buffered output a second time.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);
+      int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd >= 0) {
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+      }
+      execvp("etcd", argv.data());
+      _exit(127);
+    }
+  }
+  ~EtcdNode() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    std::filesystem::remove_all(dir_);
+  }
+  bool Exited() {
+    if (pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == pid_) pid_ = 0;
+    return pid_ == 0;
+  }
+  std::string Log() const {
+    std::ifstream in(dir_ + "/etcd.log");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+ private:
+  std::string dir_;
+  pid_t pid_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("etcd's GET /members answer is parsed and checked") {
+  // The bytes etcd 3.4.23 sends for a started member, with an ID above 2^63, and a learner that
+  // has not started (etcd omits its name and clientURLs).
+  auto view = ParseMembersAnswer(
+      R"([{"id":13195394291058371180,"peerURLs":["http://127.0.0.1:2380"],"name":"infra1",)"
+      R"("clientURLs":["http://127.0.0.1:2379"]},)"
+      R"({"id":5,"peerURLs":["http://127.0.0.2:2380","http://10.0.0.2:2380"],"isLearner":true}])",
+      "1c45a069f3a1d796", "src");
+  REQUIRE_MESSAGE(view.ok(), view.status().message());
+  CHECK(view->cluster_id == 0x1c45a069f3a1d796ULL);
+  REQUIRE(view->members.size() == 2);
+  CHECK(view->members[0].id == 13195394291058371180ULL);
+  CHECK(view->members[0].name == "infra1");
+  CHECK(view->members[0].client_urls == std::vector<std::string>{"http://127.0.0.1:2379"});
+  CHECK(view->members[0].started());
+  CHECK_FALSE(view->members[0].is_learner);
+  CHECK(view->members[1].id == 5);
+  CHECK(view->members[1].name.empty());
+  CHECK(view->members[1].peer_urls.size() == 2);
+  CHECK_FALSE(view->members[1].started());
+  CHECK(view->members[1].is_learner);
+
+  CHECK(ParseMembersAnswer(R"([{"id":18446744073709551615,"peerURLs":["http://a:1"],"clientURLs":null}])",
+                           "ffffffffffffffff", "src")
+            ->members[0]
+            .id == UINT64_MAX);
+
+  struct Case {
+    std::string body;
+    std::string header;
+    std::string says;
+  };
+  for (const Case& c : std::initializer_list<Case>{
+           {"[]", "1", "no members"},
+           {"not json", "1", "not JSON"},
+           {R"({"id":1})", "1", "not a list of members"},
+           {R"([7])", "1", "member #0: is a JSON number"},
+           {R"([{"id":-1,"peerURLs":["http://a:1"]}])", "1", "id -1 is not an unsigned integer"},
+           {R"([{"id":1.5,"peerURLs":["http://a:1"]}])", "1", "id 1.5 is not"},
+           {R"([{"id":"1","peerURLs":["http://a:1"]}])", "1", R"(id "1" is not)"},
+           {R"([{"id":18446744073709551616,"peerURLs":["http://a:1"]}])", "1", "is not an unsigned"},
+           {R"([{"peerURLs":["http://a:1"]}])", "1", "member #0: no id"},
+           {R"([{"id":1,"peerURLs":"http://a:1"}])", "1", "peerURLs is string, not a list"},
+           {R"([{"id":1,"peerURLs":[2380]}])", "1", "peerURLs holds number 2380"},
+           {R"([{"id":1,"peerURLs":[]}])", "1", "peerURLs is empty"},
+           {R"([{"id":1}])", "1", "no peerURLs"},
+           {R"([{"id":1,"peerURLs":["http://a:1"],"clientURLs":{}}])", "1", "clientURLs is object"},
+           {R"([{"id":1,"peerURLs":["http://a:1"],"name":3}])", "1", "name is number"},
+           {R"([{"id":1,"peerURLs":["http://a:1"],"isLearner":"yes"}])", "1", "isLearner is string"},
+           {R"([{"id":1,"peerURLs":["http://a:1"]},{"id":1,"peerURLs":["http://b:1"]}])", "1",
+            "member #1: id 1 appears twice"},
+           {R"([{"id":1,"peerURLs":["http://a:1"]}])", "", "no X-Etcd-Cluster-ID header"},
+           {R"([{"id":1,"peerURLs":["http://a:1"]}])", "zz", "header 'zz' is not a hex ID"},
+           {R"([{"id":1,"peerURLs":["http://a:1"]}])", "10000000000000000", "is not a hex ID"},
+       }) {
+    INFO(c.body, " with cluster ID header '", c.header, "'");
+    auto bad = ParseMembersAnswer(c.body, c.header, "http://x:2380/members");
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.status().IsInvalidArgument());
+    CHECK(bad.status().message().find("http://x:2380/members") != std::string::npos);
+    CHECK_MESSAGE(bad.status().message().find(c.says) != std::string::npos, bad.status().message());
+  }
+}
+
+TEST_CASE("probing a peer URL over HTTP") {
+  FakePeer peer;
+  std::string url = peer.Url();
+
+  SUBCASE("a good answer, IDs above 2^63 included") {
+    peer.Set({200, "8e9e05c52164694d",
+              R"([{"id":10276657743932975437,"peerURLs":["http://127.0.0.1:2380"],"name":"n1",)"
+              R"("clientURLs":["http://127.0.0.1:2379"]},)"
+              R"({"id":9372538179322589801,"peerURLs":["http://127.0.0.2:2380"]}])"});
+    auto view = ProbeMembers(url, {}, seconds(2));
+    REQUIRE_MESSAGE(view.ok(), view.status().message());
+    CHECK(view->cluster_id == 0x8e9e05c52164694dULL);
+    REQUIRE(view->members.size() == 2);
+    CHECK(view->members[0].id == 10276657743932975437ULL);
+    CHECK(view->members[0].started());
+    CHECK(view->members[1].id == 9372538179322589801ULL);
+    CHECK_FALSE(view->members[1].started());
+  }
+  SUBCASE("answers that are not etcd's name the URL and the fault") {
+    struct Case {
+      Answer answer;
+      std::string says;
+    };
+    for (const Case& c : std::initializer_list<Case>{
+             {{200, "", R"([{"id":7,"peerURLs":["http://127.0.0.1:2380"]}])"}, "no X-Etcd-Cluster-ID header"},
+             {{200, "not-hex", R"([{"id":7,"peerURLs":["http://127.0.0.1:2380"]}])"}, "'not-hex' is not a hex ID"},
+             {{200, "2a", "<html>hello</html>"}, "body is not JSON"},
+             {{200, "2a", R"([{"id":"7","peerURLs":["http://127.0.0.1:2380"]}])"}, "is not an unsigned integer"},
+             {{200, "2a", R"([{"id":7,"peerURLs":[1]}])"}, "peerURLs holds number"},
+             {{500, "2a", "boom"}, "answered HTTP 500"},
+             {{404, "", "404 page not found"}, "answered HTTP 404"},
+         }) {
+      INFO(c.says);
+      peer.Set(c.answer);
+      auto bad = ProbeMembers(url, {}, seconds(2));
+      REQUIRE_FALSE(bad.ok());
+      CHECK(bad.status().IsInvalidArgument());
+      CHECK(bad.status().message().find(url + "/members") != std::string::npos);
+      CHECK_MESSAGE(bad.status().message().find(c.says) != std::string::npos, bad.status().message());
+    }
+  }
+  SUBCASE("connection refused") {
+    peer.Stop();
+    auto start = Clock::now();
+    auto down = ProbeMembers(url, {}, milliseconds(500));
+    CHECK(Clock::now() - start < seconds(2));
+    CHECK(down.status().IsUnavailable());
+    CHECK(down.status().message() == url + "/members not answering: cannot connect (refused or unreachable)");
+  }
+  SUBCASE("not a peer URL") {
+    auto bad = ProbeMembers("127.0.0.1:2380", {}, milliseconds(500));
+    CHECK(bad.status().IsInvalidArgument());
+    CHECK(bad.status().message().find("127.0.0.1:2380") != std::string::npos);
+  }
+}
+
+TEST_CASE("probing a peer that accepts but never answers gives up after the timeout") {
+  // listen() without accept(): the kernel completes the connection, nobody ever reads or writes.
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(listen(fd, 16) == 0);
+  socklen_t len = sizeof addr;
+  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  std::string url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+
+  auto start = Clock::now();
+  auto silent = ProbeMembers(url, {}, milliseconds(300));
+  CHECK(Clock::now() - start < seconds(2));
+  close(fd);
+  CHECK(silent.status().IsUnavailable());
+  CHECK(silent.status().message() ==
+        url + "/members not answering: no answer (connection closed, or silent for 300 ms)");
+}
+
+TEST_CASE("probing a peer URL over mutual TLS") {
+  TestCerts certs;
+  if (!certs.ok()) return;
+  FakePeer peer(std::make_unique<httplib::SSLServer>(certs.Path("peer.crt").c_str(), certs.Path("peer.key").c_str(),
+                                                     certs.Path("ca.crt").c_str()));
+  std::string url = peer.Url("https");
+
+  auto view = ProbeMembers(url, certs.Peer(), seconds(2));
+  REQUIRE_MESSAGE(view.ok(), view.status().message());
+  CHECK(view->cluster_id == 0x2a);
+
+  struct Case {
+    std::string what;
+    std::string url;
+    TlsFiles tls;
+    std::string says;
+  };
+  for (const Case& c : {
+           Case{"server certificate from a CA we do not trust", url,
+                {certs.Path("peer.crt"), certs.Path("peer.key"), certs.Path("other-ca.crt"), false},
+                "its TLS certificate is not trusted"},
+           Case{"no CA: the system roots do not know ours", url,
+                {certs.Path("peer.crt"), certs.Path("peer.key"), "", false}, "its TLS certificate is not trusted"},
+           Case{"no client certificate", url, {"", "", certs.Path("ca.crt"), false}, "; our TLS certificate refused?"},
+           Case{"plain http to a TLS peer", peer.Url("http"), {}, "no answer"},
+       }) {
+    INFO(c.what);
+    auto refused = ProbeMembers(c.url, c.tls, seconds(2));
+    CHECK(refused.status().IsUnavailable());
+    CHECK(refused.status().message().find(c.url + "/members") == 0);
+    CHECK_MESSAGE(refused.status().message().find(c.says) != std::string::npos, refused.status().message());
+  }
+
+  TlsFiles no_key = certs.Peer();
+  no_key.key_file = certs.Path("no-such.key");
+  auto bad = ProbeMembers(url, no_key, seconds(2));
+  CHECK(bad.status().IsInvalidArgument());
+  CHECK(bad.status().message().find("no-such.key") != std::string::npos);
+  TlsFiles no_ca = certs.Peer();
+  no_ca.trusted_ca_file = certs.Path("no-such-ca.crt");
+  bad = ProbeMembers(url, no_ca, seconds(2));
+  CHECK(bad.status().IsInvalidArgument());
+  CHECK(bad.status().message().find("no-such-ca.crt") != std::string::npos);
+}
+
+// Waits until etcd's peer endpoint answers with `members` members, `started` of them started.
+Result<ClusterView> ProbeUntil(EtcdNode& etcd, const std::string& peer_url, size_t members, size_t started) {
+  auto deadline = Clock::now() + seconds(15);
+  Result<ClusterView> view = Status::Unavailable("not probed yet");
+  while (Clock::now() < deadline) {
+    REQUIRE_MESSAGE(!etcd.Exited(), ("etcd exited early:\n" + etcd.Log()));
+    view = ProbeMembers(peer_url, {}, milliseconds(500));
+    if (view.ok() && view->members.size() == members &&
+        std::count_if(view->members.begin(), view->members.end(),
+                      [](const ClusterMember& m) { return m.started(); }) == static_cast<ptrdiff_t>(started)) {
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  REQUIRE_MESSAGE(view.ok(), (view.status().message() + "\netcd log:\n" + etcd.Log()));
+  return view;
+}
+
+TEST_CASE("probing a real etcd 3.4 peer URL, before quorum and once started") {
+  if (!OnPath("etcd")) {
+    MESSAGE("etcd not on PATH: real-etcd probe skipped");
+    return;
+  }
+  // 127.0.1.1 is this test's own loopback address; ports are picked free so that two engineers'
+  // test runs on one machine do not collide.
+  auto url = [] { return "http://127.0.1.1:" + std::to_string(FreePort("127.0.1.1")); };
+  const std::string token = "quorate-probe-test";
+
+  SUBCASE("a single node starts and publishes its client URL") {
+    const std::string peer_url = url(), client_url = url();
+    const MemberId id = ComputeMemberId({peer_url}, token);
+    EtcdNode etcd("infra1", peer_url, client_url, "infra1=" + peer_url, token);
+    auto view = ProbeUntil(etcd, peer_url, 1, 1);
+    CHECK(view->cluster_id == ComputeClusterId({id}));
+    const ClusterMember& m = view->members[0];
+    CHECK(m.id == id);
+    CHECK(m.name == "infra1");
+    CHECK(m.peer_urls == std::vector<std::string>{peer_url});
+    CHECK(m.client_urls == std::vector<std::string>{client_url});
+    CHECK_FALSE(m.is_learner);
+  }
+  SUBCASE("one node of two has no quorum, yet its peer URL lists the initial cluster") {
+    const std::string peer1 = url(), client1 = url(), peer2 = url();
+    const MemberId id1 = ComputeMemberId({peer1}, token), id2 = ComputeMemberId({peer2}, token);
+    EtcdNode etcd("infra1", peer1, client1, "infra1=" + peer1 + ",infra2=" + peer2, token);
+    auto view = ProbeUntil(etcd, peer1, 2, 0);
+    CHECK(view->cluster_id == ComputeClusterId({id1, id2}));
+    // Members of the initial cluster carry their names from --initial-cluster before they start.
+    for (const ClusterMember& m : view->members) {
+      INFO(m.name);
+      CHECK(((m.id == id1 && m.name == "infra1" && m.peer_urls == std::vector<std::string>{peer1}) ||
+             (m.id == id2 && m.name == "infra2" && m.peer_urls == std::vector<std::string>{peer2})));
+      CHECK_FALSE(m.is_learner);
+    }
+  }
+}
+
+}  // namespace quorate
