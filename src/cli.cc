@@ -9,10 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "quorate/config.h"
+#include "quorate/etcd_client.h"
 #include "quorate/init.h"
 #include "quorate/log.h"
 #include "quorate/member.h"
 #include "quorate/provider.h"
+#include "quorate/run.h"
 #include "quorate/table.h"
 
 namespace quorate {
@@ -39,11 +41,15 @@ int Fail(const Status& status) {
   return static_cast<int>(status.exit_code());
 }
 
+using Extra = std::vector<std::string>;  // the words after `--`, for etcd
+
 struct Command {
+  const char* group;  // "member" for `quorate member list`; nullptr for a top-level command
   const char* name;
   const char* help;
   std::vector<std::string> keys;
-  int (*run)(const Config& config);
+  int (*run)(const Config& config, const Extra& extra);
+  bool takes_extra = false;
 };
 
 std::string MembersJson(const MemberSet& set) {
@@ -76,7 +82,7 @@ std::string FormatDiscovered(const MemberSet& set, OutputFormat format) {
   return out;
 }
 
-int Discover(const Config& config) {
+int Discover(const Config& config, const Extra&) {
   auto provider = ProviderFromConfig(config);
   if (!provider.ok()) return Fail(provider.status());
   Result<std::vector<Member>> members = Status::Internal("unset");
@@ -96,7 +102,7 @@ int Discover(const Config& config) {
   return 0;
 }
 
-int Init(const Config& config) {
+int Init(const Config& config, const Extra&) {
   InitJob job(config);
   auto outcome = job.Run();
   if (!outcome.ok()) return Fail(outcome.status());
@@ -104,7 +110,7 @@ int Init(const Config& config) {
   return 0;
 }
 
-int Version(const Config& config) {
+int Version(const Config& config, const Extra&) {
   std::string etcd = "not found";
   std::string cmd = config.etcd_path + " --version 2>/dev/null";
   if (FILE* p = popen(cmd.c_str(), "r")) {
@@ -125,16 +131,37 @@ int Version(const Config& config) {
   return 0;
 }
 
+int Run(const Config& config, const Extra& extra) {
+  Status s = RunNode(config, extra);
+  return s.ok() ? 0 : Fail(s);
+}
+
+int MemberList(const Config& config, const Extra&) {
+  auto client = MakeEtcdClient({config.endpoints, config.etcdctl_tls, std::chrono::seconds(5)});
+  auto listing = client->MemberList();
+  if (!listing.ok()) return Fail(listing.status());
+  std::cout << FormatMemberList(*listing, config.output);
+  return 0;
+}
+
 const std::vector<Command>& Commands() {
   static const std::vector<Command> kCommands = {
-      {"discover", "resolve the peers and print them with the IDs etcd will assign",
+      {nullptr, "discover", "resolve the peers and print them with the IDs etcd will assign",
        Concat({kCommon, kDiscovery, {"write-out"}}), Discover},
-      {"init", "discover, decide how to start, write the member bucket and etcd's config; idempotent",
+      {nullptr, "init", "discover, decide how to start, write the member bucket and etcd's config; idempotent",
        Concat({kCommon, kDiscovery, kNode, {"write-out"}}), Init},
-      {"version", "print the versions of quorate and of the etcd it would run", Concat({kCommon, {"etcd", "write-out"}}),
-       Version},
+      {nullptr, "run", "init, then run etcd and keep it whole: restarts, learner promotion, /healthz /readyz /metrics",
+       Concat({kCommon, kDiscovery, kNode, {"etcd", "status-listen"}}), Run, /*takes_extra=*/true},
+      {"member", "list", "the live membership, over etcd's API",
+       Concat({kCommon, {"endpoints", "cacert", "cert", "key", "write-out"}}), MemberList},
+      {nullptr, "version", "print the versions of quorate and of the etcd it would run",
+       Concat({kCommon, {"etcd", "write-out"}}), Version},
   };
   return kCommands;
+}
+
+std::string FullName(const Command& cmd) {
+  return cmd.group ? std::string(cmd.group) + " " + cmd.name : std::string(cmd.name);
 }
 
 size_t EditDistance(const std::string& a, const std::string& b) {
@@ -156,19 +183,40 @@ int RunCli(int argc, char** argv) {
   CLI::App app{"quorate: bootstrap etcd clusters all at once, and keep them whole", "quorate"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every command");
+  // Everything after `--` is etcd's, untouched by our parser.
+  Extra extra;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") {
+      extra.assign(argv + i + 1, argv + argc);
+      argc = i;
+      break;
+    }
+  }
   std::map<std::string, std::map<std::string, std::string>> storage;  // command → key → value
   std::map<std::string, std::vector<CLI::Option*>> given;
+  std::map<std::string, CLI::App*> subs;
+  std::map<std::string, CLI::App*> groups;
   for (const auto& cmd : Commands()) {
-    CLI::App* sub = app.add_subcommand(cmd.name, cmd.help);
+    CLI::App* parent = &app;
+    if (cmd.group != nullptr) {
+      if (!groups.count(cmd.group)) {
+        groups[cmd.group] = app.add_subcommand(cmd.group, std::string(cmd.group) + " commands");
+        groups[cmd.group]->require_subcommand(1);
+      }
+      parent = groups[cmd.group];
+    }
+    CLI::App* sub = parent->add_subcommand(cmd.name, cmd.help);
+    subs[FullName(cmd)] = sub;
+    const std::string name = FullName(cmd);
     for (const auto& key : cmd.keys) {
       const OptionDef* def = FindOption(key);
       std::string names = (key == "write-out" ? "-w,--" : "--") + key;
       std::string help = def->help;
       if (def->env != nullptr) help += fmt::format(" [env {}]", def->env);
       if (def->default_value != nullptr) help += fmt::format(" [default {}]", def->default_value);
-      CLI::Option* opt = def->is_bool ? sub->add_flag(names + "{true}", storage[cmd.name][key], help)
-                                      : sub->add_option(names, storage[cmd.name][key], help);
-      given[cmd.name].push_back(opt);
+      CLI::Option* opt = def->is_bool ? sub->add_flag(names + "{true}", storage[name][key], help)
+                                      : sub->add_option(names, storage[name][key], help);
+      given[name].push_back(opt);
     }
   }
   if (argc > 1 && argv[1][0] != '-') {
@@ -177,8 +225,9 @@ int RunCli(int argc, char** argv) {
     std::string best;
     size_t best_distance = 3;
     for (const auto& cmd : Commands()) {
-      if (word == cmd.name) known = true;
-      if (size_t d = EditDistance(word, cmd.name); d < best_distance) best_distance = d, best = cmd.name;
+      std::string top = cmd.group ? cmd.group : cmd.name;
+      if (word == top) known = true;
+      if (size_t d = EditDistance(word, top); d < best_distance) best_distance = d, best = top;
     }
     if (!known) {
       std::string hint = best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
@@ -199,15 +248,19 @@ int RunCli(int argc, char** argv) {
     return static_cast<int>(ExitCode::kBadInput);
   }
   for (const auto& cmd : Commands()) {
-    if (!app.got_subcommand(cmd.name)) continue;
+    const std::string name = FullName(cmd);
+    if (subs[name]->parsed() == false) continue;
+    if (!extra.empty() && !cmd.takes_extra) {
+      return Fail(Status::InvalidArgument(fmt::format("'quorate {}' takes no arguments after --", name)));
+    }
     FlagValues flags;
     for (size_t i = 0; i < cmd.keys.size(); ++i) {
-      if (given[cmd.name][i]->count() > 0) flags[cmd.keys[i]] = storage[cmd.name][cmd.keys[i]];
+      if (given[name][i]->count() > 0) flags[cmd.keys[i]] = storage[name][cmd.keys[i]];
     }
     auto config = ResolveConfig(cmd.keys, flags, ProcessEnvironment());
     if (!config.ok()) return Fail(config.status());
     InitLogging(config->log_format, config->log_level);
-    return cmd.run(*config);
+    return cmd.run(*config, extra);
   }
   return Fail(Status::Internal("no command ran"));
 }

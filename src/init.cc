@@ -1,7 +1,12 @@
 #include "quorate/init.h"
 
 #include <dirent.h>
+#include <netinet/in.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -12,6 +17,7 @@
 
 #include "quorate/agent.h"
 #include "quorate/bucket.h"
+#include "quorate/etcd_client.h"
 #include "quorate/etcd_config.h"
 #include "quorate/fs.h"
 #include "quorate/log.h"
@@ -20,7 +26,7 @@
 namespace quorate {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 constexpr auto kPollInterval = std::chrono::milliseconds(250);
 constexpr auto kPeerCallTimeout = std::chrono::milliseconds(1000);
 
@@ -88,6 +94,124 @@ std::string DataStateName(DataState s) {
   return "unknown";
 }
 
+// A member added with a peer URL that is not ours can never connect: refuse before MemberAdd.
+// The URL must name an address of this machine, and no etcd may already answer there.
+Status CheckPeerUrlIsOurs(const Member& self, const TlsFiles& peer_tls) {
+  for (const auto& text : self.peer_urls) {
+    auto url = ParseUrl(text);
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (int rc = getaddrinfo(url->host.c_str(), nullptr, &hints, &found); rc != 0) {
+      return Status::Unavailable(fmt::format("peer URL {}: cannot resolve {}: {}", text, url->host, gai_strerror(rc)));
+    }
+    bool local = false;
+    for (addrinfo* a = found; a != nullptr && !local; a = a->ai_next) {
+      int fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (fd < 0) continue;
+      sockaddr_storage addr{};
+      std::memcpy(&addr, a->ai_addr, a->ai_addrlen);
+      // Port 0: only whether the address is ours matters, not whether etcd's port is free.
+      if (a->ai_family == AF_INET) reinterpret_cast<sockaddr_in*>(&addr)->sin_port = 0;
+      if (a->ai_family == AF_INET6) reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port = 0;
+      local = bind(fd, reinterpret_cast<sockaddr*>(&addr), a->ai_addrlen) == 0;
+      close(fd);
+    }
+    freeaddrinfo(found);
+    if (!local) {
+      return Status::InvalidArgument(fmt::format(
+          "peer URL {} does not name an address of this machine; adding it would give the cluster a member that "
+          "can never connect",
+          text));
+    }
+    if (auto view = ProbeMembers(text, peer_tls, kPeerCallTimeout); view.ok() || !view.status().IsUnavailable()) {
+      return Status::FailedPrecondition(
+          fmt::format("something already answers at peer URL {}; refusing to add a member there", text));
+    }
+  }
+  return Status::Ok();
+}
+
+struct MembershipChange {
+  MemberId member_id = 0;
+  std::string initial_cluster;
+};
+
+bool SharesPeerUrl(const ClusterMember& m, const Member& self) {
+  for (const auto& u : m.peer_urls) {
+    if (std::find(self.peer_urls.begin(), self.peer_urls.end(), u) != self.peer_urls.end()) return true;
+  }
+  return false;
+}
+
+// Replace and join (DESIGN §4 rules 2 and 4): remove the stale ID, add ourselves as a learner, and
+// compute the --initial-cluster etcd needs to start `existing`. Each step tolerates having been done
+// already, so a run killed half-way converges on the next one.
+Result<MembershipChange> ChangeMembership(const Config& c, const Member& self, const Decision& d,
+                                          SteadyClock::time_point deadline) {
+  EtcdClientOptions options{d.endpoints, c.etcdctl_tls.enabled() ? c.etcdctl_tls : c.client_tls,
+                            std::chrono::seconds(5)};
+  auto client = MakeEtcdClient(options);
+  auto backoff = std::chrono::milliseconds(500);
+  auto retry = [&](const Status& s, const char* what) -> Status {
+    if (!s.IsUnavailable()) return s;
+    if (SteadyClock::now() >= deadline) {
+      return Status::DeadlineExceeded(fmt::format("timed out after --timeout waiting to {}: {}", what, s.message()));
+    }
+    spdlog::info("waiting to {}: {}", what, s.message());
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(4000));
+    return Status::Ok();
+  };
+
+  if (d.remove_id) {
+    while (true) {
+      Status s = client->MemberRemove(*d.remove_id);
+      if (s.ok() || s.IsNotFound()) {
+        spdlog::info("removed stale member {} of {} (its data is gone)", IdToHex(*d.remove_id), self.name);
+        break;
+      }
+      if (Status r = retry(s, "remove the stale member"); !r.ok()) return r;
+    }
+  }
+  MembershipChange change;
+  Result<MemberListing> listing = Status::Internal("unset");
+  if (d.add_member) {
+    if (Status s = CheckPeerUrlIsOurs(self, c.peer_tls); !s.ok()) return s;
+    while (true) {
+      MemberId added = 0;
+      listing = client->MemberAdd(self.peer_urls, /*is_learner=*/true, &added);
+      if (listing.ok()) {
+        spdlog::info("added {} as learner {}", self.name, IdToHex(added));
+        break;
+      }
+      if (listing.status().code() == Status::Code::kFailedPrecondition) {
+        // An earlier run added us and was killed before starting etcd.
+        listing = client->MemberList();
+        if (!listing.ok()) return listing.status();
+        break;
+      }
+      if (Status r = retry(listing.status(), "add this member as a learner"); !r.ok()) return r;
+    }
+  } else {
+    while (!(listing = client->MemberList()).ok()) {
+      if (Status r = retry(listing.status(), "list the members"); !r.ok()) return r;
+    }
+  }
+  std::vector<std::string> entries;
+  for (const auto& m : listing->members) {
+    bool is_self = SharesPeerUrl(m, self);
+    if (is_self) change.member_id = m.id;
+    std::string name = is_self ? self.name : (m.name.empty() ? IdToHex(m.id) : m.name);
+    for (const auto& u : m.peer_urls) entries.push_back(name + "=" + u);
+  }
+  if (change.member_id == 0) {
+    return Status::Unavailable(fmt::format("the cluster does not list {} after MemberAdd; run init again", self.name));
+  }
+  change.initial_cluster = fmt::format("{}", fmt::join(entries, ","));
+  return change;
+}
+
 }  // namespace
 
 bool HasEtcdData(const std::string& data_dir) {
@@ -143,7 +267,7 @@ Result<std::unique_ptr<DiscoveryProvider>> ProviderFromConfig(const Config& conf
 }
 
 Result<std::vector<Member>> DiscoverExpected(DiscoveryProvider& provider, const Config& config,
-                                             Clock::time_point deadline) {
+                                             SteadyClock::time_point deadline) {
   std::string last;
   while (true) {
     auto members = provider.Discover();
@@ -167,7 +291,7 @@ Result<std::vector<Member>> DiscoverExpected(DiscoveryProvider& provider, const 
       spdlog::info("{}", progress);
       last = progress;
     }
-    if (Clock::now() >= deadline) {
+    if (SteadyClock::now() >= deadline) {
       return Status::DeadlineExceeded(fmt::format("timed out after --timeout {}s: {}",
                                                   std::chrono::duration_cast<std::chrono::seconds>(config.timeout).count(),
                                                   progress));
@@ -193,7 +317,7 @@ void InitJob::SetRunning(bool running) {
 
 Result<InitOutcome> InitJob::Run() {
   const Config& c = config_;
-  auto deadline = Clock::now() + c.timeout;
+  auto deadline = SteadyClock::now() + c.timeout;
   auto provider = ProviderFromConfig(c);
   if (!provider.ok()) return provider.status();
 
@@ -306,23 +430,26 @@ Result<InitOutcome> InitJob::Run() {
       spdlog::info("waiting: {}", decision.reason);
       last_reason = decision.reason;
     }
-    if (Clock::now() >= deadline) {
+    if (SteadyClock::now() >= deadline) {
       return Status::DeadlineExceeded(fmt::format("timed out after --timeout {}s: {}",
                                                   std::chrono::duration_cast<std::chrono::seconds>(c.timeout).count(),
                                                   decision.reason));
     }
     std::this_thread::sleep_for(kPollInterval);
   }
-  if (decision.action == Action::kJoin || decision.action == Action::kReplace) {
-    return Status::FailedPrecondition(fmt::format("{} ({}): membership changes are not wired yet",
-                                                  ActionName(decision.action), decision.reason));
-  }
   spdlog::info("decision: {}: {}", ActionName(decision.action), decision.reason);
+  MemberId member_id = expected->IdOf(self);
+  if (decision.action == Action::kJoin || decision.action == Action::kReplace) {
+    auto changed = ChangeMembership(c, self, decision, deadline);
+    if (!changed.ok()) return changed.status();
+    decision.initial_cluster = changed->initial_cluster;
+    member_id = changed->member_id;
+  }
 
   InitOutcome out;
   out.decision = decision;
   out.self = self;
-  out.member_id = expected->IdOf(self);
+  out.member_id = member_id;
   out.cluster_id = decision.cluster_id.value_or(expected->cluster_id());
   out.initial_cluster = decision.initial_cluster;
 
