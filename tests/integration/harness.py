@@ -1,0 +1,383 @@
+"""Drives real quorate, real etcd 3.4 and real dnsmasq for the integration tests.
+
+Nodes take loopback addresses PREFIX.1, PREFIX.2, ... (PREFIX from QUORATE_TEST_NET, default
+127.0.0) with etcd's standard ports, so the tests never run in parallel. Every process a test starts
+is in a process group of its own and is killed when the test ends, whatever way it ends.
+"""
+import atexit
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+QUORATE = os.environ.get("QUORATE_BIN", "quorate")
+NET = os.environ.get("QUORATE_TEST_NET", "127.0.0")
+KEEP = os.environ.get("QUORATE_KEEP") == "1"
+SKIP = 77
+
+_procs = []
+_cleanups = []
+
+
+def _cleanup():
+    for p in list(_procs):
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            p.wait(timeout=5)
+        except Exception:
+            pass
+    for fn in reversed(_cleanups):
+        try:
+            fn()
+        except Exception as e:  # cleanup must go on
+            print(f"cleanup: {e}", file=sys.stderr)
+
+
+atexit.register(_cleanup)
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def fail(msg):
+    raise AssertionError(msg)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def skip(reason):
+    print(f"SKIP: {reason}", flush=True)
+    sys.exit(SKIP)
+
+
+def require(binary):
+    if shutil.which(binary) is None:
+        skip(f"{binary} is not installed (scripts/deps installs it)")
+
+
+def wait_until(fn, timeout, what, interval=0.1):
+    """Polls fn until it returns a truthy value; fails naming `what` after `timeout` seconds."""
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            v = fn()
+            if v:
+                return v
+        except Exception as e:  # not there yet
+            last = e
+        time.sleep(interval)
+    fail(f"timed out after {timeout}s waiting for {what}" + (f" (last error: {last})" if last else ""))
+
+
+def spawn(argv, log_path, prefix=(), env=None):
+    full = list(prefix) + list(argv)
+    with open(log_path, "ab") as out:
+        out.write(f"\n$ {' '.join(full)}\n".encode())
+        out.flush()
+        p = subprocess.Popen(full, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+    _procs.append(p)
+    return p
+
+
+def run(argv, prefix=(), timeout=120, check_rc=None, env=None):
+    r = subprocess.run(list(prefix) + list(argv), capture_output=True, text=True, timeout=timeout, env=env)
+    if check_rc is not None and r.returncode != check_rc:
+        fail(f"{' '.join(argv)} exited {r.returncode}, wanted {check_rc}\nstdout: {r.stdout}\nstderr: {r.stderr}")
+    return r
+
+
+def to_hex(i):
+    return format(int(i), "x")
+
+
+class Node:
+    def __init__(self, cluster, index):
+        self.cluster = cluster
+        self.index = index
+        self.name = f"n{index}"
+        self.ip = f"{NET}.{index}"
+        self.host = self.ip
+        self.data_dir = os.path.join(cluster.dir, self.name)
+        self.log_path = os.path.join(cluster.dir, f"{self.name}.log")
+        self.etcd = None     # etcd started by the test (init mode)
+        self.quorate = None  # quorate run
+
+    @property
+    def peer_url(self):
+        return f"http://{self.host}:2380"
+
+    @property
+    def client_url(self):
+        return f"http://{self.ip}:2379"
+
+    def args(self, extra=()):
+        return ["--name", self.name, "--data-dir", self.data_dir,
+                "--initial-advertise-peer-urls", self.peer_url,
+                "--advertise-client-urls", self.client_url,
+                "--listen-peer-urls", f"http://{self.ip}:2380",
+                "--listen-client-urls", self.client_url,
+                "--initial-cluster-token", self.cluster.token,
+                "--agent-listen", f"{self.ip}:2382",
+                "--timeout", self.cluster.timeout] + list(self.cluster.discovery) + list(extra)
+
+    def init(self, extra=(), check_rc=0):
+        r = run([QUORATE, "init", "-w", "json"] + self.args(extra), prefix=self.cluster.prefix, check_rc=check_rc)
+        with open(self.log_path, "a") as f:
+            f.write(f"$ quorate init ... -> {r.returncode}\n{r.stdout}{r.stderr}")
+        return json.loads(r.stdout) if r.returncode == 0 else r
+
+    def start_etcd(self):
+        conf = os.path.join(self.data_dir, "quorate", "etcd.conf.yml")
+        self.etcd = spawn(["etcd", "--config-file", conf], self.log_path, prefix=self.cluster.prefix)
+
+    def init_and_start(self, delay=0.0):
+        time.sleep(delay)
+        out = self.init()
+        self.start_etcd()
+        return out
+
+    def run(self, extra=(), etcd_args=()):
+        argv = [QUORATE, "run", "--status-listen", f"{self.ip}:2383"] + self.args(extra)
+        if etcd_args:
+            argv += ["--"] + list(etcd_args)
+        self.quorate = spawn(argv, self.log_path, prefix=self.cluster.prefix)
+        return self.quorate
+
+    def etcd_pid(self):
+        """The etcd child of `quorate run`."""
+        r = run(["pgrep", "-P", str(self.quorate.pid), "etcd"])
+        pids = r.stdout.split()
+        return int(pids[0]) if pids else None
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        for p in (self.quorate, self.etcd):
+            if p is None or p.poll() is not None:
+                continue
+            p.send_signal(sig)
+            try:
+                p.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        self.quorate = self.etcd = None
+
+    def kill(self):
+        for p in (self.quorate, self.etcd):
+            if p is not None and p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        self.quorate = self.etcd = None
+
+    def wipe(self):
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def http(self, path):
+        import urllib.request
+        import urllib.error
+        try:
+            with urllib.request.urlopen(f"http://{self.ip}:2383{path}", timeout=2) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def log_tail(self, n=40):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except FileNotFoundError:
+            return ""
+
+
+class Cluster:
+    def __init__(self, size, discovery=None, token=None, timeout="60s", prefix=(), dns_names=False):
+        self.dir = tempfile.mkdtemp(prefix="quorate-it-")
+        if not KEEP:
+            _cleanups.append(lambda: shutil.rmtree(self.dir, ignore_errors=True))
+        else:
+            log(f"keeping {self.dir}")
+        self.token = token or f"it-{random.randrange(1 << 30):x}"
+        self.timeout = timeout
+        self.prefix = list(prefix)
+        self.nodes = [Node(self, i) for i in range(1, size + 1)]
+        if dns_names:
+            for n in self.nodes:
+                n.host = f"{n.name}.quorate.test"
+        self.discovery = discovery if discovery is not None else ["--initial-cluster", self.initial_cluster()]
+
+    def add_node(self):
+        n = Node(self, len(self.nodes) + 1)
+        if self.nodes and self.nodes[0].host != self.nodes[0].ip:
+            n.host = f"{n.name}.quorate.test"
+        self.nodes.append(n)
+        return n
+
+    def initial_cluster(self, nodes=None):
+        return ",".join(f"{n.name}={n.peer_url}" for n in (nodes or self.nodes))
+
+    def endpoints(self, nodes=None):
+        return ",".join(n.client_url for n in (nodes or self.nodes))
+
+    def etcdctl(self, *args, endpoints=None, check_rc=0, timeout=30):
+        return run(["etcdctl", "--endpoints", endpoints or self.endpoints(), "--dial-timeout", "2s",
+                    "--command-timeout", "5s"] + list(args), check_rc=check_rc, timeout=timeout,
+                   prefix=self.prefix)
+
+    def member_list(self, endpoint=None):
+        r = self.etcdctl("member", "list", "-w", "json", endpoints=endpoint)
+        return json.loads(r.stdout)
+
+    def discover(self, extra=()):
+        r = run([QUORATE, "discover", "-w", "json", "--initial-cluster-token", self.token, "--timeout", "30s"]
+                + list(self.discovery) + list(extra), prefix=self.prefix, check_rc=0)
+        return json.loads(r.stdout)
+
+    def all_started(self, count=None):
+        """True when one cluster has `count` started voters, each answering with the same cluster ID."""
+        count = count or len(self.nodes)
+        ml = self.member_list()
+        members = ml["members"]
+        if len(members) != count:
+            return False
+        return all(m.get("clientURLs") and m.get("name") and not m.get("isLearner") for m in members)
+
+    def cluster_ids(self, nodes=None):
+        ids = {}
+        for n in nodes or self.nodes:
+            r = self.etcdctl("member", "list", "-w", "json", endpoints=n.client_url)
+            ids[n.name] = to_hex(json.loads(r.stdout)["header"]["cluster_id"])
+        return ids
+
+    def check_prediction(self, predicted, nodes=None):
+        """One cluster ID everywhere, equal to quorate discover's; member IDs equal too."""
+        ids = self.cluster_ids(nodes)
+        check(len(set(ids.values())) == 1, f"more than one cluster: {ids}")
+        check(set(ids.values()) == {predicted["clusterID"]},
+              f"cluster ID {ids} differs from the predicted {predicted['clusterID']}")
+        actual = {m["name"]: to_hex(m["ID"]) for m in self.member_list()["members"]}
+        want = {m["name"]: m["id"] for m in predicted["members"]}
+        check(actual == want, f"member IDs {actual} differ from the predicted {want}")
+
+    def start_all(self, fn, max_delay=3.0):
+        """Runs fn(node, delay) for every node at once, each after a random delay."""
+        errors = []
+
+        def go(n):
+            try:
+                fn(n, random.uniform(0, max_delay))
+            except BaseException as e:  # reported below
+                errors.append(f"{n.name}: {e}")
+        threads = [threading.Thread(target=go, args=(n,)) for n in self.nodes]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            fail("; ".join(errors))
+
+    def stop_all(self):
+        threads = [threading.Thread(target=n.stop) for n in self.nodes]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    def dump_logs(self):
+        for n in self.nodes:
+            print(f"----- {n.name} log tail -----\n{n.log_tail()}", file=sys.stderr)
+
+
+class Netns:
+    """A network namespace of the test's own with lo up and a resolver of its own on 127.0.0.1."""
+
+    def __init__(self):
+        require("ip")
+        self.name = f"quorate-{os.getpid()}"
+        r = run(["ip", "netns", "add", self.name])
+        if r.returncode != 0:
+            skip(f"cannot create a network namespace: {r.stderr.strip()}")
+        _cleanups.append(self.delete)
+        run(["ip", "-n", self.name, "link", "set", "lo", "up"], check_rc=0)
+        os.makedirs(f"/etc/netns/{self.name}", exist_ok=True)
+        with open(f"/etc/netns/{self.name}/resolv.conf", "w") as f:
+            f.write("nameserver 127.0.0.1\n")
+        self.prefix = ["ip", "netns", "exec", self.name]
+
+    def delete(self):
+        run(["ip", "netns", "delete", self.name])
+        shutil.rmtree(f"/etc/netns/{self.name}", ignore_errors=True)
+
+
+class Dns:
+    """A real dnsmasq answering for quorate.test inside `netns` (unknown names: NXDOMAIN)."""
+
+    def __init__(self, netns, workdir):
+        self.netns = netns
+        self.conf = os.path.join(workdir, "dnsmasq.conf")
+        self.log_path = os.path.join(workdir, "dnsmasq.log")
+        self.proc = None
+        self.lines = []
+
+    def records(self, lines):
+        self.lines = list(lines)
+        with open(self.conf, "w") as f:
+            f.write("\n".join(self.lines) + "\n")
+        self.restart()
+
+    def restart(self):
+        dnsmasq = shutil.which("dnsmasq") or "/usr/sbin/dnsmasq"
+        if not os.path.exists(dnsmasq):
+            skip("dnsmasq is not installed (scripts/deps installs dnsmasq-base)")
+        self.stop()
+        self.proc = spawn([dnsmasq, "-k", f"--conf-file={self.conf}", "--no-resolv", "--no-hosts",
+                           "--local=/quorate.test/", "--bind-interfaces", "--listen-address=127.0.0.1",
+                           "--port=53", "--user=root", "--log-facility=-"],
+                          self.log_path, prefix=self.netns.prefix)
+        wait_until(self._listening, 10, "dnsmasq to listen on 127.0.0.1:53")
+
+    def _listening(self):
+        check(self.proc.poll() is None, f"dnsmasq exited; see {self.log_path}")
+        return "127.0.0.1:53 " in run(["ss", "-lun"], prefix=self.netns.prefix).stdout
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=5)
+        self.proc = None
+
+    @staticmethod
+    def srv_records(nodes, service="etcd-server", port=2380):
+        lines = []
+        for n in nodes:
+            lines.append(f"srv-host=_{service}._tcp.quorate.test,{n.name}.quorate.test,{port},0,10")
+            lines.append(f"host-record={n.name}.quorate.test,{n.ip}")
+        return lines
+
+
+def main(test):
+    """Runs test(); prints a verdict; the exit code is what meson reads."""
+    start = time.time()
+    try:
+        test()
+    except SystemExit:
+        raise
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        print(f"FAIL after {time.time() - start:.1f}s", flush=True)
+        sys.exit(1)
+    print(f"PASS in {time.time() - start:.1f}s", flush=True)
