@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "quorate/bucket.h"
 #include "quorate/config.h"
 #include "quorate/etcd_client.h"
 #include "quorate/init.h"
@@ -15,6 +16,7 @@
 #include "quorate/member.h"
 #include "quorate/provider.h"
 #include "quorate/run.h"
+#include "quorate/sealed_bucket.h"
 #include "quorate/table.h"
 
 namespace quorate {
@@ -28,7 +30,7 @@ const std::vector<std::string> kNode = {"data-dir", "initial-advertise-peer-urls
                                         "listen-peer-urls", "listen-client-urls", "cert-file", "key-file",
                                         "trusted-ca-file", "client-cert-auth", "peer-cert-file", "peer-key-file",
                                         "peer-trusted-ca-file", "peer-client-cert-auth", "state-dir",
-                                        "agent-listen", "agent-port", "cacert", "cert", "key"};
+                                        "agent-listen", "agent-port", "cacert", "cert", "key", "bucket"};
 
 std::vector<std::string> Concat(std::initializer_list<std::vector<std::string>> lists) {
   std::vector<std::string> out;
@@ -102,6 +104,30 @@ int Discover(const Config& config, const Extra&) {
   return 0;
 }
 
+int ClusterInit(const Config& config, const Extra&) {
+  if (config.bucket.empty()) {
+    return Fail(Status::InvalidArgument("--bucket is required: where to write the member bucket (file:///dir or s3://...)"));
+  }
+  auto provider = ProviderFromConfig(config);
+  if (!provider.ok()) return Fail(provider.status());
+  auto members = DiscoverExpected(**provider, config, std::chrono::steady_clock::now() + config.timeout);
+  if (!members.ok()) {
+    return Fail(members.status().IsNotFound() ? Status::InvalidArgument(members.status().message()) : members.status());
+  }
+  auto set = MemberSet::Create(*members, config.initial_cluster_token);
+  if (!set.ok()) return Fail(set.status().Prefixed((*provider)->Describe()));
+  auto written = WriteSealedBucket(config.bucket, Bucket{*set, {"new", NowRfc3339()}});
+  if (!written.ok()) return Fail(written.status());
+  spdlog::info("{} the member set of cluster {} in {}", *written ? "sealed" : "found the same", IdToHex(set->cluster_id()),
+               config.bucket);
+  std::cout << FormatDiscovered(*set, config.output);
+  if (config.output != OutputFormat::kJson) {
+    std::cout << fmt::format("initial cluster: {}\nnodes started with --bucket {} --initial-cluster-token {} read it\n",
+                             set->InitialCluster(), config.bucket, set->token());
+  }
+  return 0;
+}
+
 int Init(const Config& config, const Extra&) {
   InitJob job(config);
   auto outcome = job.Run();
@@ -147,7 +173,9 @@ int MemberList(const Config& config, const Extra&) {
 const std::vector<Command>& Commands() {
   static const std::vector<Command> kCommands = {
       {nullptr, "discover", "resolve the peers and print them with the IDs etcd will assign",
-       Concat({kCommon, kDiscovery, {"write-out"}}), Discover},
+       Concat({kCommon, kDiscovery, {"write-out", "initial-advertise-peer-urls", "advertise-client-urls"}}), Discover},
+      {nullptr, "cluster-init", "resolve the members once and seal them as a member bucket in --bucket",
+       Concat({kCommon, kDiscovery, {"bucket", "write-out", "initial-advertise-peer-urls"}}), ClusterInit},
       {nullptr, "init", "discover, decide how to start, write the member bucket and etcd's config; idempotent",
        Concat({kCommon, kDiscovery, kNode, {"write-out"}}), Init},
       {nullptr, "run", "init, then run etcd and keep it whole: restarts, learner promotion, /healthz /readyz /metrics",

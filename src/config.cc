@@ -128,6 +128,7 @@ const std::vector<OptionDef>& AllOptions() {
       // quorate's own.
       {"config", "QUORATE_CONFIG", "YAML file with any of these options (flag > env > file > default)"},
       {"discovery", "QUORATE_DISCOVERY", "discovery spec: 'provider=NAME key=value ...'"},
+      {"bucket", "QUORATE_BUCKET", "store of a sealed member bucket: file:///dir or s3://bucket/prefix?endpoint=URL"},
       {"cluster-size", "QUORATE_CLUSTER_SIZE", "expected member count (static lists imply it)"},
       {"timeout", "QUORATE_TIMEOUT", "how long to wait for peers, e.g. 90s, 5m", false, "5m"},
       {"state-dir", "QUORATE_STATE_DIR", "where the member bucket and etcd config go (default: <data-dir>/quorate)"},
@@ -260,6 +261,7 @@ Result<Config> ResolveConfig(const std::vector<std::string>& keys, const FlagVal
   c.discovery_srv = str("discovery-srv");
   c.discovery_srv_name = str("discovery-srv-name");
   c.discovery = str("discovery");
+  c.bucket = str("bucket");
 
   struct TlsKeys {
     TlsFiles* tls;

@@ -22,6 +22,7 @@
 #include "quorate/fs.h"
 #include "quorate/log.h"
 #include "quorate/peer_probe.h"
+#include "quorate/sealed_bucket.h"
 
 namespace quorate {
 namespace {
@@ -212,6 +213,26 @@ Result<MembershipChange> ChangeMembership(const Config& c, const Member& self, c
   return change;
 }
 
+// The member set sealed in --bucket. Without a discovery fallback, waits for it to appear.
+Result<std::optional<MemberSet>> ReadSealed(const Config& c, bool can_discover, SteadyClock::time_point deadline) {
+  while (true) {
+    auto sealed = ReadSealedBucket(c.bucket, c.initial_cluster_token);
+    if (!sealed.ok()) return sealed.status();
+    if (*sealed) return std::optional<MemberSet>((*sealed)->members);
+    if (can_discover) {
+      spdlog::info("--bucket {} has no member set for token '{}' yet: discovering instead", c.bucket,
+                   c.initial_cluster_token);
+      return std::optional<MemberSet>();
+    }
+    if (SteadyClock::now() >= deadline) {
+      return Status::DeadlineExceeded(fmt::format(
+          "timed out after --timeout: --bucket {} holds no member set for token '{}'; run quorate cluster-init",
+          c.bucket, c.initial_cluster_token));
+    }
+    std::this_thread::sleep_for(kPollInterval);
+  }
+}
+
 }  // namespace
 
 bool HasEtcdData(const std::string& data_dir) {
@@ -318,8 +339,14 @@ void InitJob::SetRunning(bool running) {
 Result<InitOutcome> InitJob::Run() {
   const Config& c = config_;
   auto deadline = SteadyClock::now() + c.timeout;
-  auto provider = ProviderFromConfig(c);
-  if (!provider.ok()) return provider.status();
+  // With --bucket the sealed member set may stand in for discovery entirely.
+  std::unique_ptr<DiscoveryProvider> provider;
+  bool has_discovery = !c.discovery.empty() || !c.initial_cluster.empty() || !c.discovery_srv.empty();
+  if (has_discovery || c.bucket.empty()) {
+    auto created = ProviderFromConfig(c);
+    if (!created.ok()) return created.status();
+    provider = std::move(*created);
+  }
 
   // An etcd data dir with a member directory but no WAL is a half-made bootstrap etcd cannot use;
   // it goes aside, never away.
@@ -343,11 +370,19 @@ Result<InitOutcome> InitJob::Run() {
   std::vector<Member> discovered;
   if (has_data && stored && stored->members.FindByName(c.name) != nullptr) {
     discovered = stored->members.members();
-  } else if (has_data) {
-    auto once = (*provider)->Discover();
+  } else if (!c.bucket.empty() && !has_data) {
+    auto sealed = ReadSealed(c, provider != nullptr, deadline);
+    if (!sealed.ok()) return sealed.status();
+    if (*sealed) {
+      spdlog::info("using the member set sealed in --bucket {} ({} members)", c.bucket, (*sealed)->size());
+      discovered = (*sealed)->members();
+    }
+  } else if (has_data && provider) {
+    auto once = provider->Discover();
     if (once.ok()) discovered = std::move(*once);
-  } else {
-    auto members = DiscoverExpected(**provider, c, deadline);
+  }
+  if (discovered.empty() && !has_data) {
+    auto members = DiscoverExpected(*provider, c, deadline);
     if (!members.ok()) return members.status();
     discovered = std::move(*members);
   }
@@ -373,7 +408,7 @@ Result<InitOutcome> InitJob::Run() {
     }
   }
   auto expected = MemberSet::Create(discovered, token);
-  if (!expected.ok()) return expected.status().Prefixed((*provider)->Describe());
+  if (!expected.ok()) return expected.status().Prefixed(provider ? provider->Describe() : c.bucket);
 
   PlanInput input{self, *expected, c.cluster_size.value_or(expected->size()), has_data, {}};
   {

@@ -33,6 +33,7 @@ struct Config {
 
   // quorate's own.
   std::string discovery;  // provider spec
+  std::string bucket;     // store URL of a sealed member bucket (cluster-init writes, init reads)
   std::optional<size_t> cluster_size;
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
   std::string state_dir;  // default <data-dir>/quorate
