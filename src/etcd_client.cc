@@ -188,8 +188,8 @@ class GrpcEtcdClient : public EtcdClient {
     return std::optional<std::string>(resp.kvs(0).value());
   }
 
-  Result<std::vector<std::pair<std::string, std::string>>> GetPrefix(const std::string& prefix) override {
-    std::vector<std::pair<std::string, std::string>> out;
+  Result<std::vector<KeyValue>> GetPrefix(const std::string& prefix) override {
+    std::vector<KeyValue> out;
     std::string from = prefix;
     const std::string end = PrefixEnd(prefix);
     while (true) {
@@ -203,7 +203,7 @@ class GrpcEtcdClient : public EtcdClient {
         return s.Range(c, req, &resp);
       });
       if (!st.ok()) return st;
-      for (const auto& kv : resp.kvs()) out.emplace_back(kv.key(), kv.value());
+      for (const auto& kv : resp.kvs()) out.push_back({kv.key(), kv.value(), kv.create_revision()});
       if (!resp.more() || resp.kvs_size() == 0) return out;
       from = resp.kvs(resp.kvs_size() - 1).key() + std::string(1, '\0');
     }

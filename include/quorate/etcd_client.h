@@ -43,6 +43,12 @@ struct EndpointStatus {
   std::vector<std::string> errors;
 };
 
+struct KeyValue {
+  std::string key;
+  std::string value;
+  int64_t create_revision = 0;  // orders keys by when they were first written
+};
+
 // Errors carry etcd's own words. Unavailable: try again later (no endpoint answered, "unhealthy
 // cluster", a learner "not in sync" yet, "too many learners"). NotFound: no such member.
 // FailedPrecondition: the peer URLs are already a member's.
@@ -60,7 +66,7 @@ class EtcdClient {
   virtual Status Put(const std::string& key, const std::string& value) = 0;
   virtual Result<std::optional<std::string>> Get(const std::string& key) = 0;
   // Every key with `prefix`, in key order.
-  virtual Result<std::vector<std::pair<std::string, std::string>>> GetPrefix(const std::string& prefix) = 0;
+  virtual Result<std::vector<KeyValue>> GetPrefix(const std::string& prefix) = 0;
   // One transaction: writes only when the key has never been created; true when this call wrote it.
   virtual Result<bool> PutIfAbsent(const std::string& key, const std::string& value) = 0;
 };
