@@ -194,6 +194,8 @@ class Node:
                 return r.status, r.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()
+        except (urllib.error.URLError, OSError) as e:  # not listening (yet)
+            return 0, str(e)
 
     def log_tail(self, n=40):
         try:
