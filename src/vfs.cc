@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "quorate/fs.h"
+#include "quorate/s3.h"
 
 namespace quorate {
 namespace {
@@ -214,9 +215,7 @@ Result<std::unique_ptr<Vfs>> OpenVfs(const std::string& url) {
     }
     return OpenDirectory(url, path);
   }
-  if (url.rfind("s3://", 0) == 0) {
-    return Status::InvalidArgument(fmt::format("store '{}': s3 not built", Printable(url)));
-  }
+  if (url.rfind("s3://", 0) == 0) return OpenS3Vfs(url);
   if (url.find("://") != std::string::npos) {
     return Status::InvalidArgument(fmt::format(
         "store '{}': unknown scheme; want file:///dir, a plain path or s3://bucket/prefix", Printable(url)));
