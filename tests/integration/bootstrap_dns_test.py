@@ -2,7 +2,7 @@
 serving SRV and A records in a network namespace of the test's own, which etcd resolves through
 too): one cluster, every member started, IDs as `quorate discover` predicted. Both etcd's flag
 (--discovery-srv) and quorate's spec (provider=dns-srv) are exercised."""
-from harness import Cluster, Dns, Netns, check, log, main, require, wait_until
+from harness import Cluster, Dns, Netns, check, main, require
 
 
 def bootstrap(netns, size, discovery):
@@ -14,19 +14,7 @@ def bootstrap(netns, size, discovery):
     check([m["name"] for m in predicted["members"]] == [n.name for n in c.nodes], f"discover: {predicted}")
     check(all(m["peerURLs"] == [f"http://{m['name']}.quorate.test:2380"] for m in predicted["members"]),
           f"peer URLs from SRV targets: {predicted}")
-    decisions = {}
-
-    def start(node, delay):
-        decisions[node.name] = node.init_and_start(delay)["decision"]
-    c.start_all(start)
-    log(f"{size} nodes via {discovery[0]} decided {decisions}")
-    try:
-        wait_until(lambda: c.all_started(), 60, f"all {size} members started")
-        c.check_prediction(predicted)
-    except AssertionError:
-        c.dump_logs()
-        raise
-    c.stop_all()
+    c.bootstrap(predicted, f"dns-srv via {discovery[0]}")
     dns.stop()
 
 

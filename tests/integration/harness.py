@@ -291,6 +291,43 @@ class Cluster:
         if errors:
             fail("; ".join(errors))
 
+    def bootstrap(self, predict, label):
+        """Starts every node at once (init, then etcd), waits for one cluster of started members and
+        checks its IDs against `predict`: a `quorate discover` answer, or a function that makes one
+        once the nodes have registered (the rendezvous providers only know the set then)."""
+        decisions = {}
+
+        def start(node, delay):
+            decisions[node.name] = node.init_and_start(delay)["decision"]
+        self.start_all(start)
+        log(f"{label}, {len(self.nodes)} nodes decided {decisions}")
+        check(set(decisions.values()) <= {"new", "late-initial"}, f"unexpected decisions {decisions}")
+        predicted = predict() if callable(predict) else predict
+        try:
+            wait_until(lambda: self.all_started(), 60, f"all {len(self.nodes)} members started")
+            self.check_prediction(predicted)
+        except AssertionError:
+            self.dump_logs()
+            raise
+        self.stop_all()
+
+    def discover_as_first(self):
+        """The sealed set, as the first node sees it."""
+        return self.discover(["--name", self.nodes[0].name, "--initial-advertise-peer-urls", self.nodes[0].peer_url])
+
+    def race(self, seats, discovery, rounds, timeout="2s"):
+        """Every node runs `quorate discover` at once for `seats` seats, `rounds` times; discovery(r)
+        gives round r's flags. Yields, per round, the sealed sets seen and the stderr of those that failed."""
+        for r in range(rounds):
+            procs = [subprocess.Popen(
+                [QUORATE, "discover", "-w", "json", "--name", n.name, "--initial-advertise-peer-urls", n.peer_url,
+                 "--cluster-size", str(seats), "--timeout", timeout, "--initial-cluster-token", f"{self.token}-{r}"]
+                + discovery(r), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n in self.nodes]
+            results = [(p.wait(timeout=60), p.stdout.read(), p.stderr.read()) for p in procs]
+            sets = {json.dumps(sorted(m["name"] for m in json.loads(out)["members"]))
+                    for rc, out, _ in results if rc == 0}
+            yield r, [json.loads(x) for x in sets], [err for rc, _, err in results if rc != 0]
+
     def stop_all(self):
         threads = [threading.Thread(target=n.stop) for n in self.nodes]
         for t in threads:

@@ -17,40 +17,21 @@ def file_bootstrap(size):
     shared = os.path.join(c.dir, "shared")
     os.mkdir(shared)
     c.discovery = ["--discovery", f"provider=file path={shared}", "--cluster-size", str(size)]
-    decisions = {}
+    c.bootstrap(c.discover_as_first, "file provider")
 
-    def start(node, delay):
-        decisions[node.name] = node.init_and_start(delay)["decision"]
-    c.start_all(start)
-    log(f"file provider, {size} nodes decided {decisions}")
-    # Once sealed, discover reads the sealed set: the prediction, made with any member's identity.
-    predicted = c.discover(["--name", "n1", "--initial-advertise-peer-urls", c.nodes[0].peer_url])
-    try:
-        wait_until(lambda: c.all_started(), 60, f"all {size} members started")
-        c.check_prediction(predicted)
-    except AssertionError:
-        c.dump_logs()
-        raise
-    c.stop_all()
+
+def shared(c, r):
+    path = os.path.join(c.dir, f"race{r}")
+    os.makedirs(path, exist_ok=True)
+    return path
 
 
 def race(rounds=20, seats=5, nodes=6):
     c = Cluster(nodes)
-    for r in range(rounds):
-        shared = os.path.join(c.dir, f"race{r}")
-        os.mkdir(shared)
-        procs = [subprocess.Popen(
-            [QUORATE, "discover", "-w", "json", "--name", n.name, "--initial-advertise-peer-urls", n.peer_url,
-             "--discovery", f"provider=file path={shared}", "--cluster-size", str(seats), "--timeout", "2s",
-             "--initial-cluster-token", c.token],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n in c.nodes]
-        results = [(p.wait(timeout=60), p.stdout.read(), p.stderr.read()) for p in procs]
-        sets = {json.dumps(sorted(m["name"] for m in json.loads(out)["members"])) for rc, out, _ in results if rc == 0}
-        extra = [err for rc, _, err in results if rc != 0]
-        check(len(sets) == 1, f"round {r}: {len(sets)} different sealed sets: {sets}")
-        check(len(json.loads(next(iter(sets)))) == seats, f"round {r}: sealed {sets}")
-        check(len(extra) == nodes - seats and all("extra" in e for e in extra),
-              f"round {r}: the extra node was not told so: {extra}")
+    for r, sets, failed in c.race(seats, lambda r: ["--discovery", f"provider=file path={shared(c, r)}"], rounds):
+        check(len(sets) == 1 and len(sets[0]) == seats, f"round {r}: sealed sets {sets}")
+        check(len(failed) == nodes - seats and all("extra" in e for e in failed),
+              f"round {r}: the extra node was not told so: {failed}")
     log(f"{rounds} rounds of {nodes} racing for {seats}: one sealed set each, the extra node told so")
 
 
