@@ -1,25 +1,31 @@
+#include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
+#include <map>
+#include <optional>
+#include <set>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
 #include <httplib.h>
 
 #include "quorate/config.h"
-#include "quorate/member.h"
 #include "quorate/s3.h"
 
 namespace quorate {
 namespace sigv4 {
 namespace {
 
-std::string Hex(const unsigned char* data, size_t n) {
+std::string Hex(const std::string& bytes) {
   std::string out;
-  for (size_t i = 0; i < n; ++i) out += fmt::format("{:02x}", data[i]);
+  for (unsigned char c : bytes) out += fmt::format("{:02x}", c);
   return out;
 }
 
@@ -42,18 +48,23 @@ std::string SignedHeaders(const Request& r) {
   return out;
 }
 
+bool IsUnreserved(unsigned char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+         c == '.' || c == '~';
+}
+
 }  // namespace
 
 std::string Sha256Hex(const std::string& data) {
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
-  return Hex(digest, sizeof digest);
+  return Hex(std::string(reinterpret_cast<char*>(digest), sizeof digest));
 }
 
 std::string UriEncode(const std::string& text, bool keep_slash) {
   std::string out;
   for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
+    if (IsUnreserved(c) || (keep_slash && c == '/')) {
       out += static_cast<char>(c);
     } else {
       out += fmt::format("%{:02X}", c);
@@ -64,63 +75,82 @@ std::string UriEncode(const std::string& text, bool keep_slash) {
 
 std::string SigningKeyHex(const std::string& secret, const std::string& date, const std::string& region,
                           const std::string& service) {
-  std::string key = SigningKey(secret, date, region, service);
-  return Hex(reinterpret_cast<const unsigned char*>(key.data()), key.size());
+  return Hex(SigningKey(secret, date, region, service));
 }
 
 std::string CanonicalRequest(const Request& r) {
-  std::string query;
+  // Sorted by the encoded name, which is what AWS sorts.
   std::map<std::string, std::string> encoded;
   for (const auto& [k, v] : r.query) encoded[UriEncode(k, false)] = UriEncode(v, false);
+  std::string query;
   for (const auto& [k, v] : encoded) query += (query.empty() ? "" : "&") + k + "=" + v;
   std::string headers;
   for (const auto& [name, value] : r.headers) headers += name + ":" + value + "\n";
-  return fmt::format("{}\n{}\n{}\n{}\n{}\n{}", r.method, UriEncode(r.path, true), query, headers, SignedHeaders(r),
-                     r.payload_hash);
+  return fmt::format("{}\n{}\n{}\n{}\n{}\n{}", r.method, r.path.empty() ? "/" : UriEncode(r.path, true), query,
+                     headers, SignedHeaders(r), r.payload_hash);
 }
 
 std::string Authorization(const Request& r, const std::string& access_key, const std::string& secret,
                           const std::string& region, const std::string& service) {
   const std::string& amz_date = r.headers.at("x-amz-date");
-  std::string date = amz_date.substr(0, 8);
-  std::string scope = fmt::format("{}/{}/{}/aws4_request", date, region, service);
-  std::string to_sign =
+  const std::string date = amz_date.substr(0, 8);
+  const std::string scope = fmt::format("{}/{}/{}/aws4_request", date, region, service);
+  const std::string to_sign =
       fmt::format("AWS4-HMAC-SHA256\n{}\n{}\n{}", amz_date, scope, Sha256Hex(CanonicalRequest(r)));
-  std::string sig = Hmac(SigningKey(secret, date, region, service), to_sign);
   return fmt::format("AWS4-HMAC-SHA256 Credential={}/{}, SignedHeaders={}, Signature={}", access_key, scope,
-                     SignedHeaders(r), Hex(reinterpret_cast<const unsigned char*>(sig.data()), sig.size()));
+                     SignedHeaders(r), Hex(Hmac(SigningKey(secret, date, region, service), to_sign)));
 }
 
 }  // namespace sigv4
 
+namespace s3 {
 namespace {
 
-constexpr int kTries = 3;
+void AppendUtf8(std::string& out, unsigned long cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xc0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xe0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else {
+    out += static_cast<char>(0xf0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  }
+}
 
-// The text of the first <tag>...</tag> after `from`, with XML's five entities decoded.
-std::string XmlText(const std::string& xml, const std::string& tag, size_t* from = nullptr) {
-  size_t start_at = from ? *from : 0;
-  size_t open = xml.find("<" + tag + ">", start_at);
-  if (open == std::string::npos) return {};
-  open += tag.size() + 2;
-  size_t close = xml.find("</" + tag + ">", open);
-  if (close == std::string::npos) return {};
-  if (from) *from = close + tag.size() + 3;
-  std::string raw = xml.substr(open, close - open), out;
+// S3 escapes keys as XML text: the five named entities, and numeric ones for control characters
+// (a key may hold any UTF-8, "\r" included), which ValidateKey then refuses by name.
+std::string Unescape(std::string_view raw) {
+  static const std::map<std::string_view, char> kNamed = {
+      {"amp", '&'}, {"lt", '<'}, {"gt", '>'}, {"quot", '"'}, {"apos", '\''}};
+  std::string out;
   for (size_t i = 0; i < raw.size(); ++i) {
-    if (raw[i] != '&') {
+    size_t semi = raw[i] == '&' ? raw.find(';', i) : std::string_view::npos;
+    if (semi == std::string_view::npos || semi - i > 10) {
       out += raw[i];
       continue;
     }
-    size_t semi = raw.find(';', i);
-    std::string ent = semi == std::string::npos ? "" : raw.substr(i, semi - i + 1);
-    if (ent == "&amp;") out += '&';
-    else if (ent == "&lt;") out += '<';
-    else if (ent == "&gt;") out += '>';
-    else if (ent == "&quot;") out += '"';
-    else if (ent == "&apos;") out += '\'';
-    else {
-      out += '&';
+    std::string_view name = raw.substr(i + 1, semi - i - 1);
+    if (auto named = kNamed.find(name); named != kNamed.end()) {
+      out += named->second;
+    } else if (name.size() > 1 && name[0] == '#') {
+      bool hex = name[1] == 'x' || name[1] == 'X';
+      std::string_view digits = name.substr(hex ? 2 : 1);
+      unsigned long cp = 0;
+      auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), cp, hex ? 16 : 10);
+      if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || cp > 0x10ffff) {
+        out += raw[i];
+        continue;
+      }
+      AppendUtf8(out, cp);
+    } else {
+      out += raw[i];
       continue;
     }
     i = semi;
@@ -128,59 +158,202 @@ std::string XmlText(const std::string& xml, const std::string& tag, size_t* from
   return out;
 }
 
+// The unescaped text of the first <tag>...</tag> in xml[from, to); `from` moves past it.
+std::optional<std::string> Element(const std::string& xml, const std::string& tag, size_t& from,
+                                   size_t to = std::string::npos) {
+  const std::string open = "<" + tag + ">", close = "</" + tag + ">";
+  size_t start = xml.find(open, from);
+  if (start == std::string::npos || start >= to) return std::nullopt;
+  start += open.size();
+  size_t end = xml.find(close, start);
+  if (end == std::string::npos || end > to) return std::nullopt;
+  from = end + close.size();
+  return Unescape(std::string_view(xml).substr(start, end - start));
+}
+
+std::string ElementOr(const std::string& xml, const std::string& tag) {
+  size_t from = 0;
+  return Element(xml, tag, from).value_or("");
+}
+
+}  // namespace
+
+Result<ListPage> ParseListPage(const std::string& xml) {
+  if (xml.find("<ListBucketResult") == std::string::npos) {
+    return Status::DataLoss(
+        fmt::format("the listing is not S3's ListBucketResult XML; it starts '{}'", xml.substr(0, 80)));
+  }
+  ListPage page;
+  size_t at = 0;
+  while ((at = xml.find("<Contents>", at)) != std::string::npos) {
+    size_t end = xml.find("</Contents>", at);
+    auto key = Element(xml, "Key", at, end);
+    if (!key) return Status::DataLoss("the listing has a <Contents> without a <Key>");
+    page.keys.push_back(std::move(*key));
+    at = end == std::string::npos ? xml.size() : end;
+  }
+  page.truncated = ElementOr(xml, "IsTruncated") == "true";
+  page.next_token = ElementOr(xml, "NextContinuationToken");
+  if (page.truncated && page.next_token.empty()) {
+    return Status::DataLoss("the listing is truncated but has no NextContinuationToken to read on from");
+  }
+  return page;
+}
+
+ErrorBody ParseErrorBody(const std::string& xml) {
+  if (xml.find("<Error>") == std::string::npos) return {};
+  return {ElementOr(xml, "Code"), ElementOr(xml, "Message")};
+}
+
+Target Address(const std::string& endpoint_host, int port, const std::string& bucket, const std::string& key,
+               bool path_style) {
+  std::string authority = port ? fmt::format("{}:{}", endpoint_host, port) : endpoint_host;
+  if (path_style) return {authority, key.empty() ? "/" + bucket : "/" + bucket + "/" + key};
+  return {bucket + "." + authority, "/" + key};
+}
+
+}  // namespace s3
+
+namespace {
+
+constexpr int kTries = 3;
+constexpr std::chrono::milliseconds kFirstBackoff{100};
+constexpr std::chrono::milliseconds kMaxBackoff{1000};
+
+struct Endpoint {
+  std::string scheme;
+  std::string host;  // IPv6 in brackets, as in a Host header
+  int port = 0;      // 0: the scheme's default, left out of the Host header as clients do
+};
+
+Result<Endpoint> ParseEndpoint(std::string text) {
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument(
+        fmt::format("endpoint '{}' {}; want http(s)://host[:port], e.g. endpoint=http://127.0.0.1:4568", text, why));
+  };
+  Endpoint e;
+  size_t sep = text.find("://");
+  if (sep == std::string::npos) return bad("has no scheme");
+  e.scheme = text.substr(0, sep);
+  if (e.scheme != "http" && e.scheme != "https") return bad("is not http or https");
+  std::string rest = text.substr(sep + 3);
+  if (!rest.empty() && rest.back() == '/') rest.pop_back();
+  if (rest.find_first_of("/?#@") != std::string::npos) return bad("has a path, query or user; S3 wants none");
+  size_t colon = rest.rfind(':');
+  if (colon != std::string::npos && rest.find(']', colon) == std::string::npos) {
+    const std::string port = rest.substr(colon + 1);
+    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), e.port);
+    if (port.empty() || ec != std::errc() || end != port.data() + port.size() || e.port < 1 || e.port > 65535) {
+      return bad("has a bad port");
+    }
+    rest = rest.substr(0, colon);
+  }
+  if (rest.empty()) return bad("has no host");
+  e.host = rest;
+  if ((e.scheme == "http" && e.port == 80) || (e.scheme == "https" && e.port == 443)) e.port = 0;
+  return e;
+}
+
+// "%2F" and friends in a URL parameter's value, so an endpoint may be given encoded or not.
+std::string PercentDecode(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    unsigned value = 0;
+    if (text[i] == '%' && i + 2 < text.size() &&
+        std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16).ptr == text.data() + i + 3) {
+      out += static_cast<char>(value);
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+std::string AmzDate() {
+  std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc;
+  gmtime_r(&now, &utc);
+  char stamp[20];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
+  return stamp;
+}
+
+struct Call {
+  std::string method;
+  std::string key;  // the full object key; empty for the bucket itself (a listing)
+  std::map<std::string, std::string> query;
+  std::string body;
+  std::map<std::string, std::string> headers;  // signed too; lower-case names
+};
+
 struct Response {
   int status = 0;
   std::string body;
+  s3::ErrorBody error;
 };
+
+bool Retryable(const Response& r) {
+  // 409 ConditionalRequestConflict: another conditional write to the key was in flight; AWS asks
+  // for a retry, which then sees the winner (412).
+  return r.status >= 500 || r.status == 429 || (r.status == 409 && r.error.code == "ConditionalRequestConflict");
+}
 
 class S3Vfs : public Vfs {
  public:
-  S3Vfs(std::string bucket, std::string root, std::string endpoint, std::string region, bool path_style,
-        bool conditional_put, std::chrono::milliseconds timeout, int page_size, std::string access_key,
-        std::string secret, std::string session_token)
-      : bucket_(std::move(bucket)),
-        root_(std::move(root)),
-        endpoint_(std::move(endpoint)),
-        region_(std::move(region)),
-        path_style_(path_style),
-        conditional_put_(conditional_put),
-        timeout_(timeout),
-        page_size_(page_size),
-        access_key_(std::move(access_key)),
-        secret_(std::move(secret)),
-        session_token_(std::move(session_token)) {}
+  struct Options {
+    std::string bucket;
+    std::string root;  // the URL's prefix: keys live under root/
+    Endpoint endpoint;
+    std::string region;
+    bool path_style = true;
+    bool conditional_put = false;
+    std::chrono::milliseconds timeout{5000};
+    int page_size = 0;  // 0: the store's default (1000 on AWS)
+    std::string access_key, secret, session_token;
+  };
+  explicit S3Vfs(Options o) : o_(std::move(o)) {}
 
   std::string Describe() const override {
-    return fmt::format("s3://{}/{}", bucket_, root_);
+    return o_.root.empty() ? "s3://" + o_.bucket : fmt::format("s3://{}/{}", o_.bucket, o_.root);
   }
-  bool exclusive_create() const override { return conditional_put_; }
+  bool exclusive_create() const override { return o_.conditional_put; }
 
   Result<std::vector<std::string>> List(const std::string& prefix) override {
     if (!prefix.empty()) {
       if (Status s = ValidateKey(prefix); !s.ok()) return s;
     }
-    std::string full = FullKey(prefix.empty() ? "" : prefix + "/");
+    // The trailing '/' is what makes "a" a directory: "ab" does not start with "a/".
+    const std::string full = prefix.empty() ? (o_.root.empty() ? "" : o_.root + "/") : FullKey(prefix) + "/";
+    const size_t strip = o_.root.empty() ? 0 : o_.root.size() + 1;
     std::vector<std::string> keys;
     std::string token;
     while (true) {
-      std::map<std::string, std::string> query = {{"list-type", "2"}, {"prefix", full},
-                                                  {"max-keys", std::to_string(page_size_)}};
-      if (!token.empty()) query["continuation-token"] = token;
-      auto r = Send("GET", "", query, "", {});
+      Call call{"GET", "", {{"list-type", "2"}, {"prefix", full}}, "", {}};
+      if (o_.page_size) call.query["max-keys"] = std::to_string(o_.page_size);
+      if (!token.empty()) call.query["continuation-token"] = token;
+      auto r = Send(call);
       if (!r.ok()) return r.status();
-      if (r->status != 200) return Error(*r, "list " + full);
-      size_t at = 0;
-      while (true) {
-        size_t contents = r->body.find("<Contents>", at);
-        if (contents == std::string::npos) break;
-        at = contents;
-        std::string key = XmlText(r->body, "Key", &at);
-        std::string relative = root_.empty() ? key : key.substr(std::min(key.size(), root_.size() + 1));
-        if (ValidateKey(relative).ok()) keys.push_back(relative);
+      if (r->status != 200) return Refused(call, *r);
+      auto page = s3::ParseListPage(r->body);
+      if (!page.ok()) return page.status().Prefixed(fmt::format("listing {}", Url(full)));
+      for (std::string& key : page->keys) {
+        // Anything not a valid key (a console "folder/" marker, a stray upload with a space) cannot
+        // be a record, and is left out just as the directory backend leaves out its dot files.
+        std::string relative = key.substr(std::min(strip, key.size()));
+        if (key.rfind(full, 0) == 0 && ValidateKey(relative).ok()) keys.push_back(std::move(relative));
       }
-      if (XmlText(r->body, "IsTruncated") != "true") break;
-      token = XmlText(r->body, "NextContinuationToken");
-      if (token.empty()) return Status::Unavailable(fmt::format("{}: truncated listing without a continuation token", Describe()));
+      if (!page->truncated) break;
+      if (page->next_token == token) {
+        return Status::Unavailable(fmt::format("listing {}: the store returned the same continuation token twice",
+                                               Url(full)));
+      }
+      token = page->next_token;
     }
     std::sort(keys.begin(), keys.end());
     return keys;
@@ -188,113 +361,156 @@ class S3Vfs : public Vfs {
 
   Result<std::string> Read(const std::string& key) override {
     if (Status s = ValidateKey(key); !s.ok()) return s;
-    auto r = Send("GET", FullKey(key), {}, "", {});
+    Call call{"GET", FullKey(key), {}, "", {}};
+    auto r = Send(call);
     if (!r.ok()) return r.status();
-    if (r->status == 404) return Status::NotFound(fmt::format("{}/{} does not exist", Describe(), key));
-    if (r->status != 200) return Error(*r, "read " + key);
-    return r->body;
+    if (r->status == 200) return std::move(r->body);
+    if (r->status == 404 && r->error.code != "NoSuchBucket") {
+      return Status::NotFound(fmt::format("{} does not exist", Url(call.key)));
+    }
+    return Refused(call, *r);
   }
 
   Result<bool> CreateIfAbsent(const std::string& key, const std::string& content) override {
     if (Status s = ValidateKey(key); !s.ok()) return s;
-    if (conditional_put_) {
-      auto r = Send("PUT", FullKey(key), {}, content, {{"if-none-match", "*"}});
+    if (o_.conditional_put) {
+      // A retry after a lost answer may meet our own first write and say false: callers read back
+      // what is there, and the rendezvous treats its own identical record as registered.
+      Call call{"PUT", FullKey(key), {}, content, {{"if-none-match", "*"}}};
+      auto r = Send(call);
       if (!r.ok()) return r.status();
       if (r->status == 412) return false;
-      if (r->status != 200) return Error(*r, "create " + key);
-      return true;
+      if (r->status / 100 == 2) return true;
+      return Refused(call, *r);
     }
-    // Without conditional PUT two writers can both see "absent" and both write: not exclusive.
-    // The rendezvous allows for that by sealing only content every writer would write alike.
-    auto head = Send("HEAD", FullKey(key), {}, "", {});
-    if (!head.ok()) return head.status();
-    if (head->status == 200) return false;
-    if (head->status != 404) return Error(*head, "check " + key);
+    // HEAD then PUT is not exclusive: two writers can both see the key absent and both write, the
+    // later one winning. exclusive_create() says so, and the rendezvous then seals only a set that
+    // every writer would encode byte for byte alike and never trusts a true from here alone.
+    Call head{"HEAD", FullKey(key), {}, "", {}};
+    auto r = Send(head);
+    if (!r.ok()) return r.status();
+    if (r->status == 200) return false;
+    // A HEAD answer has no body, so a missing bucket looks like a missing key: the PUT names it.
+    if (r->status != 404) return Refused(head, *r);
     if (Status s = Write(key, content); !s.ok()) return s;
     return true;
   }
 
   Status Write(const std::string& key, const std::string& content) override {
     if (Status s = ValidateKey(key); !s.ok()) return s;
-    auto r = Send("PUT", FullKey(key), {}, content, {});
+    Call call{"PUT", FullKey(key), {}, content, {}};
+    auto r = Send(call);
     if (!r.ok()) return r.status();
-    if (r->status != 200) return Error(*r, "write " + key);
-    return Status::Ok();
+    if (r->status / 100 == 2) return Status::Ok();
+    return Refused(call, *r);
   }
 
  private:
-  std::string FullKey(const std::string& key) const { return root_.empty() ? key : root_ + "/" + key; }
+  std::string FullKey(const std::string& key) const { return o_.root.empty() ? key : o_.root + "/" + key; }
+  std::string Url(const std::string& full_key) const { return fmt::format("s3://{}/{}", o_.bucket, full_key); }
+  std::string EndpointText() const {
+    return o_.endpoint.port ? fmt::format("{}://{}:{}", o_.endpoint.scheme, o_.endpoint.host, o_.endpoint.port)
+                            : fmt::format("{}://{}", o_.endpoint.scheme, o_.endpoint.host);
+  }
 
-  Status Error(const Response& r, const std::string& what) const {
-    std::string code = XmlText(r.body, "Code"), message = XmlText(r.body, "Message");
-    std::string text = fmt::format("{}: {} failed: HTTP {}{}{}", Describe(), what, r.status,
-                                   code.empty() ? "" : " " + code, message.empty() ? "" : ": " + message);
-    if (r.status == 403) return Status::InvalidArgument(text + " (credentials rejected: check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)");
-    if (code == "NoSuchBucket") return Status::InvalidArgument(text + fmt::format(" (create bucket '{}' or fix the URL)", bucket_));
-    if (r.status >= 500) return Status::Unavailable(text);
+  // A request the store answered and refused.
+  Status Refused(const Call& call, const Response& r) const {
+    std::string text = fmt::format("{} {} at {}: HTTP {}", call.method, Url(call.key), EndpointText(), r.status);
+    if (!r.error.code.empty()) text += " " + r.error.code;
+    if (!r.error.message.empty()) text += ": " + r.error.message;
+    if (r.status == 403) {
+      return Status::InvalidArgument(
+          text + "; credentials rejected: check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), "
+                 "the region and the clock");
+    }
+    if (r.error.code == "NoSuchBucket") {
+      return Status::InvalidArgument(
+          text + fmt::format("; bucket '{}' does not exist at {}: create it or fix the bucket in the URL", o_.bucket,
+                             EndpointText()));
+    }
+    if (r.error.code == "PermanentRedirect" || r.error.code == "AuthorizationHeaderMalformed") {
+      return Status::InvalidArgument(text + "; set region= (or AWS_REGION) to the bucket's region");
+    }
+    if (Retryable(r)) return Status::Unavailable(text);
     return Status::InvalidArgument(text);
   }
 
-  Result<Response> Send(const std::string& method, const std::string& key, const std::map<std::string, std::string>& query,
-                        const std::string& body, const std::map<std::string, std::string>& extra) {
-    auto url = ParseUrl(endpoint_);
-    std::string host = path_style_ ? fmt::format("{}:{}", url->host, url->port)
-                                   : fmt::format("{}.{}:{}", bucket_, url->host, url->port);
-    std::string path = path_style_ ? "/" + bucket_ + "/" + key : "/" + key;
-    auto backoff = std::chrono::milliseconds(200);
+  // Up to kTries tries within the timeout; each try gets what is left of it. An answer that is
+  // not retryable is returned whatever its status, for the caller to read.
+  Result<Response> Send(const Call& call) {
+    const auto deadline = std::chrono::steady_clock::now() + o_.timeout;
+    auto backoff = kFirstBackoff;
     std::string last;
-    for (int attempt = 1; attempt <= kTries; ++attempt) {
-      sigv4::Request req{method, path, query, extra, sigv4::Sha256Hex(body)};
-      std::time_t now = std::time(nullptr);
-      char stamp[20];
-      std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", std::gmtime(&now));
-      req.headers["host"] = host;
-      req.headers["x-amz-date"] = stamp;
-      req.headers["x-amz-content-sha256"] = req.payload_hash;
-      if (!session_token_.empty()) req.headers["x-amz-security-token"] = session_token_;
-      httplib::Request h;
-      h.method = method;
-      h.path = sigv4::UriEncode(path, true);
-      std::string qs;
-      std::map<std::string, std::string> encoded;
-      for (const auto& [k, v] : query) encoded[sigv4::UriEncode(k, false)] = sigv4::UriEncode(v, false);
-      for (const auto& [k, v] : encoded) qs += (qs.empty() ? "?" : "&") + k + "=" + v;
-      h.path += qs;
-      for (const auto& [k, v] : req.headers) h.set_header(k, v);
-      h.set_header("Authorization", sigv4::Authorization(req, access_key_, secret_, region_, "s3"));
-      h.body = body;
-      if (method == "PUT") h.set_header("Content-Type", "application/octet-stream");
-      httplib::Client client(fmt::format("{}://{}", url->scheme, host));
-      client.set_url_encode(false);
-      auto secs = std::chrono::duration_cast<std::chrono::seconds>(timeout_);
-      auto usecs = std::chrono::duration_cast<std::chrono::microseconds>(timeout_ - secs).count();
-      client.set_connection_timeout(secs.count(), usecs);
-      client.set_read_timeout(secs.count(), usecs);
-      client.set_write_timeout(secs.count(), usecs);
-      auto res = client.send(h);
-      if (res && res->status < 500) return Response{res->status, res->body};
-      last = res ? fmt::format("HTTP {} {}", res->status, XmlText(res->body, "Message"))
-                 : fmt::format("cannot reach {} ({} error)", endpoint_, httplib::to_string(res.error()));
-      if (attempt < kTries) {
-        std::this_thread::sleep_for(backoff);
-        backoff *= 2;
+    int tries = 0;
+    while (tries < kTries) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left <= std::chrono::milliseconds(0)) break;
+      ++tries;
+      httplib::Result res = SendOnce(call, left);
+      if (res) {
+        Response r{res->status, std::move(res->body), {}};
+        r.error = s3::ParseErrorBody(r.body);
+        if (!Retryable(r)) return r;
+        last = fmt::format("HTTP {} {} {}", r.status, r.error.code, r.error.message);
+      } else if (res.error() == httplib::Error::SSLServerVerification ||
+                 res.error() == httplib::Error::SSLLoadingCerts) {
+        return Status::InvalidArgument(fmt::format("{} {} at {}: {}; the endpoint's TLS certificate is not trusted",
+                                                   call.method, Url(call.key), EndpointText(),
+                                                   httplib::to_string(res.error())));
+      } else {
+        last = httplib::to_string(res.error());
       }
+      if (tries == kTries) break;
+      auto pause = std::min<std::chrono::milliseconds>(
+          backoff, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
+      if (pause > std::chrono::milliseconds(0)) std::this_thread::sleep_for(pause);
+      backoff = std::min(backoff * 2, kMaxBackoff);
     }
-    return Status::Unavailable(fmt::format("{}: {} {} failed {} times: {}", Describe(), method, key.empty() ? "/" : key,
-                                           kTries, last));
+    return Status::Unavailable(fmt::format("{} {} at {}: failed {} time{} within {} ms: {}; is the store up?",
+                                           call.method, Url(call.key), EndpointText(), tries, tries == 1 ? "" : "s",
+                                           o_.timeout.count(), last));
   }
 
-  std::string bucket_, root_, endpoint_, region_;
-  bool path_style_, conditional_put_;
-  std::chrono::milliseconds timeout_;
-  int page_size_;
-  std::string access_key_, secret_, session_token_;
-};
+  httplib::Result SendOnce(const Call& call, std::chrono::milliseconds timeout) {
+    const s3::Target target =
+        s3::Address(o_.endpoint.host, o_.endpoint.port, o_.bucket, call.key, o_.path_style);
+    sigv4::Request signed_part{call.method, target.path, call.query, call.headers, sigv4::Sha256Hex(call.body)};
+    signed_part.headers["host"] = target.host;
+    signed_part.headers["x-amz-date"] = AmzDate();
+    signed_part.headers["x-amz-content-sha256"] = signed_part.payload_hash;
+    if (!o_.session_token.empty()) signed_part.headers["x-amz-security-token"] = o_.session_token;
 
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
+    httplib::Request req;
+    req.method = call.method;
+    req.path = sigv4::UriEncode(target.path, true);
+    std::string query;
+    for (const auto& [k, v] : call.query) {
+      query += (query.empty() ? "?" : "&") + sigv4::UriEncode(k, false) + "=" + sigv4::UriEncode(v, false);
+    }
+    req.path += query;
+    for (const auto& [name, value] : signed_part.headers) req.set_header(name, value);
+    req.set_header("Authorization",
+                   sigv4::Authorization(signed_part, o_.access_key, o_.secret, o_.region, "s3"));
+    if (call.method == "PUT") {
+      req.body = call.body;
+      req.set_header("Content-Type", "application/octet-stream");
+    }
+
+    const std::string connect_host = o_.path_style ? o_.endpoint.host : o_.bucket + "." + o_.endpoint.host;
+    const int port = o_.endpoint.port ? o_.endpoint.port : (o_.endpoint.scheme == "https" ? 443 : 80);
+    httplib::Client client(fmt::format("{}://{}:{}", o_.endpoint.scheme, connect_host, port));
+    // The path is encoded and signed as it is; the client must send it byte for byte.
+    client.set_url_encode(false);
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout);
+    const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(timeout - seconds).count();
+    client.set_connection_timeout(seconds.count(), micros);
+    client.set_read_timeout(seconds.count(), micros);
+    client.set_write_timeout(seconds.count(), micros);
+    return client.send(req);
+  }
+
+  Options o_;
+};
 
 }  // namespace
 
@@ -302,58 +518,91 @@ Result<std::unique_ptr<Vfs>> OpenS3Vfs(const std::string& url) {
   auto bad = [&](const std::string& why) {
     return Status::InvalidArgument(fmt::format("store '{}': {}", url, why));
   };
-  std::string rest = url.substr(5);  // after s3://
-  std::string query;
-  if (auto q = rest.find('?'); q != std::string::npos) {
+  if (url.rfind("s3://", 0) != 0) return bad("not an s3:// URL");
+  std::string rest = url.substr(5), query;
+  if (size_t q = rest.find('?'); q != std::string::npos) {
     query = rest.substr(q + 1);
-    rest = rest.substr(0, q);
+    rest.resize(q);
   }
-  std::string bucket = rest.substr(0, rest.find('/'));
-  std::string root = rest.find('/') == std::string::npos ? "" : rest.substr(rest.find('/') + 1);
-  while (!root.empty() && root.back() == '/') root.pop_back();
-  if (bucket.empty() || bucket.size() > 63 ||
-      bucket.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-") != std::string::npos) {
-    return bad("bucket name must be 1-63 of a-z, 0-9, '.', '-'");
+  S3Vfs::Options o;
+  size_t slash = rest.find('/');
+  o.bucket = rest.substr(0, slash);
+  o.root = slash == std::string::npos ? "" : rest.substr(slash + 1);
+  while (!o.root.empty() && o.root.back() == '/') o.root.pop_back();
+  const bool bucket_ok =
+      o.bucket.size() >= 3 && o.bucket.size() <= 63 &&
+      o.bucket.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-") == std::string::npos &&
+      o.bucket.front() != '.' && o.bucket.front() != '-' && o.bucket.back() != '.' && o.bucket.back() != '-';
+  if (!bucket_ok) {
+    return bad(fmt::format("bucket '{}' is not an S3 bucket name: 3-63 of a-z, 0-9, '.' and '-', starting and "
+                           "ending with a letter or digit; want s3://bucket/prefix",
+                           o.bucket));
   }
-  if (!root.empty()) {
-    if (Status s = ValidateKey(root); !s.ok()) return bad("prefix: " + s.message());
+  if (!o.root.empty()) {
+    if (Status s = ValidateKey(o.root); !s.ok()) return bad("prefix: " + s.message());
   }
+
+  static const std::set<std::string> kKnown = {"endpoint",        "region",  "path_style",
+                                               "conditional_put", "timeout", "page_size"};
   std::map<std::string, std::string> params;
-  for (size_t i = 0; i < query.size();) {
-    size_t amp = query.find('&', i);
-    std::string kv = query.substr(i, amp == std::string::npos ? std::string::npos : amp - i);
-    size_t eq = kv.find('=');
-    if (eq == std::string::npos) return bad(fmt::format("'{}' is not key=value", kv));
-    params[kv.substr(0, eq)] = kv.substr(eq + 1);
-    if (amp == std::string::npos) break;
+  for (size_t i = 0; !query.empty() && i <= query.size();) {
+    size_t amp = std::min(query.find('&', i), query.size());
+    std::string pair = query.substr(i, amp - i);
     i = amp + 1;
+    size_t eq = pair.find('=');
+    std::string name = pair.substr(0, eq);
+    if (eq == std::string::npos || !kKnown.count(name)) {
+      return bad(fmt::format("'{}' is not one of endpoint=, region=, path_style=, conditional_put=, timeout=, "
+                             "page_size=",
+                             pair));
+    }
+    if (!params.emplace(name, PercentDecode(pair.substr(eq + 1))).second) {
+      return bad(fmt::format("{}= is given twice", name));
+    }
   }
-  std::string region = params.count("region") ? params["region"] : Env("AWS_REGION");
-  if (region.empty()) region = Env("AWS_DEFAULT_REGION");
-  if (region.empty()) region = "us-east-1";
-  std::string endpoint = params.count("endpoint") ? params["endpoint"] : fmt::format("https://s3.{}.amazonaws.com:443", region);
-  if (auto parsed = ParseUrl(endpoint); !parsed.ok()) return bad("endpoint: " + parsed.status().message());
-  bool path_style = params.count("path_style") ? params["path_style"] == "true" : params.count("endpoint") > 0;
-  bool conditional = params.count("conditional_put") && params["conditional_put"] == "true";
-  std::chrono::milliseconds timeout{5000};
+  auto flag = [&](const std::string& name, bool fallback) -> Result<bool> {
+    auto it = params.find(name);
+    if (it == params.end()) return fallback;
+    if (it->second == "true" || it->second == "false") return it->second == "true";
+    return bad(fmt::format("{}={}: want true or false", name, it->second));
+  };
+
+  o.region = params.count("region") ? params["region"] : Env("AWS_REGION");
+  if (o.region.empty()) o.region = Env("AWS_DEFAULT_REGION");
+  if (o.region.empty()) o.region = "us-east-1";
+  auto endpoint = ParseEndpoint(params.count("endpoint") ? params["endpoint"]
+                                                         : fmt::format("https://s3.{}.amazonaws.com", o.region));
+  if (!endpoint.ok()) return bad(endpoint.status().message());
+  o.endpoint = *endpoint;
+  // S3-compatible servers (MinIO, s3rver, Ceph) seldom have wildcard DNS for bucket.host; AWS
+  // prefers virtual-host names.
+  auto path_style = flag("path_style", params.count("endpoint") > 0);
+  if (!path_style.ok()) return path_style.status();
+  o.path_style = *path_style;
+  auto conditional = flag("conditional_put", false);
+  if (!conditional.ok()) return conditional.status();
+  o.conditional_put = *conditional;
   if (params.count("timeout")) {
-    auto d = ParseDuration(params["timeout"], "store timeout");
-    if (!d.ok()) return bad(d.status().message());
-    timeout = *d;
+    auto timeout = ParseDuration(params["timeout"], "timeout=");
+    if (!timeout.ok()) return bad(timeout.status().message());
+    o.timeout = *timeout;
   }
-  int page_size = 1000;
   if (params.count("page_size")) {
-    page_size = std::atoi(params["page_size"].c_str());
-    if (page_size < 1 || page_size > 1000) return bad("page_size must be 1-1000");
+    const std::string& text = params["page_size"];
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), o.page_size);
+    if (ec != std::errc() || end != text.data() + text.size() || o.page_size < 1 || o.page_size > 1000) {
+      return bad(fmt::format("page_size={}: want 1 to 1000 keys a listing page", text));
+    }
   }
-  for (const auto& [k, v] : params) {
-    static const std::set<std::string> kKnown = {"region", "endpoint", "path_style", "conditional_put", "timeout", "page_size"};
-    if (!kKnown.count(k)) return bad(fmt::format("unknown parameter '{}' (known: endpoint, region, path_style, conditional_put, timeout, page_size)", k));
+
+  o.access_key = Env("AWS_ACCESS_KEY_ID");
+  o.secret = Env("AWS_SECRET_ACCESS_KEY");
+  o.session_token = Env("AWS_SESSION_TOKEN");
+  if (o.access_key.empty() || o.secret.empty()) {
+    return bad("no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for "
+               "temporary ones)");
   }
-  std::string access = Env("AWS_ACCESS_KEY_ID"), secret = Env("AWS_SECRET_ACCESS_KEY");
-  if (access.empty() || secret.empty()) return bad("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
-  return std::unique_ptr<Vfs>(new S3Vfs(bucket, root, endpoint, region, path_style, conditional, timeout, page_size,
-                                        access, secret, Env("AWS_SESSION_TOKEN")));
+  return std::unique_ptr<Vfs>(new S3Vfs(std::move(o)));
 }
 
 }  // namespace quorate

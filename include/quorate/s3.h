@@ -1,11 +1,12 @@
-// The S3 backend of the Vfs seam: ListObjectsV2 (every page), GET, PUT, and create-if-absent, signed
-// with AWS Signature Version 4. The signer's steps are public so they are checked against AWS's
-// published examples.
+// The S3 backend of the Vfs seam: ListObjectsV2 (every page), GET, PUT and create-if-absent against
+// AWS S3 or any S3-compatible store, signed with AWS Signature Version 4. The signer, the addressing
+// and the XML readers are public so that tests check them against AWS's published examples.
 #pragma once
 
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "quorate/status.h"
 #include "quorate/vfs.h"
@@ -13,30 +14,71 @@
 namespace quorate {
 
 // "s3://bucket/prefix?endpoint=http://127.0.0.1:4568&region=us-east-1&path_style=true
-//  &conditional_put=false&timeout=5s&page_size=1000". Credentials: AWS_ACCESS_KEY_ID,
-// AWS_SECRET_ACCESS_KEY, optional AWS_SESSION_TOKEN.
+//  &conditional_put=false&timeout=5s&page_size=1000", every parameter optional:
+//   endpoint         default https://s3.<region>.amazonaws.com
+//   region           default $AWS_REGION, then $AWS_DEFAULT_REGION, then us-east-1
+//   path_style       endpoint/bucket/key (default when an endpoint is given) or bucket.endpoint/key
+//   conditional_put  the store honours `If-None-Match: *`, so CreateIfAbsent is exclusive
+//   timeout          the longest one Vfs call takes, retries included (default 5s)
+//   page_size        keys a listing page asks for (max-keys), 1-1000
+// Credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, optional AWS_SESSION_TOKEN.
+// InvalidArgument, naming the part and the fix, for a bad URL or missing credentials.
+//
+// Errors of the calls: NotFound for a missing key; InvalidArgument for rejected credentials (403),
+// a missing bucket and other requests the store refuses; Unavailable when the store does not answer,
+// answers 5xx or times out, after up to 3 tries within `timeout`.
 Result<std::unique_ptr<Vfs>> OpenS3Vfs(const std::string& url);
 
 namespace sigv4 {
 
 std::string Sha256Hex(const std::string& data);
-// RFC 3986 unreserved characters stay; everything else is %XX (upper case). '/' kept when asked.
+// RFC 3986 unreserved characters stay; every other byte is %XX (upper case); '/' stays when asked,
+// which encodes a path segment by segment as S3 wants.
 std::string UriEncode(const std::string& text, bool keep_slash);
-// The signing key as hex: HMAC chain over date (YYYYMMDD), region, service, "aws4_request".
+// The signing key as hex: the HMAC chain over date (YYYYMMDD), region, service and "aws4_request".
 std::string SigningKeyHex(const std::string& secret, const std::string& date, const std::string& region,
                           const std::string& service);
 
 struct Request {
   std::string method;
-  std::string path;  // not yet encoded
-  std::map<std::string, std::string> query;  // not yet encoded
-  std::map<std::string, std::string> headers;  // lower-case names; must hold host and x-amz-date
+  std::string path;                            // not yet encoded
+  std::map<std::string, std::string> query;    // not yet encoded
+  std::map<std::string, std::string> headers;  // the signed ones, lower-case names; host and x-amz-date
   std::string payload_hash;
 };
 std::string CanonicalRequest(const Request& r);
-// The Authorization header value.
+// The value of the Authorization header.
 std::string Authorization(const Request& r, const std::string& access_key, const std::string& secret,
                           const std::string& region, const std::string& service);
 
 }  // namespace sigv4
+
+namespace s3 {
+
+// One page of a ListObjectsV2 answer, keys as stored (XML entities decoded).
+struct ListPage {
+  std::vector<std::string> keys;
+  bool truncated = false;
+  std::string next_token;
+};
+// DataLoss when `xml` is not a ListBucketResult (say a proxy's page that came with a 200).
+Result<ListPage> ParseListPage(const std::string& xml);
+
+// S3's <Error><Code/><Message/></Error>; empty fields for a body that is not one (a HEAD, a proxy).
+struct ErrorBody {
+  std::string code;
+  std::string message;
+};
+ErrorBody ParseErrorBody(const std::string& xml);
+
+// Where a request for `key` goes: the Host header and the request path (not yet encoded).
+struct Target {
+  std::string host;
+  std::string path;
+};
+// `endpoint_host` without the port; `port` 0 when the endpoint uses its scheme's default port.
+Target Address(const std::string& endpoint_host, int port, const std::string& bucket, const std::string& key,
+               bool path_style);
+
+}  // namespace s3
 }  // namespace quorate
