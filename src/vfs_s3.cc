@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+#include <httplib.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
@@ -12,9 +14,6 @@
 #include <set>
 #include <string_view>
 #include <thread>
-
-#include <fmt/format.h>
-#include <httplib.h>
 
 #include "quorate/config.h"
 #include "quorate/s3.h"
@@ -86,8 +85,8 @@ std::string CanonicalRequest(const Request& r) {
   for (const auto& [k, v] : encoded) query += (query.empty() ? "" : "&") + k + "=" + v;
   std::string headers;
   for (const auto& [name, value] : r.headers) headers += name + ":" + value + "\n";
-  return fmt::format("{}\n{}\n{}\n{}\n{}\n{}", r.method, r.path.empty() ? "/" : UriEncode(r.path, true), query,
-                     headers, SignedHeaders(r), r.payload_hash);
+  return fmt::format("{}\n{}\n{}\n{}\n{}\n{}", r.method, r.path.empty() ? "/" : UriEncode(r.path, true), query, headers,
+                     SignedHeaders(r), r.payload_hash);
 }
 
 std::string Authorization(const Request& r, const std::string& access_key, const std::string& secret,
@@ -350,8 +349,8 @@ class S3Vfs : public Vfs {
       }
       if (!page->truncated) break;
       if (page->next_token == token) {
-        return Status::Unavailable(fmt::format("listing {}: the store returned the same continuation token twice",
-                                               Url(full)));
+        return Status::Unavailable(
+            fmt::format("listing {}: the store returned the same continuation token twice", Url(full)));
       }
       token = page->next_token;
     }
@@ -420,8 +419,9 @@ class S3Vfs : public Vfs {
     if (!r.error.message.empty()) text += ": " + r.error.message;
     if (r.status == 403) {
       return Status::InvalidArgument(
-          text + "; credentials rejected: check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), "
-                 "the region and the clock");
+          text +
+          "; credentials rejected: check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), "
+          "the region and the clock");
     }
     if (r.error.code == "NoSuchBucket") {
       return Status::InvalidArgument(
@@ -472,8 +472,7 @@ class S3Vfs : public Vfs {
   }
 
   httplib::Result SendOnce(const Call& call, std::chrono::milliseconds timeout) {
-    const s3::Target target =
-        s3::Address(o_.endpoint.host, o_.endpoint.port, o_.bucket, call.key, o_.path_style);
+    const s3::Target target = s3::Address(o_.endpoint.host, o_.endpoint.port, o_.bucket, call.key, o_.path_style);
     sigv4::Request signed_part{call.method, target.path, call.query, call.headers, sigv4::Sha256Hex(call.body)};
     signed_part.headers["host"] = target.host;
     signed_part.headers["x-amz-date"] = AmzDate();
@@ -489,8 +488,7 @@ class S3Vfs : public Vfs {
     }
     req.path += query;
     for (const auto& [name, value] : signed_part.headers) req.set_header(name, value);
-    req.set_header("Authorization",
-                   sigv4::Authorization(signed_part, o_.access_key, o_.secret, o_.region, "s3"));
+    req.set_header("Authorization", sigv4::Authorization(signed_part, o_.access_key, o_.secret, o_.region, "s3"));
     if (call.method == "PUT") {
       req.body = call.body;
       req.set_header("Content-Type", "application/octet-stream");
@@ -515,9 +513,7 @@ class S3Vfs : public Vfs {
 }  // namespace
 
 Result<std::unique_ptr<Vfs>> OpenS3Vfs(const std::string& url) {
-  auto bad = [&](const std::string& why) {
-    return Status::InvalidArgument(fmt::format("store '{}': {}", url, why));
-  };
+  auto bad = [&](const std::string& why) { return Status::InvalidArgument(fmt::format("store '{}': {}", url, why)); };
   if (url.rfind("s3://", 0) != 0) return bad("not an s3:// URL");
   std::string rest = url.substr(5), query;
   if (size_t q = rest.find('?'); q != std::string::npos) {
@@ -529,14 +525,15 @@ Result<std::unique_ptr<Vfs>> OpenS3Vfs(const std::string& url) {
   o.bucket = rest.substr(0, slash);
   o.root = slash == std::string::npos ? "" : rest.substr(slash + 1);
   while (!o.root.empty() && o.root.back() == '/') o.root.pop_back();
-  const bool bucket_ok =
-      o.bucket.size() >= 3 && o.bucket.size() <= 63 &&
-      o.bucket.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-") == std::string::npos &&
-      o.bucket.front() != '.' && o.bucket.front() != '-' && o.bucket.back() != '.' && o.bucket.back() != '-';
+  const bool bucket_ok = o.bucket.size() >= 3 && o.bucket.size() <= 63 &&
+                         o.bucket.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-") == std::string::npos &&
+                         o.bucket.front() != '.' && o.bucket.front() != '-' && o.bucket.back() != '.' &&
+                         o.bucket.back() != '-';
   if (!bucket_ok) {
-    return bad(fmt::format("bucket '{}' is not an S3 bucket name: 3-63 of a-z, 0-9, '.' and '-', starting and "
-                           "ending with a letter or digit; want s3://bucket/prefix",
-                           o.bucket));
+    return bad(
+        fmt::format("bucket '{}' is not an S3 bucket name: 3-63 of a-z, 0-9, '.' and '-', starting and "
+                    "ending with a letter or digit; want s3://bucket/prefix",
+                    o.bucket));
   }
   if (!o.root.empty()) {
     if (Status s = ValidateKey(o.root); !s.ok()) return bad("prefix: " + s.message());
@@ -552,9 +549,10 @@ Result<std::unique_ptr<Vfs>> OpenS3Vfs(const std::string& url) {
     size_t eq = pair.find('=');
     std::string name = pair.substr(0, eq);
     if (eq == std::string::npos || !kKnown.count(name)) {
-      return bad(fmt::format("'{}' is not one of endpoint=, region=, path_style=, conditional_put=, timeout=, "
-                             "page_size=",
-                             pair));
+      return bad(
+          fmt::format("'{}' is not one of endpoint=, region=, path_style=, conditional_put=, timeout=, "
+                      "page_size=",
+                      pair));
     }
     if (!params.emplace(name, PercentDecode(pair.substr(eq + 1))).second) {
       return bad(fmt::format("{}= is given twice", name));
@@ -599,8 +597,9 @@ Result<std::unique_ptr<Vfs>> OpenS3Vfs(const std::string& url) {
   o.secret = Env("AWS_SECRET_ACCESS_KEY");
   o.session_token = Env("AWS_SESSION_TOKEN");
   if (o.access_key.empty() || o.secret.empty()) {
-    return bad("no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for "
-               "temporary ones)");
+    return bad(
+        "no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for "
+        "temporary ones)");
   }
   return std::unique_ptr<Vfs>(new S3Vfs(std::move(o)));
 }

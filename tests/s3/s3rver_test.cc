@@ -4,8 +4,8 @@
 // published examples in the unit tests instead. Exits 77 (meson's "skipped") without node or s3rver.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -119,8 +119,9 @@ class S3rver {
   bool Spawn(const std::string& binary) {
     const std::string data = dir_ + "/data", log_path = dir_ + "/s3rver.log";
     std::filesystem::create_directories(data);
-    std::vector<std::string> args = {binary, "--directory", data, "--address", "127.0.0.1", "--port",
-                                     std::to_string(port_), "--configure-bucket", kBucket};
+    std::vector<std::string> args = {
+        binary, "--directory", data, "--address", "127.0.0.1", "--port", std::to_string(port_), "--configure-bucket",
+        kBucket};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -212,8 +213,8 @@ TEST_CASE("s3rver: listings read every page, below a folder-like prefix only") {
   REQUIRE_MESSAGE(listed.ok(), listed.status().message());
   CHECK(*listed == inside);
   CHECK(*vfs->List("list/sub") == Keys{"list/sub/d", "list/sub/deeper/e"});
-  CHECK(*vfs->List("") == Keys{"lis/t", "list/a", "list/b", "list/c", "list/sub/d", "list/sub/deeper/e", "listx",
-                               "other/k"});
+  CHECK(*vfs->List("") ==
+        Keys{"lis/t", "list/a", "list/b", "list/c", "list/sub/d", "list/sub/deeper/e", "listx", "other/k"});
   CHECK(vfs->List("nothing-here")->empty());
   CHECK(vfs->List("../x").status().IsInvalidArgument());
 }
@@ -267,8 +268,8 @@ TEST_CASE("a server that never answers: Unavailable within the timeout") {
   REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
   REQUIRE(listen(fd, 16) == 0);
   REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  auto vfs = OpenS3Vfs(
-      fmt::format("s3://{}/x?endpoint=http://127.0.0.1:{}&timeout=700ms", kBucket, ntohs(addr.sin_port)));
+  auto vfs =
+      OpenS3Vfs(fmt::format("s3://{}/x?endpoint=http://127.0.0.1:{}&timeout=700ms", kBucket, ntohs(addr.sin_port)));
   REQUIRE(vfs.ok());
   auto start = std::chrono::steady_clock::now();
   Status write = (*vfs)->Write("k", "x");
@@ -291,8 +292,8 @@ TEST_CASE("s3rver: the s3 provider agrees 3 members") {
   for (size_t i = 0; i < names.size(); ++i) {
     nodes.emplace_back([&, i] {
       ProviderContext context;
-      context.self = {names[i], {fmt::format("http://127.0.0.{}:2380", i + 1)},
-                      {fmt::format("http://127.0.0.{}:2379", i + 1)}};
+      context.self = {
+          names[i], {fmt::format("http://127.0.0.{}:2380", i + 1)}, {fmt::format("http://127.0.0.{}:2379", i + 1)}};
       context.token = "s3-agree";
       context.cluster_size = 3;
       auto spec = ParseDiscoverySpec(fmt::format(
@@ -338,8 +339,9 @@ int main(int argc, char** argv) {
   }
   std::string binary = quorate::FindS3rver();
   if (binary.empty()) {
-    std::printf("SKIP: s3rver not found in tests/s3/node_modules or on PATH (scripts/deps runs "
-                "npm install --prefix tests/s3)\n");
+    std::printf(
+        "SKIP: s3rver not found in tests/s3/node_modules or on PATH (scripts/deps runs "
+        "npm install --prefix tests/s3)\n");
     return 77;
   }
   // s3rver's one account; it checks the key id, not the signature.

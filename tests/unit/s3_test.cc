@@ -1,4 +1,7 @@
+#include "quorate/s3.h"
+
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <httplib.h>
 
 #include <atomic>
@@ -9,9 +12,7 @@
 #include <set>
 #include <thread>
 
-#include <fmt/format.h>
-
-#include "quorate/s3.h"
+#include "quorate/provider.h"
 
 namespace quorate {
 namespace {
@@ -136,8 +137,9 @@ TEST_CASE("ListObjectsV2 pages: keys unescaped, the continuation token read") {
   CHECK(last->keys == std::vector<std::string>{"boot/z"});
   CHECK_FALSE(last->truncated);
 
-  auto empty = s3::ParseListPage("<ListBucketResult><KeyCount>0</KeyCount><IsTruncated>false</IsTruncated>"
-                                 "</ListBucketResult>");
+  auto empty = s3::ParseListPage(
+      "<ListBucketResult><KeyCount>0</KeyCount><IsTruncated>false</IsTruncated>"
+      "</ListBucketResult>");
   REQUIRE(empty.ok());
   CHECK(empty->keys.empty());
 }
@@ -146,9 +148,8 @@ TEST_CASE("ListObjectsV2 answers that cannot be trusted are DataLoss") {
   CHECK(s3::ParseListPage("<html>gateway</html>").status().code() == Status::Code::kDataLoss);
   CHECK(s3::ParseListPage("<ListBucketResult><IsTruncated>true</IsTruncated></ListBucketResult>").status().code() ==
         Status::Code::kDataLoss);
-  CHECK(s3::ParseListPage("<ListBucketResult><Contents><Size>1</Size></Contents></ListBucketResult>")
-            .status()
-            .code() == Status::Code::kDataLoss);
+  CHECK(s3::ParseListPage("<ListBucketResult><Contents><Size>1</Size></Contents></ListBucketResult>").status().code() ==
+        Status::Code::kDataLoss);
 }
 
 TEST_CASE("S3 error bodies") {
@@ -199,6 +200,37 @@ TEST_CASE("S3 store URLs are checked, naming the part and the fix") {
   }
 }
 
+TEST_CASE("the s3 provider checks its keys before touching the store") {
+  ScopedEnv key("AWS_ACCESS_KEY_ID", "k"), secret("AWS_SECRET_ACCESS_KEY", "s");
+  ProviderContext context;
+  context.self = {"n1", {"http://127.0.0.1:2380"}, {"http://127.0.0.1:2379"}};
+  context.cluster_size = 3;
+  auto create = [&](const std::string& text) {
+    auto spec = ParseDiscoverySpec(text);
+    REQUIRE(spec.ok());
+    return ProviderRegistry::Get().Create(*spec, context);
+  };
+  auto ok = create(
+      "provider=s3 bucket=quorate prefix=boot endpoint=http://127.0.0.1:9000 region=eu-west-1 "
+      "path_style=true conditional_put=true timeout=2s page_size=10");
+  CHECK_MESSAGE(ok.ok(), ok.status().message());
+
+  auto no_bucket = create("provider=s3 prefix=boot");
+  CHECK(no_bucket.status().IsInvalidArgument());
+  CHECK_MESSAGE(Mentions(no_bucket.status(), "bucket"), no_bucket.status().message());
+  auto typo = create("provider=s3 bucket=quorate endpiont=http://127.0.0.1:9000");
+  CHECK(typo.status().IsInvalidArgument());
+  CHECK_MESSAGE(Mentions(typo.status(), "'endpiont'"), typo.status().message());
+  CHECK_MESSAGE(Mentions(typo.status(), "path_style"), typo.status().message());
+  auto bad_flag = create("provider=s3 bucket=quorate conditional_put=maybe");
+  CHECK_MESSAGE(Mentions(bad_flag.status(), "conditional_put=maybe: want true or false"), bad_flag.status().message());
+  ScopedEnv no_key("AWS_ACCESS_KEY_ID", nullptr);
+  auto no_credentials = create("provider=s3 bucket=quorate");
+  CHECK(no_credentials.status().IsInvalidArgument());
+  CHECK_MESSAGE(Mentions(no_credentials.status(), "--discovery provider=s3"), no_credentials.status().message());
+  CHECK(Mentions(no_credentials.status(), "AWS_ACCESS_KEY_ID"));
+}
+
 // A stand-in S3 on 127.0.0.1 for what s3rver cannot show: conditional PUT, retries of 5xx, the
 // headers every request carries.
 TEST_CASE("S3 store against a scripted server: conditional create, retries, refusals") {
@@ -223,8 +255,9 @@ TEST_CASE("S3 store against a scripted server: conditional create, retries, refu
     }
     if (req.path.starts_with("/denied/")) {
       res.status = 403;
-      res.set_content("<Error><Code>SignatureDoesNotMatch</Code><Message>The signature does not match</Message></Error>",
-                      "application/xml");
+      res.set_content(
+          "<Error><Code>SignatureDoesNotMatch</Code><Message>The signature does not match</Message></Error>",
+          "application/xml");
       return;
     }
     if (req.path.starts_with("/gone/")) {
@@ -246,8 +279,8 @@ TEST_CASE("S3 store against a scripted server: conditional create, retries, refu
   REQUIRE(port > 0);
   std::thread serving([&] { server.listen_after_bind(); });
   auto open = [&](const std::string& bucket, const std::string& extra = "") {
-    auto vfs = OpenS3Vfs(fmt::format("s3://{}/p?endpoint=http://127.0.0.1:{}&conditional_put=true{}", bucket, port,
-                                     extra));
+    auto vfs =
+        OpenS3Vfs(fmt::format("s3://{}/p?endpoint=http://127.0.0.1:{}&conditional_put=true{}", bucket, port, extra));
     REQUIRE(vfs.ok());
     return std::move(*vfs);
   };
