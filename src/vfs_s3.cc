@@ -431,7 +431,6 @@ class S3Vfs : public Vfs {
     if (r.error.code == "PermanentRedirect" || r.error.code == "AuthorizationHeaderMalformed") {
       return Status::InvalidArgument(text + "; set region= (or AWS_REGION) to the bucket's region");
     }
-    if (Retryable(r)) return Status::Unavailable(text);
     return Status::InvalidArgument(text);
   }
 

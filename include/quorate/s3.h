@@ -17,7 +17,8 @@ namespace quorate {
 //  &conditional_put=false&timeout=5s&page_size=1000", every parameter optional:
 //   endpoint         default https://s3.<region>.amazonaws.com
 //   region           default $AWS_REGION, then $AWS_DEFAULT_REGION, then us-east-1
-//   path_style       endpoint/bucket/key (default when an endpoint is given) or bucket.endpoint/key
+//   path_style       endpoint/bucket/key (default when an endpoint is given; over https, what a
+//                    bucket name with dots needs) or bucket.endpoint/key
 //   conditional_put  the store honours `If-None-Match: *`, so CreateIfAbsent is exclusive
 //   timeout          the longest one Vfs call takes, retries included (default 5s)
 //   page_size        keys a listing page asks for (max-keys), 1-1000
