@@ -118,7 +118,7 @@ int ClusterInit(const Config& config, const Extra&) {
   if (!set.ok()) return Fail(set.status().Prefixed((*provider)->Describe()));
   auto written = WriteSealedBucket(config.bucket, Bucket{*set, {"new", NowRfc3339()}});
   if (!written.ok()) return Fail(written.status());
-  spdlog::info("{} the member set of cluster {} in {}", *written ? "sealed" : "found the same", IdToHex(set->cluster_id()),
+  spdlog::info("{} the member set of cluster {} in {}", *written ? "sealed" : "found already sealed", IdToHex(set->cluster_id()),
                config.bucket);
   std::cout << FormatDiscovered(*set, config.output);
   if (config.output != OutputFormat::kJson) {
