@@ -1,14 +1,27 @@
 """Issue 2: every bad input exits 2 with one line on stderr naming what is wrong, and writes nothing."""
 import os
+import stat
 
 from harness import QUORATE, Cluster, Dns, Netns, check, log, main, run
 
 
 def tree(path):
-    out = []
+    """Every entry under path with its kind, size and mtime: what any write would change. dnsmasq's
+    own log is left out (dnsmasq appends to it)."""
+    out = {}
     for root, dirs, files in os.walk(path):
-        out += [os.path.join(root, f) for f in dirs + files]
-    return sorted(out)
+        for f in dirs + files:
+            full = os.path.join(root, f)
+            if f == "dnsmasq.log":
+                continue
+            st = os.lstat(full)
+            out[os.path.relpath(full, path)] = (stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns)
+    return out
+
+
+def changes(before, after):
+    return {"added": sorted(set(after) - set(before)), "removed": sorted(set(before) - set(after)),
+            "changed": sorted(k for k in set(before) & set(after) if before[k] != after[k])}
 
 
 def expect_bad(c, argv, mention, prefix=(), env=None):
@@ -19,7 +32,8 @@ def expect_bad(c, argv, mention, prefix=(), env=None):
     check(r.returncode == 2, f"`quorate {what}` exited {r.returncode}, wanted 2; stderr: {r.stderr}")
     check(len(lines) == 1, f"`quorate {what}` printed {len(lines)} lines on stderr, wanted one: {r.stderr}")
     check(mention in lines[0], f"`quorate {what}`: '{lines[0]}' does not mention '{mention}'")
-    check(tree(c.dir) == before, f"`quorate {what}` wrote {set(tree(c.dir)) - set(before)}")
+    after = tree(c.dir)
+    check(after == before, f"`quorate {what}` wrote something: {changes(before, after)}")
     log(f"exit 2: {lines[0]}")
 
 
@@ -40,6 +54,9 @@ def test():
         (base + ["--initial-cluster", ic, "--initial-advertise-peer-urls", "127.0.0.1:2380"],
          "--initial-advertise-peer-urls"),
         (base + ["--initial-cluster", "n1=http://127.0.0.1:2380,n2=http://127.0.0.1:2380"], "--initial-cluster"),
+        # A name twice with two URLs is one member with two peer URLs (etcd's meaning); the same
+        # entry twice is a duplicate.
+        (base + ["--initial-cluster", ic + "," + ic.split(",")[0]], "--initial-cluster"),
         (base + ["--initial-cluster", "n1=http://127.0.0.1:2380,n2"], "--initial-cluster"),
         (base + ["--initial-cluster", "n1=http://127.0.0.1:2380/path"], "--initial-cluster"),
         (base + ["--discovery", "provider=consul"], "unknown provider 'consul'"),
@@ -58,6 +75,19 @@ def test():
     ]
     for argv, mention in cases:
         expect_bad(c, argv, mention)
+
+    # The same on a node an earlier init has set up (a one-member cluster of its own, decided at
+    # once): its state dir (bucket, etcd config and env) must come out exactly as it went in.
+    used = c.nodes[1]
+    run([QUORATE, "init", "--name", used.name, "--data-dir", used.data_dir,
+         "--initial-cluster", f"{used.name}={used.peer_url}", "--initial-advertise-peer-urls", used.peer_url,
+         "--advertise-client-urls", used.client_url, "--agent-listen", f"{used.ip}:0", "--timeout", "10s"],
+        check_rc=0)
+    state = sorted(os.listdir(os.path.join(used.data_dir, "quorate")))
+    check({"bucket.json", "etcd.conf.yml", "etcd.env"} <= set(state), f"the earlier init wrote {state}")
+    for argv, mention in cases:
+        if argv[:1] == ["init"] and n.data_dir in argv:
+            expect_bad(c, [used.data_dir if a == n.data_dir else a for a in argv], mention)
     expect_bad(c, base + ["--initial-cluster", ic], "ETCD_CLUSTER_SIZE" if False else "QUORATE_CLUSTER_SIZE",
                env=dict(os.environ, QUORATE_CLUSTER_SIZE="-3"))
 

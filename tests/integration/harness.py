@@ -21,16 +21,42 @@ NET = os.environ.get("QUORATE_TEST_NET", "127.0.0")
 KEEP = os.environ.get("QUORATE_KEEP") == "1"
 SKIP = 77
 
+_lock = threading.RLock()  # re-entrant: the signal handler may run while the main thread holds it
 _procs = []
 _cleanups = []
+_cleaning = False
+
+
+def _killpg(p):
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _track(p):
+    """Registers a child (its own process group) for the final clean-up; if that already began,
+    kills it at once so nothing started by a late thread outlives the test."""
+    with _lock:
+        late = _cleaning
+        _procs.append(p)
+    if late:
+        _killpg(p)
 
 
 def _cleanup():
-    for p in list(_procs):
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    """Kills every process group the harness started, then runs the registered clean-ups (netns,
+    temp dirs). Runs once: at exit, or from a signal handler."""
+    global _cleaning
+    with _lock:
+        if _cleaning:
+            return
+        _cleaning = True
+        procs = list(_procs)
+    for p in procs:
+        if p.poll() is None:  # a reaped leader's group id may belong to someone else by now
+            _killpg(p)
+    for p in procs:
         try:
             p.wait(timeout=5)
         except Exception:
@@ -42,8 +68,17 @@ def _cleanup():
             print(f"cleanup: {e}", file=sys.stderr)
 
 
+def _on_signal(signum, _frame):
+    # Clean up here rather than by raising: the interpreter would first wait for the bootstrap
+    # threads (each blocked in `quorate init`), and meson SIGKILLs the test 0.5 s after its SIGTERM.
+    print(f"harness: signal {signum}: killing every process the test started", file=sys.stderr, flush=True)
+    _cleanup()
+    os._exit(128 + signum)
+
+
 atexit.register(_cleanup)
-signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+for _sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(_sig, _on_signal)
 
 
 def log(msg):
@@ -89,13 +124,30 @@ def spawn(argv, log_path, prefix=(), env=None):
     with open(log_path, "ab") as out:
         out.write(f"\n$ {' '.join(full)}\n".encode())
         out.flush()
-        p = subprocess.Popen(full, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env)
-    _procs.append(p)
+        p = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                             start_new_session=True, env=env)
+    _track(p)
     return p
 
 
 def run(argv, prefix=(), timeout=120, check_rc=None, env=None):
-    r = subprocess.run(list(prefix) + list(argv), capture_output=True, text=True, timeout=timeout, env=env)
+    """Runs a command to completion (a CompletedProcess), in a process group of its own that the
+    clean-up kills if the test ends first; after `timeout` it is killed and TimeoutExpired raised."""
+    full = list(prefix) + list(argv)
+    p = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True, env=env)
+    _track(p)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _killpg(p)
+        p.communicate()
+        raise
+    finally:
+        with _lock:
+            if p in _procs:
+                _procs.remove(p)
+    r = subprocess.CompletedProcess(full, p.returncode, out, err)
     if check_rc is not None and r.returncode != check_rc:
         fail(f"{' '.join(argv)} exited {r.returncode}, wanted {check_rc}\nstdout: {r.stdout}\nstderr: {r.stderr}")
     return r
@@ -283,7 +335,8 @@ class Cluster:
                 fn(n, random.uniform(0, max_delay))
             except BaseException as e:  # reported below
                 errors.append(f"{n.name}: {e}")
-        threads = [threading.Thread(target=go, args=(n,)) for n in self.nodes]
+        # Daemon threads: a test that ends early must not wait for an `init` still blocked.
+        threads = [threading.Thread(target=go, args=(n,), daemon=True) for n in self.nodes]
         for t in threads:
             t.start()
         for t in threads:
