@@ -389,8 +389,10 @@ Result<InitOutcome> InitJob::Run() {
   const std::string& token = has_data && stored ? stored->members.token() : c.initial_cluster_token;
 
   Member self;
-  if (has_data && FindSelf(discovered, c) == nullptr) {
-    // Restarting on our data needs only our own URLs: etcd ignores --initial-cluster then.
+  if (has_data && (FindSelf(discovered, c) == nullptr || !c.initial_advertise_peer_urls.empty())) {
+    // Restarting on our data needs only our own URLs: etcd ignores --initial-cluster then. The flags
+    // win over the stored set, so a member whose address changed restarts at the new one, and
+    // `run` tells the cluster with MemberUpdate.
     if (c.initial_advertise_peer_urls.empty()) {
       return Status::InvalidArgument(fmt::format(
           "{} has etcd data but '{}' is not in the member bucket or discovery; give --initial-advertise-peer-urls",
@@ -398,7 +400,8 @@ Result<InitOutcome> InitJob::Run() {
     }
     self = {c.name, c.initial_advertise_peer_urls, c.advertise_client_urls};
     if (self.client_urls.empty()) self.client_urls.push_back(DefaultClientUrl(*ParseUrl(self.peer_urls[0])));
-    discovered = {self};
+    std::erase_if(discovered, [&](const Member& m) { return m.name == self.name; });
+    discovered.push_back(self);
   } else {
     auto resolved = ResolveSelf(discovered, c);
     if (!resolved.ok()) return resolved.status();
