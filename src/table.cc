@@ -13,12 +13,13 @@ std::string RenderTable(const std::vector<std::string>& headers, const std::vect
   std::string rule = "+";
   for (size_t w : width) rule += std::string(w + 2, '-') + "+";
   rule += "\n";
-  auto line = [&](const std::vector<std::string>& cells, bool center) {
+  // As etcdctl's tablewriter: headers centred (the odd space on the right), cells right-aligned.
+  auto line = [&](const std::vector<std::string>& cells, bool header) {
     std::string out = "|";
     for (size_t i = 0; i < width.size(); ++i) {
       const std::string cell = i < cells.size() ? cells[i] : "";
       size_t pad = width[i] - cell.size();
-      size_t left = center ? pad / 2 + pad % 2 : 0;
+      size_t left = header ? pad / 2 : pad;
       out += " " + std::string(left, ' ') + cell + std::string(pad - left, ' ') + " |";
     }
     return out + "\n";

@@ -1,0 +1,365 @@
+#include <doctest/doctest.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "quorate/etcd_client.h"
+
+namespace quorate {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Clock = std::chrono::steady_clock;
+
+// This test's own loopback address (others take 127.0.0.x, 127.0.1.x, 127.0.2.x).
+const std::string kIp = "127.0.3.1";
+
+bool Has(const Status& s, const std::string& text) { return s.message().find(text) != std::string::npos; }
+
+// The listing etcdctl 3.4.23 printed for a one-node cluster with a learner added and not started.
+MemberListing Sample() {
+  MemberListing l;
+  l.cluster_id = 1786256734754960997ULL;
+  l.answered_by = 12865618747661689239ULL;
+  l.members.push_back({11313109264670483982ULL, "", {"http://127.0.3.2:2380"}, {}, true});
+  l.members.push_back({12865618747661689239ULL, "n1", {"http://127.0.3.1:2380"}, {"http://127.0.3.1:2379"}, false});
+  return l;
+}
+
+TEST_CASE("member list prints as etcdctl 3.4 does") {
+  // Copied from `etcdctl member list` against etcd 3.4.23.
+  CHECK(FormatMemberList(Sample(), OutputFormat::kSimple) ==
+        "9d003cefd1dd660e, unstarted, , http://127.0.3.2:2380, , true\n"
+        "b28bdc1605fb2197, started, n1, http://127.0.3.1:2380, http://127.0.3.1:2379, false\n");
+  // Copied from `etcdctl member list -w table`.
+  CHECK(FormatMemberList(Sample(), OutputFormat::kTable) ==
+        "+------------------+-----------+------+-----------------------+-----------------------+------------+\n"
+        "|        ID        |  STATUS   | NAME |      PEER ADDRS       |     CLIENT ADDRS      | IS LEARNER |\n"
+        "+------------------+-----------+------+-----------------------+-----------------------+------------+\n"
+        "| 9d003cefd1dd660e | unstarted |      | http://127.0.3.2:2380 |                       |       true |\n"
+        "| b28bdc1605fb2197 |   started |   n1 | http://127.0.3.1:2380 | http://127.0.3.1:2379 |      false |\n"
+        "+------------------+-----------+------+-----------------------+-----------------------+------------+\n");
+
+  const std::string text = FormatMemberList(Sample(), OutputFormat::kJson);
+  CHECK(text.find(R"("id": "9d003cefd1dd660e",
+      "name": "",
+      "peerURLs": [)") != std::string::npos);
+  auto json = nlohmann::json::parse(text);
+  CHECK(json["clusterID"] == "18ca0f0948b7f665");
+  REQUIRE(json["members"].size() == 2);
+  CHECK(json["members"][0] == nlohmann::json::parse(R"({"id":"9d003cefd1dd660e","name":"","isLearner":true,
+      "peerURLs":["http://127.0.3.2:2380"],"clientURLs":[]})"));
+  CHECK(json["members"][1]["id"] == "b28bdc1605fb2197");
+  CHECK(json["members"][1]["clientURLs"] == nlohmann::json::array({"http://127.0.3.1:2379"}));
+
+  MemberListing several = Sample();
+  several.members.pop_back();
+  several.members[0].peer_urls = {"http://a:2380", "https://b:2380"};
+  CHECK(FormatMemberList(several, OutputFormat::kSimple) ==
+        "9d003cefd1dd660e, unstarted, , http://a:2380,https://b:2380, , true\n");
+}
+
+TEST_CASE("etcd client options that cannot work are the error of every call, naming the input") {
+  auto unix_socket = MakeEtcdClient({{"unix:///run/etcd.sock"}, {}, milliseconds(200)});
+  auto list = unix_socket->MemberList();
+  CHECK(list.status().IsInvalidArgument());
+  CHECK_MESSAGE(Has(list.status(), "unix:///run/etcd.sock"), list.status().message());
+
+  TlsFiles tls;
+  tls.trusted_ca_file = "/nonexistent/quorate-ca.crt";
+  auto no_ca = MakeEtcdClient({{"https://" + kIp + ":2379"}, tls, milliseconds(200)});
+  Status put = no_ca->Put("k", "v");
+  CHECK(put.IsInvalidArgument());
+  CHECK_MESSAGE(Has(put, "/nonexistent/quorate-ca.crt"), put.message());
+
+  auto none = MakeEtcdClient({{}, {}, milliseconds(200)});
+  CHECK(none->MemberList().status().IsInvalidArgument());
+}
+
+// A port on kIp that was free a moment ago: etcd cannot be told to pick its own.
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  REQUIRE(inet_pton(AF_INET, kIp.c_str(), &addr.sin_addr) == 1);
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  socklen_t len = sizeof addr;
+  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// A listening socket that never accepts: the kernel completes the TCP handshake, then nothing
+// answers, as with a hung etcd.
+class SilentListener {
+ public:
+  SilentListener() {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd_ >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    REQUIRE(inet_pton(AF_INET, kIp.c_str(), &addr.sin_addr) == 1);
+    REQUIRE(bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(listen(fd_, 8) == 0);
+    socklen_t len = sizeof addr;
+    REQUIRE(getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    url_ = "http://" + kIp + ":" + std::to_string(ntohs(addr.sin_port));
+  }
+  ~SilentListener() { close(fd_); }
+  const std::string& url() const { return url_; }
+
+ private:
+  int fd_ = -1;
+  std::string url_;
+};
+
+bool OnPath(const std::string& program) {
+  std::stringstream path(std::getenv("PATH") ? std::getenv("PATH") : "");
+  for (std::string dir; std::getline(path, dir, ':');) {
+    if (!dir.empty() && access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+// A real single-node etcd on kIp in a temp data dir; killed and its directory removed on
+// destruction, and killed by the kernel should this test process die first.
+class EtcdNode {
+ public:
+  EtcdNode(const std::string& peer_url, const std::string& client_url, const std::string& token) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "quorate-etcd-client-XXXXXX").string();
+    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+    dir_ = tmpl;
+    std::vector<std::string> args = {"etcd",
+                                     "--name=n1",
+                                     "--data-dir=" + dir_ + "/data",
+                                     "--listen-peer-urls=" + peer_url,
+                                     "--initial-advertise-peer-urls=" + peer_url,
+                                     "--listen-client-urls=" + client_url,
+                                     "--advertise-client-urls=" + client_url,
+                                     "--initial-cluster=n1=" + peer_url,
+                                     "--initial-cluster-token=" + token,
+                                     "--initial-cluster-state=new"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::string log = dir_ + "/etcd.log";
+    pid_t parent = getpid();
+    pid_ = fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      // Only fd-level calls here: stdio would flush the parent's buffered output a second time.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);
+      int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd >= 0) {
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+      }
+      execvp("etcd", argv.data());
+      _exit(127);
+    }
+  }
+  ~EtcdNode() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    std::filesystem::remove_all(dir_);
+  }
+  bool Exited() {
+    if (pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == pid_) pid_ = 0;
+    return pid_ == 0;
+  }
+  std::string Log() const {
+    std::ifstream in(dir_ + "/etcd.log");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+ private:
+  std::string dir_;
+  pid_t pid_ = 0;
+};
+
+TEST_CASE("the etcd client against a real etcd 3.4") {
+  if (!OnPath("etcd")) {
+    MESSAGE("etcd not on PATH: real-etcd client checks skipped");
+    return;
+  }
+  const std::string token = "quorate-etcd-client-test";
+  const std::string peer_url = "http://" + kIp + ":" + std::to_string(FreePort());
+  const std::string client_url = "http://" + kIp + ":" + std::to_string(FreePort());
+  const std::string dead_url = "http://" + kIp + ":" + std::to_string(FreePort());
+  EtcdNode etcd(peer_url, client_url, token);
+  const MemberId id = ComputeMemberId({peer_url}, token);
+
+  auto client = MakeEtcdClient({{client_url}, {}, seconds(2)});
+  Result<MemberListing> listing = Status::Unavailable("not asked yet");
+  for (auto deadline = Clock::now() + seconds(15); Clock::now() < deadline;) {
+    REQUIRE_MESSAGE(!etcd.Exited(), ("etcd exited early:\n" + etcd.Log()));
+    if ((listing = client->MemberList()).ok()) break;
+  }
+  REQUIRE_MESSAGE(listing.ok(), (listing.status().message() + "\netcd log:\n" + etcd.Log()));
+
+  {  // membership, status and KV
+    REQUIRE(listing->members.size() == 1);
+    CHECK(listing->members[0].id == id);
+    CHECK(listing->members[0].name == "n1");
+    CHECK(listing->members[0].peer_urls == std::vector<std::string>{peer_url});
+    CHECK(listing->members[0].client_urls == std::vector<std::string>{client_url});
+    CHECK_FALSE(listing->members[0].is_learner);
+    CHECK(listing->answered_by == id);
+    CHECK(listing->cluster_id == ComputeClusterId({id}));
+
+    REQUIRE(client->Put("quorate/k", "v1").ok());
+    auto got = client->Get("quorate/k");
+    REQUIRE_MESSAGE(got.ok(), got.status().message());
+    CHECK(*got == std::optional<std::string>("v1"));
+    got = client->Get("quorate/missing");
+    REQUIRE(got.ok());
+    CHECK_FALSE(got->has_value());
+    auto first = client->PutIfAbsent("quorate/once", "a");
+    auto second = client->PutIfAbsent("quorate/once", "b");
+    REQUIRE((first.ok() && second.ok()));
+    CHECK(*first);
+    CHECK_FALSE(*second);
+    auto kvs = client->GetPrefix("quorate/");
+    REQUIRE(kvs.ok());
+    REQUIRE(kvs->size() == 2);
+    CHECK((*kvs)[0].key == "quorate/k");
+    CHECK((*kvs)[1].value == "a");
+
+    auto status = client->EndpointStatusOf(client_url);
+    REQUIRE_MESSAGE(status.ok(), status.status().message());
+    CHECK(status->endpoint == client_url);
+    CHECK(status->member_id == id);
+    CHECK(status->leader == id);
+    CHECK(status->version.rfind("3.4.", 0) == 0);
+    CHECK_FALSE(status->is_learner);
+    CHECK(status->raft_term >= 2);
+    CHECK(status->raft_applied_index >= status->raft_index - 1);
+    CHECK(status->db_size > 0);
+    CHECK(status->errors.empty());
+
+    const std::string learner_url = "http://127.0.3.2:2380";
+    MemberId added = 0;
+    auto after_add = client->MemberAdd({learner_url}, /*is_learner=*/true, &added);
+    REQUIRE_MESSAGE(after_add.ok(), after_add.status().message());
+    CHECK(added != 0);
+    REQUIRE(after_add->members.size() == 2);
+    auto listed = client->MemberList();
+    REQUIRE(listed.ok());
+    bool seen = false;
+    for (const auto& m : listed->members) {
+      if (m.id != added) continue;
+      seen = true;
+      CHECK(m.is_learner);
+      CHECK_FALSE(m.started());
+      CHECK(m.peer_urls == std::vector<std::string>{learner_url});
+    }
+    CHECK(seen);
+    CHECK(FormatMemberList(*listed, OutputFormat::kSimple)
+              .find(IdToHex(added) + ", unstarted, , " + learner_url + ", , true\n") != std::string::npos);
+
+    // etcd 3.4 derives an added member's ID from its peer URLs and the second it was added, so
+    // within the same second it finds the ID first, and the peer URLs after.
+    auto again = client->MemberAdd({learner_url}, true, nullptr);
+    CHECK(again.status().code() == Status::Code::kFailedPrecondition);
+    CHECK_MESSAGE((Has(again.status(), "etcdserver: member ID already exist") ||
+                   Has(again.status(), "etcdserver: Peer URLs already exists")),
+                  again.status().message());
+    auto bad_url = client->MemberAdd({"not a url"}, true, nullptr);
+    CHECK_MESSAGE(bad_url.status().IsInvalidArgument(), bad_url.status().message());
+
+    // A learner that never started cannot be in sync: the caller's loop retries, not the client.
+    auto start = Clock::now();
+    Status promote = client->MemberPromote(added);
+    CHECK(Clock::now() - start < seconds(1));
+    CHECK(promote.IsUnavailable());
+    CHECK_MESSAGE(Has(promote, "MemberPromote " + IdToHex(added) + " at " + client_url +
+                                   ": etcdserver: can only promote a learner member which is in sync with leader"),
+                  promote.message());
+    Status voter = client->MemberPromote(id);
+    CHECK(voter.code() == Status::Code::kFailedPrecondition);
+    CHECK_MESSAGE(Has(voter, "can only promote a learner member"), voter.message());
+
+    Status removed = client->MemberRemove(added);
+    CHECK_MESSAGE(removed.ok(), removed.message());
+    listed = client->MemberList();
+    REQUIRE(listed.ok());
+    CHECK(listed->members.size() == 1);
+    Status gone = client->MemberRemove(added);
+    CHECK(gone.IsNotFound());
+    CHECK_MESSAGE(Has(gone, "etcdserver: member not found"), gone.message());
+
+    Status same = client->MemberUpdate(id, {peer_url});
+    CHECK_MESSAGE(same.ok(), same.message());
+  }
+
+  {  // a dead endpoint fails within the deadline, naming it
+    auto dead = MakeEtcdClient({{dead_url}, {}, milliseconds(800)});
+    auto start = Clock::now();
+    auto read = dead->MemberList();
+    auto took = Clock::now() - start;
+    CHECK(took < milliseconds(1200));
+    CHECK(read.status().IsUnavailable());
+    CHECK_MESSAGE(Has(read.status(), "MemberList: no etcd endpoint answered: " + dead_url), read.status().message());
+    // A change is never retried: one refused connection is the answer.
+    start = Clock::now();
+    Status change = dead->MemberRemove(id);
+    CHECK(Clock::now() - start < milliseconds(500));
+    CHECK(change.IsUnavailable());
+    CHECK_MESSAGE(Has(change, dead_url), change.message());
+
+    SilentListener silent;
+    auto hung = MakeEtcdClient({{silent.url()}, {}, milliseconds(500)});
+    start = Clock::now();
+    auto status = hung->EndpointStatusOf(silent.url());
+    CHECK(Clock::now() - start < milliseconds(900));
+    CHECK(status.status().IsUnavailable());
+    CHECK_MESSAGE(Has(status.status(), silent.url()), status.status().message());
+  }
+
+  {  // the next endpoint answers when the first does not
+    auto two = MakeEtcdClient({{dead_url, client_url}, {}, seconds(2)});
+    auto read = two->MemberList();
+    REQUIRE_MESSAGE(read.ok(), read.status().message());
+    CHECK(read->answered_by == id);
+    // A change goes on as well: the dead endpoint certainly never received it.
+    Status put = two->Put("quorate/two", "x");
+    CHECK_MESSAGE(put.ok(), put.message());
+    // And etcd's own answer from the second endpoint is what the caller gets.
+    Status missing = two->MemberRemove(0x1234);
+    CHECK(missing.IsNotFound());
+    CHECK_MESSAGE(Has(missing, "MemberRemove 1234 at " + client_url + ": etcdserver: member not found"),
+                  missing.message());
+
+    SilentListener silent;
+    auto hung_first = MakeEtcdClient({{silent.url(), client_url}, {}, seconds(1)});
+    auto start = Clock::now();
+    auto got = hung_first->Get("quorate/two");
+    CHECK(Clock::now() - start < milliseconds(1200));
+    REQUIRE_MESSAGE(got.ok(), got.status().message());
+    CHECK(*got == std::optional<std::string>("x"));
+  }
+}
+
+}  // namespace
+}  // namespace quorate
