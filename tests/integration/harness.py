@@ -25,6 +25,7 @@ _lock = threading.RLock()  # re-entrant: the signal handler may run while the ma
 _procs = []
 _cleanups = []
 _cleaning = False
+_cleaner = None  # the thread running _cleanup: what it starts itself (ip netns delete) must run
 
 
 def _killpg(p):
@@ -36,9 +37,10 @@ def _killpg(p):
 
 def _track(p):
     """Registers a child (its own process group) for the final clean-up; if that already began,
-    kills it at once so nothing started by a late thread outlives the test."""
+    kills it at once so nothing started by a late thread outlives the test (the clean-ups' own
+    commands excepted)."""
     with _lock:
-        late = _cleaning
+        late = _cleaning and threading.get_ident() != _cleaner
         _procs.append(p)
     if late:
         _killpg(p)
@@ -47,11 +49,12 @@ def _track(p):
 def _cleanup():
     """Kills every process group the harness started, then runs the registered clean-ups (netns,
     temp dirs). Runs once: at exit, or from a signal handler."""
-    global _cleaning
+    global _cleaning, _cleaner
     with _lock:
         if _cleaning:
             return
         _cleaning = True
+        _cleaner = threading.get_ident()
         procs = list(_procs)
     for p in procs:
         if p.poll() is None:  # a reaped leader's group id may belong to someone else by now
