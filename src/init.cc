@@ -348,23 +348,14 @@ Result<InitOutcome> InitJob::Run() {
     provider = std::move(*created);
   }
 
-  // An etcd data dir with a member directory but no WAL is a half-made bootstrap etcd cannot use;
-  // it goes aside, never away.
   bool has_data = HasEtcdData(c.data_dir);
-  if (!has_data && PathExists(c.data_dir + "/member")) {
-    auto moved = MoveAside(c.data_dir + "/member", "unusable");
-    if (!moved.ok()) return moved.status();
-    spdlog::info("moved {} aside to {}: it has no WAL, so etcd cannot start on it", c.data_dir + "/member", *moved);
-  }
-
   // With local data the stored bucket is enough: a restart must not depend on discovery being up.
   std::optional<Bucket> stored;
+  Status stored_corrupt;
   if (auto loaded = LoadBucket(c.state_dir); loaded.ok()) {
     stored = std::move(*loaded);
   } else if (!loaded.status().IsNotFound()) {
-    auto moved = MoveAside(c.state_dir + "/" + kBucketFile, "corrupt");
-    spdlog::warn("{}; not trusted{}", loaded.status().message(),
-                 moved.ok() ? ", moved aside to " + *moved : "");
+    stored_corrupt = loaded.status();
   }
 
   std::vector<Member> discovered;
@@ -412,6 +403,18 @@ Result<InitOutcome> InitJob::Run() {
   }
   auto expected = MemberSet::Create(discovered, token);
   if (!expected.ok()) return expected.status().Prefixed(provider ? provider->Describe() : c.bucket);
+
+  // The input is valid from here on, so what cannot be used may be moved: aside, never away.
+  if (!stored_corrupt.ok()) {
+    auto moved = MoveAside(c.state_dir + "/" + kBucketFile, "corrupt");
+    spdlog::warn("{}; not trusted{}", stored_corrupt.message(), moved.ok() ? ", moved aside to " + *moved : "");
+  }
+  // A member directory without a WAL is a half-made bootstrap etcd cannot start on.
+  if (!has_data && PathExists(c.data_dir + "/member")) {
+    auto moved = MoveAside(c.data_dir + "/member", "unusable");
+    if (!moved.ok()) return moved.status();
+    spdlog::info("moved {} aside to {}: it has no WAL, so etcd cannot start on it", c.data_dir + "/member", *moved);
+  }
 
   PlanInput input{self, *expected, c.cluster_size.value_or(expected->size()), has_data, {}};
   {

@@ -88,7 +88,12 @@ def test():
     for argv, mention in cases:
         if argv[:1] == ["init"] and n.data_dir in argv:
             expect_bad(c, [used.data_dir if a == n.data_dir else a for a in argv], mention)
-    expect_bad(c, base + ["--initial-cluster", ic], "ETCD_CLUSTER_SIZE" if False else "QUORATE_CLUSTER_SIZE",
+    # A corrupt bucket and a half-made member dir are moved aside only once the input is known good.
+    with open(os.path.join(used.data_dir, "quorate", "bucket.json"), "w") as f:
+        f.write('{"format": "quorate.bucket/v1", "clus')
+    os.makedirs(os.path.join(used.data_dir, "member", "snap"), exist_ok=True)
+    expect_bad(c, ["init", "--name", "n9", "--data-dir", used.data_dir, "--initial-cluster", ic], "n9")
+    expect_bad(c, base + ["--initial-cluster", ic], "QUORATE_CLUSTER_SIZE",
                env=dict(os.environ, QUORATE_CLUSTER_SIZE="-3"))
 
     # Discovery answers that are wrong, from a real DNS server.
