@@ -8,6 +8,7 @@ import atexit
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -476,3 +477,194 @@ def main(test):
         print(f"FAIL after {time.time() - start:.1f}s", flush=True)
         sys.exit(1)
     print(f"PASS in {time.time() - start:.1f}s", flush=True)
+
+
+# --- quorate run scenarios (issue 3): several nodes at once, health, a writer, a cluster-ID watch ---
+
+def peer_members(node):
+    """etcd's GET /members on the node's peer URL (answered before quorum, unlike the client API):
+    (cluster ID in hex, the members as JSON), or None when nothing answers there."""
+    import urllib.request
+    try:
+        with urllib.request.urlopen(f"{node.peer_url}/members", timeout=1) as r:
+            return r.headers.get("X-Etcd-Cluster-Id"), json.loads(r.read().decode())
+    except (OSError, ValueError):
+        return None
+
+
+def run_together(nodes, extra=()):
+    """Starts `quorate run` on every node at the same moment."""
+    threads = [threading.Thread(target=n.run, args=(extra,)) for n in nodes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def stop_together(nodes):
+    """SIGTERM to every node's quorate at once; waits for them all; their exit codes by name."""
+    codes = {}
+
+    def stop(n):
+        p = n.quorate
+        n.stop()
+        codes[n.name] = p.returncode if p is not None else None
+    threads = [threading.Thread(target=stop, args=(n,)) for n in nodes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return codes
+
+
+def member_ids(cluster, endpoint=None):
+    """{name: hex member ID} of the started members, as etcd lists them."""
+    return {m["name"]: to_hex(m["ID"]) for m in cluster.member_list(endpoint)["members"] if m.get("name")}
+
+
+def started_voters(cluster, count, endpoint=None):
+    """True when etcd lists exactly `count` members, each started and none a learner."""
+    ml = cluster.member_list(endpoint)["members"]
+    return len(ml) == count and all(m.get("name") and m.get("clientURLs") and not m.get("isLearner") for m in ml)
+
+
+def keys_on(cluster, node, prefix="/"):
+    """{key: value} under `prefix` from the node's own store (a serializable read, so it is this
+    member's copy of the data, not the leader's)."""
+    import base64
+    r = cluster.etcdctl("get", prefix, "--prefix", "--consistency=s", "-w", "json", endpoints=node.client_url)
+    return {base64.b64decode(kv["key"]).decode(): base64.b64decode(kv.get("value", "")).decode()
+            for kv in json.loads(r.stdout).get("kvs", [])}
+
+
+def all_ready(nodes):
+    return all(n.http("/readyz")[0] == 200 for n in nodes)
+
+
+def wait_healthy(cluster, count=None, nodes=None, timeout=60):
+    """Waits for `count` started voters and /readyz 200 on `nodes` (default: all); dumps logs if not."""
+    nodes = nodes or cluster.nodes
+    count = count or len(cluster.nodes)
+    try:
+        wait_until(lambda: started_voters(cluster, count) and all_ready(nodes), timeout,
+                   f"{count} started voters, /readyz 200 on {','.join(n.name for n in nodes)}")
+    except AssertionError:
+        cluster.dump_logs()
+        raise
+
+
+def log_size(node):
+    try:
+        return os.path.getsize(node.log_path)
+    except FileNotFoundError:
+        return 0
+
+
+def log_since(node, offset=0):
+    with open(node.log_path, errors="replace") as f:
+        f.seek(offset)
+        return f.read()
+
+
+def wait_log(node, text, timeout, since=0, interval=0.02):
+    """Waits until `text` appears in the node's log after byte `since`."""
+    return wait_until(lambda: text in log_since(node, since), timeout, f"{node.name}'s log to say {text!r}",
+                      interval=interval)
+
+
+class Writer(threading.Thread):
+    """Puts /w/NNNNN through `endpoints` one after another until stopped, counting what failed."""
+
+    def __init__(self, cluster, endpoints, pause=0.05):
+        super().__init__(daemon=True)
+        self.cluster, self.endpoints, self.pause = cluster, endpoints, pause
+        self.ok = []
+        self.failures = []
+        self._halt = threading.Event()
+
+    def run(self):
+        i = 0
+        while not self._halt.is_set():
+            key = f"/w/{i:05d}"
+            r = self.cluster.etcdctl("put", key, str(i), endpoints=self.endpoints, check_rc=None)
+            if r.returncode == 0:
+                self.ok.append(key)
+            else:
+                self.failures.append(f"{time.strftime('%H:%M:%S')} {key}: {r.stderr.strip()[-200:]}")
+            i += 1
+            self._halt.wait(self.pause)
+
+    def finish(self):
+        self._halt.set()
+        self.join()
+        return self
+
+
+class ClusterIdWatch(threading.Thread):
+    """Asks every node's etcd for its cluster ID, on its peer URL and its client URL, every 0.3 s
+    until stopped; records every (cluster ID, node) it sees. Nodes that do not answer are skipped."""
+
+    def __init__(self, cluster, nodes=None):
+        super().__init__(daemon=True)
+        self.cluster, self.nodes = cluster, nodes or cluster.nodes
+        self.seen = {}  # cluster ID -> set of node names
+        self._halt = threading.Event()
+
+    def run(self):
+        while not self._halt.is_set():
+            for n in self.nodes:
+                peer = peer_members(n)  # etcd answers on its peer URL before it has quorum
+                if peer and peer[0]:
+                    self.seen.setdefault(peer[0], set()).add(n.name)
+                r = run(["etcdctl", "--endpoints", n.client_url, "--dial-timeout", "1s", "--command-timeout", "2s",
+                         "endpoint", "status", "-w", "json"], prefix=self.cluster.prefix, check_rc=None, timeout=10)
+                if r.returncode == 0:
+                    for st in json.loads(r.stdout):
+                        self.seen.setdefault(to_hex(st["Status"]["header"]["cluster_id"]), set()).add(n.name)
+            self._halt.wait(0.3)
+
+    def finish(self):
+        self._halt.set()
+        self.join()
+        return self.seen
+
+
+_PROM_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+_PROM_SAMPLE = re.compile(r"^(" + _PROM_NAME + r")(\{(?:[a-zA-Z_][a-zA-Z0-9_]*=\"(?:[^\"\\]|\\.)*\",?)*\})?"
+                          r" ([-+]?(?:[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?|NaN|[-+]?Inf))( -?[0-9]+)?$")
+_PROM_LABEL = re.compile(r"([a-zA-Z_][a-zA-Z0-9_]*)=\"((?:[^\"\\]|\\.)*)\"")
+
+
+def parse_prometheus(text):
+    """Parses Prometheus text format 0.0.4 strictly: every line a HELP, a TYPE, another comment or a
+    sample `name{labels} value`, and every sample's family declared by both HELP and TYPE before it.
+    Returns {(name, frozenset of (label, value)): float}."""
+    helps, types, samples = set(), {}, {}
+    suffixes = {"counter": ("_total", ""), "histogram": ("_bucket", "_sum", "_count"),
+                "summary": ("", "_sum", "_count")}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if line.startswith("#"):
+            parts = line.split(None, 3)
+            if len(parts) >= 3 and parts[1] == "HELP":
+                check(re.fullmatch(_PROM_NAME, parts[2]), f"bad HELP line {line!r}")
+                helps.add(parts[2])
+            elif len(parts) >= 3 and parts[1] == "TYPE":
+                check(len(parts) == 4 and parts[3] in ("counter", "gauge", "histogram", "summary", "untyped"),
+                      f"bad TYPE line {line!r}")
+                check(parts[2] not in types, f"TYPE given twice for {parts[2]}")
+                types[parts[2]] = parts[3]
+            continue
+        m = _PROM_SAMPLE.match(line)
+        check(m, f"not a Prometheus sample line: {line!r}")
+        name = m.group(1)
+        family = next((f for f in types for s in suffixes.get(types[f], ("",))
+                       if name == f + s or (s == "" and name == f)), None)
+        check(family is not None, f"sample {name} has no # TYPE before it")
+        check(family in helps, f"sample {name} has no # HELP")
+        labels = frozenset(_PROM_LABEL.findall(m.group(2) or ""))
+        key = (name, labels)
+        check(key not in samples, f"sample given twice: {line!r}")
+        samples[key] = float(m.group(3))
+    return samples
