@@ -8,6 +8,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -35,34 +36,51 @@ Result<std::string> ReadFile(const std::string& path) {
   return ss.str();
 }
 
-Status WriteFileAtomic(const std::string& path, const std::string& content, int mode) {
-  std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+Result<std::string> WriteHiddenTemp(const std::string& path, const std::string& content, int mode) {
+  std::filesystem::path p(path);
+  std::string dir = p.parent_path().empty() ? "." : p.parent_path().string();
+  if (Status s = MakeDirs(dir); !s.ok()) return s;
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; fd < 0 && attempt < 8; ++attempt) {
+    tmp = fmt::format("{}/.{}.tmp-{:016x}", dir, p.filename().string(), random());
+    fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   if (fd < 0) return Status::FromErrno(errno, "create " + tmp);
-  size_t written = 0;
-  while (written < content.size()) {
+  auto fail = [&](const char* what) {
+    int err = errno;
+    close(fd);
+    unlink(tmp.c_str());
+    return Status::FromErrno(err, std::string(what) + " " + tmp);
+  };
+  for (size_t written = 0; written < content.size();) {
     ssize_t n = write(fd, content.data() + written, content.size() - written);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return Status::FromErrno(err, "write " + tmp);
-    }
+    if (n < 0) return fail("write");
     written += static_cast<size_t>(n);
   }
-  if (fsync(fd) != 0 || close(fd) != 0) {
+  if (fsync(fd) != 0) return fail("fsync");
+  if (close(fd) != 0) {
     int err = errno;
     unlink(tmp.c_str());
-    return Status::FromErrno(err, "fsync " + tmp);
+    return Status::FromErrno(err, "close " + tmp);
   }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
+  return tmp;
+}
+
+Status SyncDir(const std::string& dir) { return FsyncPath(dir.empty() ? "." : dir, O_RDONLY | O_DIRECTORY); }
+
+Status WriteFileAtomic(const std::string& path, const std::string& content, int mode) {
+  auto tmp = WriteHiddenTemp(path, content, mode);
+  if (!tmp.ok()) return tmp.status();
+  if (rename(tmp->c_str(), path.c_str()) != 0) {
     int err = errno;
-    unlink(tmp.c_str());
-    return Status::FromErrno(err, "rename " + tmp + " to " + path);
+    unlink(tmp->c_str());
+    return Status::FromErrno(err, "rename " + *tmp + " to " + path);
   }
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  return FsyncPath(dir.empty() ? "." : dir, O_RDONLY | O_DIRECTORY);
+  return SyncDir(std::filesystem::path(path).parent_path().string());
 }
 
 Status MakeDirs(const std::string& path) {

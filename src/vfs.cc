@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
-#include <random>
 
 #include <fmt/format.h>
 
@@ -37,14 +36,6 @@ bool IsKeyChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
 }
 
-Status SyncDir(const std::string& dir) {
-  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(errno, "open " + dir);
-  int rc = fsync(fd);
-  int err = errno;
-  close(fd);
-  return rc == 0 ? Status::Ok() : Status::FromErrno(err, "fsync " + dir);
-}
 
 // A shared directory. Records are written to a hidden temp file first, so a reader (or List) never
 // sees half of one; the temp name is random because several hosts (NFS) and threads write here.
@@ -103,17 +94,9 @@ class DirectoryVfs : public Vfs {
     return true;
   }
 
-  // Not WriteFileAtomic: its temp name is visible to List and shared by the threads of a process.
   Status Write(const std::string& key, const std::string& content) override {
-    auto tmp = WriteTemp(key, content);
-    if (!tmp.ok()) return tmp.status();
-    const std::string path = PathOf(key);
-    if (rename(tmp->c_str(), path.c_str()) != 0) {
-      int err = errno;
-      unlink(tmp->c_str());
-      return Status::FromErrno(err, "rename " + *tmp + " to " + path);
-    }
-    return SyncDir(DirOf(path));
+    if (Status s = ValidateKey(key); !s.ok()) return s;
+    return WriteFileAtomic(PathOf(key), content);
   }
 
   bool exclusive_create() const override { return true; }
@@ -126,41 +109,7 @@ class DirectoryVfs : public Vfs {
   // A hidden, fsynced copy of `content` beside `key`'s final name.
   Result<std::string> WriteTemp(const std::string& key, const std::string& content) {
     if (Status s = ValidateKey(key); !s.ok()) return s;
-    const std::string path = PathOf(key);
-    const std::string dir = DirOf(path);
-    if (Status s = MakeDirs(dir); !s.ok()) return s;
-    thread_local std::mt19937_64 random{std::random_device{}()};
-    std::string tmp;
-    int fd = -1;
-    for (int attempt = 0; fd < 0 && attempt < 8; ++attempt) {
-      tmp = fmt::format("{}/.{}.tmp-{:016x}", dir, path.substr(dir.size() + 1), random());
-      fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-      if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd < 0) return Status::FromErrno(errno, "create " + tmp);
-    for (size_t written = 0; written < content.size();) {
-      ssize_t n = write(fd, content.data() + written, content.size() - written);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        int err = errno;
-        close(fd);
-        unlink(tmp.c_str());
-        return Status::FromErrno(err, "write " + tmp);
-      }
-      written += static_cast<size_t>(n);
-    }
-    if (fsync(fd) != 0) {
-      int err = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return Status::FromErrno(err, "fsync " + tmp);
-    }
-    if (close(fd) != 0) {
-      int err = errno;
-      unlink(tmp.c_str());
-      return Status::FromErrno(err, "close " + tmp);
-    }
-    return tmp;
+    return WriteHiddenTemp(PathOf(key), content);
   }
 
   std::string root_;
