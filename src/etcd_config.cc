@@ -105,4 +105,16 @@ std::vector<std::string> RenderEtcdFlags(const EtcdLaunch& launch) {
   return flags;
 }
 
+std::vector<std::string> EtcdVariablesShadowedBy(const std::vector<std::string>& argv) {
+  std::vector<std::string> names;
+  for (const auto& arg : argv) {
+    if (arg.size() <= 2 || arg.compare(0, 2, "--") != 0) continue;
+    std::string flag = arg.substr(2, arg.find('=') - 2);
+    std::string name = "ETCD_";
+    for (char ch : flag) name += ch == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    names.push_back(std::move(name));
+  }
+  return names;
+}
+
 }  // namespace quorate

@@ -122,6 +122,7 @@ class SpawnLauncher : public ProcessLauncher {
       }
       overridden.insert(name);
     }
+    overridden.insert(spec.unset_env.begin(), spec.unset_env.end());
     std::vector<std::string> env_strings;
     for (char** e = environ; *e != nullptr; ++e) {
       std::string entry = *e;

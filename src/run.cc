@@ -9,6 +9,7 @@
 
 #include "quorate/bucket.h"
 #include "quorate/etcd_client.h"
+#include "quorate/etcd_config.h"
 #include "quorate/init.h"
 #include "quorate/log.h"
 #include "quorate/status_server.h"
@@ -153,6 +154,7 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   std::vector<std::string> argv = EtcdArgv(config, *outcome, extra_etcd_args);
   SupervisorOptions options;
   options.spec.argv = argv;
+  options.spec.unset_env = EtcdVariablesShadowedBy(argv);
   options.on_start = [&](const ChildProcess& child) {
     job.SetRunning(true);
     spdlog::info("etcd started (pid {}): {}", child.pid(), fmt::join(argv, " "));
@@ -175,6 +177,7 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     upkeep.SetOutcome(*again);
     argv = EtcdArgv(config, *again, extra_etcd_args);
     spec.argv = argv;
+    spec.unset_env = EtcdVariablesShadowedBy(argv);
     return Status::Ok();
   };
   Supervisor supervisor(std::move(options));

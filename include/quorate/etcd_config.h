@@ -27,6 +27,11 @@ std::string RenderEtcdYaml(const EtcdLaunch& launch);
 std::string RenderEtcdEnv(const EtcdLaunch& launch);
 std::vector<std::string> RenderEtcdFlags(const EtcdLaunch& launch);
 
+// The ETCD_* variables that flags in `argv` shadow (`--name` → ETCD_NAME). etcd 3.4 refuses to start
+// when a variable and a flag both set one option, and manifests that run quorate set ETCD_* for it:
+// `run` removes these from etcd's environment, so the flags it passes win and the rest pass through.
+std::vector<std::string> EtcdVariablesShadowedBy(const std::vector<std::string>& argv);
+
 inline constexpr const char* kEtcdConfigFile = "etcd.conf.yml";
 inline constexpr const char* kEtcdEnvFile = "etcd.env";
 

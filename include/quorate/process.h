@@ -41,6 +41,8 @@ struct LaunchSpec {
   std::vector<std::pair<std::string, std::string>> env;
   // stdout and stderr are appended to this file (created 0644); empty: they are quorate's own.
   std::string log_path;
+  // Variables of quorate's own environment the child does not get.
+  std::vector<std::string> unset_env = {};
 };
 
 class ChildProcess {

@@ -40,4 +40,9 @@ TEST_CASE("IP listen URLs default to the advertised ones; explicit ones win") {
   CHECK(y["listen-client-urls"].as<std::string>() == "http://0.0.0.0:2379");
 }
 
+TEST_CASE("the ETCD_* variables etcd's flags shadow are named, both --flag value and --flag=value") {
+  CHECK(EtcdVariablesShadowedBy({"etcd", "--name", "etcd-0", "--initial-cluster-state=new", "-v", "--"}) ==
+        std::vector<std::string>{"ETCD_NAME", "ETCD_INITIAL_CLUSTER_STATE"});
+}
+
 }  // namespace quorate

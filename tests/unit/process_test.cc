@@ -74,13 +74,18 @@ TEST_CASE("waiting times out while the child runs, and destroying it kills it") 
 TEST_CASE("extra environment is passed through, replacing quorate's own, and output goes to the log") {
   ::setenv("QUORATE_TEST_REPLACED", "old", 1);
   ::setenv("QUORATE_TEST_KEPT", "kept", 1);
+  ::setenv("QUORATE_TEST_UNSET", "unset", 1);
   std::string log = TempPath("env.log");
   std::filesystem::remove(log);
-  auto child = MustStart({{"/bin/sh", "-c", "echo \"$QUORATE_TEST_NEW/$QUORATE_TEST_REPLACED/$QUORATE_TEST_KEPT\"; echo to-stderr >&2"},
+  auto child = MustStart({{"/bin/sh", "-c",
+                           "echo \"$QUORATE_TEST_NEW/$QUORATE_TEST_REPLACED/$QUORATE_TEST_KEPT/${QUORATE_TEST_UNSET-gone}\"; "
+                           "echo to-stderr >&2"},
                           {{"QUORATE_TEST_NEW", "new"}, {"QUORATE_TEST_REPLACED", "replaced"}},
-                          log});
+                          log,
+                          {"QUORATE_TEST_UNSET"}});
   CHECK(MustExit(*child).success());
-  CHECK(ReadFile(log) == "new/replaced/kept\nto-stderr\n");
+  CHECK(ReadFile(log) == "new/replaced/kept/gone\nto-stderr\n");
+  ::unsetenv("QUORATE_TEST_UNSET");
   std::filesystem::remove(log);
   ::unsetenv("QUORATE_TEST_REPLACED");
   ::unsetenv("QUORATE_TEST_KEPT");
