@@ -276,15 +276,18 @@ int RunCli(int argc, char** argv) {
     }
     if (cmd.positional != nullptr) sub->add_option(cmd.positional, positionals[name], cmd.positional_help);
   }
+  // The command word, and under a group the word after it: "member remov" is as unknown as "memer".
   if (argc > 1 && argv[1][0] != '-') {
     std::string word = argv[1];
+    bool grouped = groups.count(word) > 0 && argc > 2 && argv[2][0] != '-';
+    if (grouped) word += std::string(" ") + argv[2];
     bool known = false;
     std::string best;
     size_t best_distance = 3;
     for (const auto& cmd : Commands()) {
-      std::string top = cmd.group ? cmd.group : cmd.name;
-      if (word == top) known = true;
-      if (size_t d = EditDistance(word, top); d < best_distance) best_distance = d, best = top;
+      std::string candidate = grouped ? FullName(cmd) : std::string(cmd.group ? cmd.group : cmd.name);
+      if (word == candidate) known = true;
+      if (size_t d = EditDistance(word, candidate); d < best_distance) best_distance = d, best = candidate;
     }
     if (!known) {
       std::string hint = best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
