@@ -281,7 +281,8 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
 
 // Rule 1b: our data is a member's the cluster removed. Said only when the view is of the cluster our
 // WAL names, lacks our member ID, and comes from a majority of its voters (a view lagging behind our
-// own join would lack us too, but a majority has applied it: we started). Then a removal met while
+// own join would lack us too, but our join was committed by a majority before we started, and the
+// union of the views keeps us listed if any one of them has it). Then a removal met while
 // etcd ran here was the operator's (scale-down) and is never undone from here; on a fresh start the
 // node is a new one for the cluster (a kept volume reused by a scale-up), which joins by rule 2 when
 // the cluster is below its size, its old data moved aside, never deleted.

@@ -23,8 +23,9 @@ constexpr auto kUpkeepInterval = std::chrono::seconds(1);
 struct MemberHealth {
   std::mutex mu;
   Status ready = Status::Unavailable("etcd has not answered yet");
-  // Why etcd is kept stopped on purpose (this member was removed); empty while it may run. quorate
-  // is then alive and well, only not ready: a liveness probe must not restart it into a rejoin.
+  // Why init asked to keep etcd stopped for now (this member was removed, or a step to retry);
+  // empty while it may run. quorate is then alive and waiting, only not ready: a liveness probe must
+  // not restart it, which would turn a removal into a rejoin.
   std::string held;
 };
 
