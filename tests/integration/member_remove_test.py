@@ -4,7 +4,8 @@ n4's and n5's quorate keep their etcd stopped instead of crash-looping it (no re
 /healthz 200, the decision logged once) and stop on SIGTERM. Bad input removes nothing (exit 2); a
 removal that would lose quorum is refused (exit 1). Then n4 starts again on its old data with
 --cluster-size 5, as a scale-up reusing its volume would: its old member dir is moved aside (kept),
-and it joins as a learner under a new ID and is promoted."""
+and it joins as a learner under a new ID and is promoted. n5 started on its old data when the cluster
+is at --cluster-size waits as extra and gives up, its data untouched."""
 import glob
 import json
 import os
@@ -118,6 +119,20 @@ def test():
     aside = glob.glob(os.path.join(n4.data_dir, "member.removed-*"))
     check(len(aside) == 1 and glob.glob(os.path.join(aside[0], "wal", "*.wal")),
           f"n4's old data was not kept aside: {os.listdir(n4.data_dir)}")
+
+    # n5 started on its old data when the cluster is at its size: it waits as extra, saying it was
+    # removed, and gives up at --timeout with its data where it was.
+    offset = log_size(n5)
+    c.timeout = "6s"
+    n5.run(["--cluster-size", "4"])
+    wait_until(lambda: n5.quorate.poll() is not None, 30, "n5 to give up")
+    text = log_since(n5, offset)
+    check(n5.quorate.returncode == 1, f"n5 exited {n5.quorate.returncode}, want 1")
+    check(f"member {before['n5']} (n5) was removed from cluster {cid}" in text and "raise --cluster-size" in text,
+          f"n5 did not say it was removed and extra:\n{text[-3000:]}")
+    check(not glob.glob(os.path.join(n5.data_dir, "member.removed-*")) and
+          glob.glob(os.path.join(n5.data_dir, "member", "wal", "*.wal")), "n5's data was moved")
+    check(started_voters(c, 4, n1.client_url), "n5's attempt changed the membership")
     seen = watch.finish()
     check(set(seen) == cluster_id, f"cluster IDs seen: {seen}, want only {cluster_id}")
     stop_together([n1, n2, n3, n4])
