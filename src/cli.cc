@@ -14,6 +14,7 @@
 #include "quorate/init.h"
 #include "quorate/log.h"
 #include "quorate/member.h"
+#include "quorate/member_remove.h"
 #include "quorate/provider.h"
 #include "quorate/run.h"
 #include "quorate/sealed_bucket.h"
@@ -43,15 +44,22 @@ int Fail(const Status& status) {
   return static_cast<int>(status.exit_code());
 }
 
-using Extra = std::vector<std::string>;  // the words after `--`, for etcd
+// What a command is given besides its options.
+struct Words {
+  std::vector<std::string> args;   // positional, for a command with `positional`
+  std::vector<std::string> extra;  // the words after `--`, for etcd
+};
 
 struct Command {
   const char* group;  // "member" for `quorate member list`; nullptr for a top-level command
   const char* name;
   const char* help;
   std::vector<std::string> keys;
-  int (*run)(const Config& config, const Extra& extra);
+  int (*run)(const Config& config, const Words& words);
   bool takes_extra = false;
+  // The positional arguments' name and help ("MEMBER", "..."); nullptr for a command without any.
+  const char* positional = nullptr;
+  const char* positional_help = nullptr;
 };
 
 std::string MembersJson(const MemberSet& set) {
@@ -84,7 +92,7 @@ std::string FormatDiscovered(const MemberSet& set, OutputFormat format) {
   return out;
 }
 
-int Discover(const Config& config, const Extra&) {
+int Discover(const Config& config, const Words&) {
   auto provider = ProviderFromConfig(config);
   if (!provider.ok()) return Fail(provider.status());
   Result<std::vector<Member>> members = Status::Internal("unset");
@@ -104,7 +112,7 @@ int Discover(const Config& config, const Extra&) {
   return 0;
 }
 
-int ClusterInit(const Config& config, const Extra&) {
+int ClusterInit(const Config& config, const Words&) {
   if (config.bucket.empty()) {
     return Fail(Status::InvalidArgument("--bucket is required: where to write the member bucket (file:///dir or s3://...)"));
   }
@@ -128,7 +136,7 @@ int ClusterInit(const Config& config, const Extra&) {
   return 0;
 }
 
-int Init(const Config& config, const Extra&) {
+int Init(const Config& config, const Words&) {
   InitJob job(config);
   auto outcome = job.Run();
   if (!outcome.ok()) return Fail(outcome.status());
@@ -136,7 +144,7 @@ int Init(const Config& config, const Extra&) {
   return 0;
 }
 
-int Version(const Config& config, const Extra&) {
+int Version(const Config& config, const Words&) {
   std::string etcd = "not found";
   std::string cmd = config.etcd_path + " --version 2>/dev/null";
   if (FILE* p = popen(cmd.c_str(), "r")) {
@@ -157,17 +165,28 @@ int Version(const Config& config, const Extra&) {
   return 0;
 }
 
-int Run(const Config& config, const Extra& extra) {
-  Status s = RunNode(config, extra);
+int Run(const Config& config, const Words& words) {
+  Status s = RunNode(config, words.extra);
   return s.ok() ? 0 : Fail(s);
 }
 
-int MemberList(const Config& config, const Extra&) {
+int MemberList(const Config& config, const Words&) {
   auto client = MakeEtcdClient({config.endpoints, config.etcdctl_tls, std::chrono::seconds(5)});
   auto listing = client->MemberList();
   if (!listing.ok()) return Fail(listing.status());
   std::cout << FormatMemberList(*listing, config.output);
   return 0;
+}
+
+int MemberRemove(const Config& config, const Words& words) {
+  auto client = MakeEtcdClient({config.endpoints, config.etcdctl_tls, std::chrono::seconds(5)});
+  // A voter that is down must not cost the whole call timeout of every check.
+  auto probe = MakeEtcdClient({config.endpoints, config.etcdctl_tls, std::chrono::seconds(2)});
+  RemoveOptions options;
+  options.ignore_not_found = config.ignore_not_found;
+  options.format = config.output;
+  Status s = RemoveMembers(*client, *probe, words.args, options, std::cout);
+  return s.ok() ? 0 : Fail(s);
 }
 
 const std::vector<Command>& Commands() {
@@ -182,6 +201,14 @@ const std::vector<Command>& Commands() {
        Concat({kCommon, kDiscovery, kNode, {"etcd", "status-listen"}}), Run, /*takes_extra=*/true},
       {"member", "list", "the live membership, over etcd's API",
        Concat({kCommon, {"endpoints", "cacert", "cert", "key", "write-out"}}), MemberList},
+      {"member", "remove",
+       "remove members, one at a time, each only if the voters left keep a healthy majority; "
+       "prints \"Member <id> (<name>) removed from cluster <id>\" per member",
+       Concat({kCommon, {"endpoints", "cacert", "cert", "key", "write-out", "ignore-not-found"}}), MemberRemove,
+       /*takes_extra=*/false, "MEMBER",
+       "member names as etcd lists them, or hex member IDs; all are resolved against one member list before "
+       "any is removed, and removed in the order given. Unknown, repeated or none: exit 2, nothing removed. "
+       "Unsafe (the remaining started, healthy voters would not be a majority, or the last voter): exit 1"},
       {nullptr, "version", "print the versions of quorate and of the etcd it would run",
        Concat({kCommon, {"etcd", "write-out"}}), Version},
   };
@@ -212,7 +239,7 @@ int RunCli(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every command");
   // Everything after `--` is etcd's, untouched by our parser.
-  Extra extra;
+  std::vector<std::string> extra;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--") {
       extra.assign(argv + i + 1, argv + argc);
@@ -222,6 +249,7 @@ int RunCli(int argc, char** argv) {
   }
   std::map<std::string, std::map<std::string, std::string>> storage;  // command → key → value
   std::map<std::string, std::vector<CLI::Option*>> given;
+  std::map<std::string, std::vector<std::string>> positionals;  // command → its positional arguments
   std::map<std::string, CLI::App*> subs;
   std::map<std::string, CLI::App*> groups;
   for (const auto& cmd : Commands()) {
@@ -246,16 +274,20 @@ int RunCli(int argc, char** argv) {
                                       : sub->add_option(names, storage[name][key], help);
       given[name].push_back(opt);
     }
+    if (cmd.positional != nullptr) sub->add_option(cmd.positional, positionals[name], cmd.positional_help);
   }
+  // The command word, and under a group the word after it: "member remov" is as unknown as "memer".
   if (argc > 1 && argv[1][0] != '-') {
     std::string word = argv[1];
+    bool grouped = groups.count(word) > 0 && argc > 2 && argv[2][0] != '-';
+    if (grouped) word += std::string(" ") + argv[2];
     bool known = false;
     std::string best;
     size_t best_distance = 3;
     for (const auto& cmd : Commands()) {
-      std::string top = cmd.group ? cmd.group : cmd.name;
-      if (word == top) known = true;
-      if (size_t d = EditDistance(word, top); d < best_distance) best_distance = d, best = top;
+      std::string candidate = grouped ? FullName(cmd) : std::string(cmd.group ? cmd.group : cmd.name);
+      if (word == candidate) known = true;
+      if (size_t d = EditDistance(word, candidate); d < best_distance) best_distance = d, best = candidate;
     }
     if (!known) {
       std::string hint = best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
@@ -288,7 +320,7 @@ int RunCli(int argc, char** argv) {
     auto config = ResolveConfig(cmd.keys, flags, ProcessEnvironment());
     if (!config.ok()) return Fail(config.status());
     InitLogging(config->log_format, config->log_level);
-    return cmd.run(*config, extra);
+    return cmd.run(*config, Words{positionals[name], extra});
   }
   return Fail(Status::Internal("no command ran"));
 }

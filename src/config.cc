@@ -144,6 +144,10 @@ const std::vector<OptionDef>& AllOptions() {
       {"cacert", "ETCDCTL_CACERT", "CA bundle to verify etcd"},
       {"cert", "ETCDCTL_CERT", "client certificate for etcd"},
       {"key", "ETCDCTL_KEY", "client key for etcd"},
+      {"ignore-not-found", "QUORATE_IGNORE_NOT_FOUND",
+       "a MEMBER that is not in the cluster is reported and skipped (exit 0) instead of being bad input, so a "
+       "removal that stopped half-way can simply be run again",
+       true},
   };
   return kOptions;
 }
@@ -289,6 +293,11 @@ Result<Config> ResolveConfig(const std::vector<std::string>& keys, const FlagVal
     }
   }
 
+  if (has("ignore-not-found")) {
+    auto b = ParseBool(v["ignore-not-found"]);
+    if (!b.ok()) return b.status();
+    c.ignore_not_found = *b;
+  }
   if (has("cluster-size")) {
     auto n = ParseInt(v["cluster-size"], 1, 99);
     if (!n.ok()) return n.status();

@@ -19,6 +19,7 @@
 #include "quorate/bucket.h"
 #include "quorate/etcd_client.h"
 #include "quorate/etcd_config.h"
+#include "quorate/etcd_wal.h"
 #include "quorate/fs.h"
 #include "quorate/log.h"
 #include "quorate/peer_probe.h"
@@ -324,6 +325,7 @@ Result<std::vector<Member>> DiscoverExpected(DiscoveryProvider& provider, const 
 struct InitJob::State {
   std::mutex mu;
   AgentState agent_state;
+  bool etcd_ran = false;
   std::unique_ptr<AgentServer> agent;
 };
 
@@ -334,6 +336,7 @@ InitJob::~InitJob() = default;
 void InitJob::SetRunning(bool running) {
   std::lock_guard lock(state_->mu);
   state_->agent_state.data_state = running ? DataState::kRunning : DataState::kHasData;
+  state_->etcd_ran = state_->etcd_ran || running;
 }
 
 Result<InitOutcome> InitJob::Run() {
@@ -416,7 +419,20 @@ Result<InitOutcome> InitJob::Run() {
     spdlog::info("moved {} aside to {}: it has no WAL, so etcd cannot start on it", c.data_dir + "/member", *moved);
   }
 
-  PlanInput input{self, *expected, c.cluster_size.value_or(expected->size()), has_data, {}};
+  PlanInput input;
+  input.self = self;
+  input.expected = *expected;
+  input.cluster_size = c.cluster_size.value_or(expected->size());
+  input.has_local_data = has_data;
+  if (has_data) {
+    auto local = ReadWalIdentity(c.data_dir);
+    if (local.ok()) {
+      input.local = *local;
+    } else {
+      spdlog::warn("cannot tell whose data {} holds, so a removal of this member goes unnoticed: {}", c.data_dir,
+                   local.status().message());
+    }
+  }
   {
     std::lock_guard lock(state_->mu);
     state_->agent_state = AgentState{self,
@@ -465,8 +481,14 @@ Result<InitOutcome> InitJob::Run() {
                     p.agent.reachable ? DataStateName(p.agent.data_state) : p.agent.error,
                     p.cluster ? "in cluster " + IdToHex(p.cluster->cluster_id) : "not answering");
     }
+    {
+      std::lock_guard lock(state_->mu);
+      input.etcd_ran = state_->etcd_ran;
+    }
     decision = Plan(input);
     if (decision.action != Action::kWait) break;
+    // Not waited out here: `run` keeps etcd stopped and asks again, answering signals meanwhile.
+    if (decision.wait == WaitKind::kRemoved) return Status::Unavailable(decision.reason);
     if (decision.reason != last_reason) {
       spdlog::info("waiting: {}", decision.reason);
       last_reason = decision.reason;
@@ -480,6 +502,12 @@ Result<InitOutcome> InitJob::Run() {
   }
   spdlog::info("decision: {}: {}", ActionName(decision.action), decision.reason);
   MemberId member_id = expected->IdOf(self);
+  if (decision.move_data_aside) {
+    auto moved = MoveAside(c.data_dir + "/member", "removed");
+    if (!moved.ok()) return moved.status();
+    spdlog::info("moved {} aside to {}: it is the data of member {}, which the cluster removed", c.data_dir + "/member",
+                 *moved, IdToHex(input.local->member_id));
+  }
   if (decision.action == Action::kJoin || decision.action == Action::kReplace) {
     auto changed = ChangeMembership(c, self, decision, deadline);
     if (!changed.ok()) return changed.status();

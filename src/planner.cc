@@ -279,6 +279,50 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
   return d;
 }
 
+// Rule 1b: our data is a member's the cluster removed. Said only when the view is of the cluster our
+// WAL names, lacks our member ID, and comes from a majority of its voters (a view lagging behind our
+// own join would lack us too, but our join was committed by a majority before we started, and the
+// union of the views keeps us listed if any one of them has it). Then a removal met while
+// etcd ran here was the operator's (scale-down) and is never undone from here; on a fresh start the
+// node is a new one for the cluster (a kept volume reused by a scale-up), which joins by rule 2 when
+// the cluster is below its size, its old data moved aside, never deleted.
+std::optional<Decision> PlanRemoved(const PlanInput& in, const ClusterView& view) {
+  const WalIdentity& local = *in.local;
+  if (view.cluster_id != local.cluster_id) return std::nullopt;
+  size_t voters = 0;
+  size_t answering = 0;
+  for (const auto& m : view.members) {
+    if (m.id == local.member_id) return std::nullopt;
+    if (m.is_learner) continue;
+    ++voters;
+    if (VoterAnswers(in, m)) ++answering;
+  }
+  if (answering < voters / 2 + 1) return std::nullopt;
+  std::string removed =
+      fmt::format("member {} ({}) was removed from cluster {}, as {} of its {} voters agree", IdToHex(local.member_id),
+                  in.self.name, IdToHex(view.cluster_id), answering, voters);
+  if (in.etcd_ran) {
+    return Wait(WaitKind::kRemoved,
+                fmt::format("{}: not restarting etcd, and not rejoining, since a removal is deliberate; delete this "
+                            "node, or restart quorate to join again while the cluster is below --cluster-size",
+                            removed));
+  }
+  PlanInput fresh = in;
+  fresh.has_local_data = false;
+  Decision d = PlanWithCluster(fresh, view);
+  if (d.action == Action::kJoin) {
+    d.move_data_aside = true;
+    d.reason = OneLine(fmt::format("{}; moving its data aside (kept, not deleted), then: {}", removed, d.reason));
+    return d;
+  }
+  if (d.action == Action::kWait) {
+    d.reason = OneLine(fmt::format("{}; not restarting etcd: {}", removed, d.reason));
+    return d;
+  }
+  return Wait(WaitKind::kPeersNotReady,
+              fmt::format("{}; not restarting etcd, and not {}: {}", removed, ActionName(d.action), d.reason));
+}
+
 // Empty when the peer agrees to bootstrap a new cluster with us, else why it does not.
 std::string Disagreement(const PlanInput& in, const PeerFacts& p) {
   const AgentReport& a = p.agent;
@@ -366,6 +410,9 @@ Decision Plan(const PlanInput& input) {
   }
 
   if (input.has_local_data) {
+    if (!reporting.empty() && conflicting == nullptr && input.local) {
+      if (auto removed = PlanRemoved(input, MergeViews(reporting))) return *removed;
+    }
     Decision d = PlanRestart(input);
     if (!reporting.empty() && conflicting == nullptr) {
       ClusterView view = MergeViews(reporting);

@@ -24,6 +24,10 @@ constexpr auto kUpkeepInterval = std::chrono::seconds(1);
 struct MemberHealth {
   std::mutex mu;
   Status ready = Status::Unavailable("etcd has not answered yet");
+  // Why init asked to keep etcd stopped for now (this member was removed, or a step to retry);
+  // empty while it may run. quorate is then alive and waiting, only not ready: a liveness probe must
+  // not restart it, which would turn a removal into a rejoin.
+  std::string held;
 };
 
 // The member's own upkeep while etcd runs: promote it once it is a caught-up learner, and bring its
@@ -171,6 +175,15 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   // Decide again before every restart: the data dir may have been lost or the membership changed.
   options.before_restart = [&](LaunchSpec& spec) {
     auto again = job.Run();
+    {
+      std::lock_guard lock(health.mu);
+      std::string held = again.ok() || !again.status().IsUnavailable() ? "" : again.status().message();
+      if (!held.empty() && held != health.held) {
+        spdlog::info("decision: wait: {}", held);
+        metrics.RecordDecision(Action::kWait);
+      }
+      health.held = held;
+    }
     if (!again.ok()) return again.status();
     metrics.IncEtcdRestarts();
     metrics.RecordDecision(again->decision.action);
@@ -185,10 +198,13 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   std::unique_ptr<StatusServer> status_server;
   if (!config.status_listen.empty()) {
     StatusChecks checks;
-    checks.live = [&] { return supervisor.Alive(); };
+    checks.live = [&] {
+      std::lock_guard lock(health.mu);
+      return health.held.empty() ? supervisor.Alive() : Status::Ok();
+    };
     checks.ready = [&] {
       std::lock_guard lock(health.mu);
-      return health.ready;
+      return health.held.empty() ? health.ready : Status::Unavailable(health.held);
     };
     auto started = StatusServer::Start(config.status_listen, metrics, checks);
     if (!started.ok()) return started.status();

@@ -125,10 +125,28 @@ Status Supervisor::Run() {
 
   LaunchSpec spec = options_.spec;
   Clock::Duration backoff = options_.initial_backoff;
+  // Waits out the backoff, answering signals; true when a stop came meanwhile.
+  auto pause = [&]() -> Result<bool> {
+    Clock::TimePoint until = clock_.Now() + backoff;
+    backoff = std::min(backoff * 2, options_.max_backoff);
+    for (;;) {
+      auto waited = WaitFor(nullptr, until, true);
+      if (!waited.ok()) return waited.status();
+      if (stop_signal_ != 0) return true;
+      if (clock_.Now() >= until) return false;
+    }
+  };
   for (bool first = true;; first = false) {
     if (stop_requested_ || stop_signal_ != 0) return Status::Ok();
     if (!first && options_.before_restart) {
-      if (Status s = options_.before_restart(spec); !s.ok()) return s;
+      Status s = options_.before_restart(spec);
+      if (s.IsUnavailable()) {
+        auto stopped = pause();
+        if (!stopped.ok()) return stopped.status();
+        if (*stopped) return Status::Ok();
+        continue;
+      }
+      if (!s.ok()) return s;
     }
 
     SupervisorExit ended;
@@ -161,14 +179,9 @@ Status Supervisor::Run() {
     if (options_.on_exit) options_.on_exit(ended);
     if (ended.requested) return Status::Ok();
 
-    Clock::TimePoint restart_at = clock_.Now() + backoff;
-    backoff = std::min(backoff * 2, options_.max_backoff);
-    for (;;) {
-      auto waited = WaitFor(nullptr, restart_at, true);
-      if (!waited.ok()) return waited.status();
-      if (stop_signal_ != 0) return Status::Ok();
-      if (clock_.Now() >= restart_at) break;
-    }
+    auto stopped = pause();
+    if (!stopped.ok()) return stopped.status();
+    if (*stopped) return Status::Ok();
   }
 }
 

@@ -48,6 +48,7 @@ struct Config {
   // etcdctl-like client flags for commands that talk to a running cluster.
   std::vector<std::string> endpoints;
   TlsFiles etcdctl_tls;  // --cacert, --cert, --key
+  bool ignore_not_found = false;  // member remove: skip a MEMBER the cluster does not list
 };
 
 // A command's options: which keys it accepts. Keys are flag names without dashes ("data-dir"),

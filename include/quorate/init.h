@@ -46,8 +46,11 @@ class InitJob {
   enum class AgentMode { kWhileWaiting, kAlways };
   explicit InitJob(Config config, AgentMode agent_mode = AgentMode::kWhileWaiting);
   ~InitJob();
-  // Idempotent: `run` calls it again before every etcd restart.
+  // Idempotent: `run` calls it again before every etcd restart. Unavailable, at once, when etcd ran
+  // under this job and the cluster has since removed this member (rule 1b): the caller keeps etcd
+  // stopped and may ask again later.
   Result<InitOutcome> Run();
+  // Whether etcd runs now; once it has run, a removal of this member is no longer rejoined from.
   void SetRunning(bool running);
 
  private:

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "quorate/etcd_wal.h"
 #include "quorate/member.h"
 
 namespace quorate {
@@ -48,12 +49,17 @@ struct PlanInput {
   MemberSet expected;  // what discovery agreed on
   size_t cluster_size = 0;
   bool has_local_data = false;  // <data-dir>/member/wal exists
+  // Whose that data is, from its WAL; nullopt without data or when the WAL cannot be read.
+  std::optional<WalIdentity> local;
+  // etcd ran under this process and exited: a removal it met was an operator's, and is not undone.
+  bool etcd_ran = false;
   std::vector<PeerFacts> peers;  // every expected member except self
 };
 
 enum class Action {
   kRestart,      // rule 1: local data, start etcd on it
-  kJoin,         // rule 2: MemberAdd as learner (unless already added), start existing
+  kJoin,         // rule 2: MemberAdd as learner (unless already added), start existing;
+                 // rule 1b: first moving aside the data of a member that was removed
   kLateInitial,  // rule 3: listed in the initial cluster, never started: start new
   kReplace,      // rule 4: remove the stale ID, add as learner, start existing
   kNew,          // rule 5: every agent empty and in agreement: start new
@@ -66,6 +72,7 @@ enum class WaitKind {
   kExtra,           // the cluster is full and does not list us
   kMajorityLost,    // replace needed but no quorum: a majority has lost its data or is down
   kConflict,        // peers report different clusters: never pick one
+  kRemoved,         // rule 1b: our member was removed while etcd ran here: keep etcd stopped
 };
 
 struct Decision {
@@ -77,6 +84,7 @@ struct Decision {
   // members plus self, and the caller refreshes it from MemberAdd's answer.
   std::string initial_cluster;
   bool add_member = false;               // kJoin/kReplace: MemberAdd(self peer URLs, isLearner)
+  bool move_data_aside = false;          // kJoin by rule 1b: the old member's data goes aside first
   std::optional<MemberId> remove_id;     // kReplace: the stale ID to remove first
   std::optional<ClusterId> cluster_id;   // the cluster we will be part of, when known
   std::vector<std::string> endpoints;    // client URLs of started members, for the etcd API calls

@@ -52,7 +52,8 @@ struct SupervisorOptions {
   // After each exit and each failed restart, before the backoff.
   std::function<void(const SupervisorExit&)> on_exit;
   // Before each restart (not the first start), after the backoff: the place to decide again and
-  // change the spec. An error ends Run() with it and etcd stays down.
+  // change the spec. Unavailable defers the restart: the next backoff is waited out (signals
+  // answered) and it is asked again. Any other error ends Run() with it and etcd stays down.
   std::function<Status(LaunchSpec&)> before_restart;
 };
 

@@ -71,6 +71,10 @@ def test():
         (["init", "--name", "n9", "--data-dir", n.data_dir, "--initial-cluster", ic], "n9"),
         (["discover", "--initial-cluster", ic, "--name", "a,b"], "--name"),
         (["discovr"], "did you mean 'discover'"),
+        (["member", "remov", "n1"], "did you mean 'member remove'"),
+        (["member", "list", "n1"], "n1"),
+        (["member", "remove", "--endpoints", "http://127.0.0.1"], "--endpoints"),
+        (["member", "remove", "--ignore-not-found=maybe", "n1"], "--ignore-not-found"),
         (["member", "list", "--endpoints", "http://127.0.0.1"], "--endpoints"),
     ]
     for argv, mention in cases:

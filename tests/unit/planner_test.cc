@@ -285,6 +285,155 @@ TEST_CASE("restart beats every other rule") {
   }
 }
 
+// ---- rule 1b: local data of a member the cluster removed ----
+
+// n5 with data of its bootstrap ID in `set` (5 members); peers n<k> for k in `answering` report the
+// cluster as `members` (all started), the others do not answer on their peer URLs.
+PlanInput RemovedInput(const MemberSet& set, const std::set<int>& members, const std::set<int>& answering) {
+  PlanInput in = MakeInput(set, 5);
+  in.has_local_data = true;
+  in.local = WalIdentity{set.IdOf(MemberNo(5)), set.cluster_id()};
+  ClusterView v;
+  v.cluster_id = set.cluster_id();
+  for (int k : members) v.members.push_back(CMember(set, k, true));
+  for (auto& p : in.peers) {
+    if (answering.count(std::stoi(p.name.substr(1)))) p.cluster = v;
+  }
+  return in;
+}
+
+TEST_CASE("removed while etcd ran here: wait, never restart etcd, never rejoin") {
+  MemberSet set = MakeSet(5);
+  PlanInput in = RemovedInput(set, {1, 2, 3}, {1, 2, 3});
+  in.etcd_ran = true;
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kWait);
+  CHECK(d.wait == WaitKind::kRemoved);
+  CHECK(Contains(d.reason, "member " + IdToHex(set.IdOf(MemberNo(5))) + " (n5) was removed from cluster " +
+                               IdToHex(set.cluster_id()) + ", as 3 of its 3 voters agree"));
+  CHECK(Contains(d.reason, "not restarting etcd"));
+  CHECK_FALSE(d.move_data_aside);
+  CHECK_FALSE(d.add_member);
+}
+
+TEST_CASE("removed, and started afresh below --cluster-size: data aside, join as a learner") {
+  MemberSet set = MakeSet(5);
+  Decision d = Plan(RemovedInput(set, {1, 2, 3}, {1, 2, 3}));
+  CHECK(d.action == Action::kJoin);
+  CHECK(d.move_data_aside);
+  CHECK(d.add_member);
+  CHECK(d.initial_cluster_state == "existing");
+  CHECK(d.initial_cluster ==
+        "n1=http://127.0.0.1:2380,n2=http://127.0.0.2:2380,n3=http://127.0.0.3:2380,n5=http://127.0.0.5:2380");
+  CHECK(d.cluster_id == set.cluster_id());
+  CHECK(d.endpoints == std::vector<std::string>{ClientUrlOf(1), ClientUrlOf(2), ClientUrlOf(3)});
+  CHECK(Contains(d.reason, "was removed from cluster"));
+  CHECK(Contains(d.reason, "moving its data aside (kept, not deleted)"));
+  CHECK(Contains(d.reason, "has 3 of 5 members"));
+}
+
+TEST_CASE("removed, and started afresh at --cluster-size: wait as extra, saying it was removed") {
+  MemberSet set = MakeSet(5);
+  PlanInput in = RemovedInput(set, {1, 2, 3}, {1, 2, 3});
+  in.cluster_size = 3;
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kWait);
+  CHECK(d.wait == WaitKind::kExtra);
+  CHECK(Contains(d.reason, "was removed from cluster"));
+  CHECK(Contains(d.reason, "raise --cluster-size"));
+  CHECK_FALSE(d.move_data_aside);
+}
+
+TEST_CASE("removed, and our peer URLs since added back under a new ID") {
+  MemberSet set = MakeSet(5);
+  PlanInput in = RemovedInput(set, {1, 2, 3}, {1, 2, 3});
+  ClusterMember readded;
+  readded.id = 0xabc;
+  readded.peer_urls = {PeerUrlOf(5)};
+  for (auto& p : in.peers) {
+    if (p.cluster) p.cluster->members.push_back(readded);
+  }
+  SUBCASE("not started yet: an earlier rejoin stopped mid-way, so resume it with the data aside") {
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kJoin);
+    CHECK(d.move_data_aside);
+    CHECK_FALSE(d.add_member);
+  }
+  SUBCASE("started: someone else runs there; wait") {
+    for (auto& p : in.peers) {
+      if (p.cluster) p.cluster->members.back().client_urls = {ClientUrlOf(5)};
+    }
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kWait);
+    CHECK_FALSE(d.move_data_aside);
+  }
+}
+
+TEST_CASE("a removal is only concluded from our own cluster, lacking our ID, by a majority of its voters") {
+  // 4 voters n1..n4 without n5; n5's data says member n5 of the set's cluster. Every combination of
+  // which voters answer, whether the WAL names this cluster, whether the cluster still lists our
+  // ID (as a voter or a learner), whether etcd ran here, and the size.
+  MemberSet set = MakeSet(5);
+  int combinations = 0;
+  for (int mask = 0; mask < 16; ++mask) {
+    std::set<int> answering;
+    for (int k = 1; k <= 4; ++k) {
+      if (mask & (1 << (k - 1))) answering.insert(k);
+    }
+    for (bool same_cluster : {true, false}) {
+      for (int listed = 0; listed < 3; ++listed) {  // 0: not listed, 1: as a voter, 2: as a learner
+        for (bool etcd_ran : {false, true}) {
+          for (size_t size : {4, 5}) {
+            for (bool wal_read : {true, false}) {
+              ++combinations;
+              PlanInput in = RemovedInput(set, {1, 2, 3, 4}, answering);
+              in.etcd_ran = etcd_ran;
+              in.cluster_size = size;
+              if (!same_cluster) in.local->cluster_id = 0x1234;
+              if (!wal_read) in.local.reset();
+              if (listed != 0) {
+                ClusterMember self = CMember(set, 5, true);
+                self.is_learner = listed == 2;
+                for (auto& p : in.peers) {
+                  if (p.cluster) p.cluster->members.push_back(self);
+                }
+              }
+              Decision d = Plan(in);
+              CAPTURE(mask);
+              CAPTURE(same_cluster);
+              CAPTURE(listed);
+              CAPTURE(etcd_ran);
+              CAPTURE(size);
+              CAPTURE(wal_read);
+              CAPTURE(d.reason);
+              // Voters: n1..n4, plus n5 when it is listed as one.
+              size_t voters = 4 + (listed == 1);
+              bool removed = wal_read && same_cluster && listed == 0 && answering.size() >= voters / 2 + 1;
+              // Never a bootstrap, and data goes aside only to join an existing cluster.
+              CHECK(d.action != Action::kNew);
+              CHECK(d.action != Action::kLateInitial);
+              CHECK(d.action != Action::kReplace);
+              if (d.move_data_aside) CHECK((d.action == Action::kJoin && d.initial_cluster_state == "existing"));
+              if (!removed) {
+                CHECK(d.action == Action::kRestart);
+              } else if (etcd_ran) {
+                CHECK(d.wait == WaitKind::kRemoved);
+              } else if (size == 5) {
+                CHECK(d.action == Action::kJoin);
+                CHECK(d.move_data_aside);
+                CHECK(d.add_member);
+              } else {
+                CHECK(d.wait == WaitKind::kExtra);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(combinations == 16 * 2 * 3 * 2 * 2 * 2);
+}
+
 // ---- rule 2: conflict ----
 
 TEST_CASE("peers in different clusters: wait and never pick one") {

@@ -231,6 +231,49 @@ TEST_CASE("before_restart may change the spec, or end the run with its error") {
   CHECK(starts[2].spec.argv.size() == 5);
 }
 
+TEST_CASE("before_restart may defer a restart with Unavailable: asked again after the next backoff") {
+  FakeRig rig;
+  rig.launcher.Plan(FakeRun::ExitAfter(seconds(1), ExitStatus::Exited(0)));
+  std::vector<Clock::TimePoint> asked;
+  rig.options.before_restart = [&](LaunchSpec&) {
+    asked.push_back(rig.clock.Now());
+    return asked.size() < 3 ? Status::Unavailable("member 1 was removed") : Status::Ok();
+  };
+  Supervisor* sup = nullptr;
+  rig.options.on_start = [&](const ChildProcess&) {
+    if (rig.launcher.starts().size() == 2) sup->Stop();
+  };
+  Supervisor supervisor(rig.options);
+  sup = &supervisor;
+  REQUIRE(supervisor.Run().ok());
+  const auto& starts = rig.launcher.starts();
+  REQUIRE(starts.size() == 2);
+  REQUIRE(asked.size() == 3);
+  // Exit at 1s, backoff 1s, deferred for 2s, then 4s: started again at 8s.
+  CHECK(asked[0] - starts[0].at == seconds(2));
+  CHECK(asked[1] - asked[0] == seconds(2));
+  CHECK(asked[2] - asked[1] == seconds(4));
+  CHECK(starts[1].at == asked[2]);
+  CHECK(supervisor.stats().restarts == 1);
+}
+
+TEST_CASE("a stop while a restart is deferred ends Run at once, starting nothing") {
+  FakeRig rig;
+  rig.launcher.Plan(FakeRun::ExitAfter(seconds(1), ExitStatus::Exited(0)));
+  Supervisor* sup = nullptr;
+  int asked = 0;
+  rig.options.before_restart = [&](LaunchSpec&) {
+    if (++asked == 2) sup->Stop();
+    return Status::Unavailable("member 1 was removed");
+  };
+  Supervisor supervisor(rig.options);
+  sup = &supervisor;
+  REQUIRE(supervisor.Run().ok());
+  CHECK(asked == 2);
+  CHECK(rig.launcher.starts().size() == 1);
+  CHECK_FALSE(supervisor.Alive().ok());
+}
+
 // Real processes: short ones only, and no test waits on a timer longer than a fraction of a second.
 
 // True once `pid` ignores `sig` (field SigIgn of /proc/PID/status), so a stop cannot race its trap.
