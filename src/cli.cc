@@ -170,6 +170,11 @@ int Run(const Config& config, const Words& words) {
   return s.ok() ? 0 : Fail(s);
 }
 
+int Upkeep(const Config& config, const Words&) {
+  Status s = UpkeepNode(config);
+  return s.ok() ? 0 : Fail(s);
+}
+
 int MemberList(const Config& config, const Words&) {
   auto client = MakeEtcdClient({config.endpoints, config.etcdctl_tls, std::chrono::seconds(5)});
   auto listing = client->MemberList();
@@ -199,6 +204,12 @@ const std::vector<Command>& Commands() {
        Concat({kCommon, kDiscovery, kNode, {"write-out"}}), Init},
       {nullptr, "run", "init, then run etcd and keep it whole: restarts, learner promotion, /healthz /readyz /metrics",
        Concat({kCommon, kDiscovery, kNode, {"etcd", "status-listen"}}), Run, /*takes_extra=*/true},
+      {nullptr, "upkeep",
+       "beside an etcd started on init's config: promote this member once a caught-up learner, keep its peer URLs, "
+       "serve /healthz /readyz /metrics",
+       Concat({kCommon, {"name", "data-dir", "state-dir", "status-listen", "cert-file", "key-file", "trusted-ca-file",
+                         "cacert", "cert", "key"}}),
+       Upkeep},
       {"member", "list", "the live membership, over etcd's API",
        Concat({kCommon, {"endpoints", "cacert", "cert", "key", "write-out"}}), MemberList},
       {"member", "remove",

@@ -1,5 +1,8 @@
 #include "quorate/run.h"
 
+#include <poll.h>
+
+#include <cerrno>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -13,6 +16,7 @@
 #include "quorate/init.h"
 #include "quorate/log.h"
 #include "quorate/status_server.h"
+#include "quorate/signal_watcher.h"
 #include "quorate/supervisor.h"
 
 namespace quorate {
@@ -37,9 +41,9 @@ class Upkeep {
   Upkeep(const Config& config, Metrics& metrics, MemberHealth& health)
       : config_(config), metrics_(metrics), health_(health) {}
 
-  void SetOutcome(const InitOutcome& outcome) {
+  void SetSelf(const Member& self) {
     std::lock_guard lock(mu_);
-    self_ = outcome.self;
+    self_ = self;
     peers_.clear();
     if (auto bucket = LoadBucket(config_.state_dir); bucket.ok()) {
       for (const auto& m : bucket->members.members()) {
@@ -142,6 +146,20 @@ std::vector<std::string> EtcdArgv(const Config& c, const InitOutcome& outcome, c
   return argv;
 }
 
+// Blocks until SIGTERM or SIGINT arrives.
+Status WaitForStopSignal() {
+  auto watcher = SignalWatcher::Create({SIGTERM, SIGINT});
+  if (!watcher.ok()) return watcher.status();
+  pollfd readable{(*watcher)->fd(), POLLIN, 0};
+  while (true) {
+    if (poll(&readable, 1, -1) < 0 && errno != EINTR) return Status::FromErrno(errno, "waiting for a signal");
+    for (int signal : (*watcher)->Take()) {
+      spdlog::info("{}: quorate upkeep stops", SignalName(signal));
+      return Status::Ok();
+    }
+  }
+}
+
 }  // namespace
 
 Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_args) {
@@ -153,7 +171,7 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   metrics.RecordDecision(outcome->decision.action);
 
   Upkeep upkeep(config, metrics, health);
-  upkeep.SetOutcome(*outcome);
+  upkeep.SetSelf(outcome->self);
 
   std::vector<std::string> argv = EtcdArgv(config, *outcome, extra_etcd_args);
   SupervisorOptions options;
@@ -187,7 +205,7 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     if (!again.ok()) return again.status();
     metrics.IncEtcdRestarts();
     metrics.RecordDecision(again->decision.action);
-    upkeep.SetOutcome(*again);
+    upkeep.SetSelf(again->self);
     argv = EtcdArgv(config, *again, extra_etcd_args);
     spec.argv = argv;
     spec.unset_env = EtcdVariablesShadowedBy(argv);
@@ -215,6 +233,43 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   upkeep.Stop();
   if (result.ok()) spdlog::info("etcd stopped; quorate exits");
   return result;
+}
+
+
+Status UpkeepNode(const Config& config) {
+  auto bucket = LoadBucket(config.state_dir);
+  if (!bucket.ok()) {
+    return Status::FailedPrecondition(fmt::format(
+        "no member bucket in --state-dir {}: {}; quorate init writes it before etcd starts", config.state_dir,
+        bucket.status().message()));
+  }
+  const Member* self = bucket->members.FindByName(config.name);
+  if (self == nullptr) {
+    return Status::InvalidArgument(fmt::format("--name {} is not a member of the bucket in --state-dir {}",
+                                               config.name, config.state_dir));
+  }
+  spdlog::info("upkeep of {} beside its etcd: promoting it once a caught-up learner, keeping its peer URLs",
+               self->name);
+  Metrics metrics;
+  MemberHealth health;
+  Upkeep upkeep(config, metrics, health);
+  upkeep.SetSelf(*self);
+  std::unique_ptr<StatusServer> status_server;
+  if (!config.status_listen.empty()) {
+    StatusChecks checks;
+    checks.live = [] { return Status::Ok(); };  // etcd is another container's to watch
+    checks.ready = [&] {
+      std::lock_guard lock(health.mu);
+      return health.ready;
+    };
+    auto started = StatusServer::Start(config.status_listen, metrics, checks);
+    if (!started.ok()) return started.status();
+    status_server = std::move(*started);
+  }
+  upkeep.Start();
+  Status stopped = WaitForStopSignal();
+  upkeep.Stop();
+  return stopped;
 }
 
 }  // namespace quorate
