@@ -420,6 +420,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def control(self, method, path):
         em = self.emulator
+        # Read whether used or not: an unread body would be parsed as the connection's next request.
+        try:
+            body = self.read_body()
+        except ApiError as e:
+            return self.send_json(400, {"error": e.message})
         with em.lock:
             if method == "GET" and path == "/_emulator/requests":
                 return self.send_json(200, em.log)
@@ -428,8 +433,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.send_json(200, {})
             if method == "POST" and path == "/_emulator/config":
                 try:
-                    em.configure(self.read_body())
-                except (ApiError, ValueError, TypeError, KeyError) as e:
+                    em.configure(body)
+                except (ValueError, TypeError, KeyError) as e:
                     return self.send_json(400, {"error": str(e)})
                 return self.send_json(200, {})
         self.send_json(404, {"error": f"no emulator control {method} {path}"})
