@@ -14,7 +14,6 @@
 #include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <string_view>
 
 #include "quorate/config.h"
@@ -66,21 +65,6 @@ std::string Trimmed(std::string text) {
   return text;
 }
 
-Result<std::string> CheckApiServer(std::string url, const std::string& from);
-
-// KUBERNETES_SERVICE_HOST/PORT, joined as Go's net.JoinHostPort does.
-Result<std::string> InClusterServer() {
-  const std::string host = Env("KUBERNETES_SERVICE_HOST"), port = Env("KUBERNETES_SERVICE_PORT");
-  if (host.empty() || port.empty()) {
-    return Bad(
-        "needs the API server: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are unset (not in a pod?); run "
-        "in-cluster or give api_server=https://HOST:PORT with token_file= and ca_file=");
-  }
-  return CheckApiServer(
-      fmt::format("https://{}:{}", host.find(':') != std::string::npos ? "[" + host + "]" : host, port),
-      "KUBERNETES_SERVICE_HOST/PORT give");
-}
-
 Result<std::string> CheckApiServer(std::string url, const std::string& from) {
   auto bad = [&](const std::string& why) {
     return Bad(
@@ -97,6 +81,19 @@ Result<std::string> CheckApiServer(std::string url, const std::string& from) {
   return url;
 }
 
+// KUBERNETES_SERVICE_HOST/PORT, joined as Go's net.JoinHostPort does.
+Result<std::string> InClusterServer() {
+  const std::string host = Env("KUBERNETES_SERVICE_HOST"), port = Env("KUBERNETES_SERVICE_PORT");
+  if (host.empty() || port.empty()) {
+    return Bad(
+        "needs the API server: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are unset (not in a pod?); run "
+        "in-cluster or give api_server=https://HOST:PORT with token_file= and ca_file=");
+  }
+  return CheckApiServer(
+      fmt::format("https://{}:{}", host.find(':') != std::string::npos ? "[" + host + "]" : host, port),
+      "KUBERNETES_SERVICE_HOST/PORT give");
+}
+
 // The file must be there and readable now: a typo is better reported at start than at the first
 // request. Its content is read again on every use.
 Status CheckReadable(const std::string& path, const std::string& key, const std::string& what) {
@@ -107,8 +104,9 @@ Status CheckReadable(const std::string& path, const std::string& key, const std:
                     "or give {}=",
                     what, path, content.status().message(), key));
   }
-  if (Trimmed(*content).empty())
+  if (Trimmed(*content).empty()) {
     return Bad(fmt::format("the {} {} is empty; give {}= a file that holds it", what, path, key));
+  }
   return Status::Ok();
 }
 
@@ -342,7 +340,10 @@ Result<ListPage> ParsePodList(const Options& o, const std::string& body, const s
     const json* meta = Field(pod, "metadata");
     const std::string name = meta ? StringField(*meta, "name") : "";
     if (!IsDns1123Label(name)) {
-      return Status::InvalidArgument(fmt::format("{}: a pod without a usable metadata.name ('{}')", source, name));
+      return Status::InvalidArgument(fmt::format(
+          "{}: pod '{}' has no name usable as a DNS label under the Service (a StatefulSet's pods do): narrow "
+          "label_selector=",
+          source, name));
     }
     if (Field(*meta, "deletionTimestamp")) continue;
     NamedPorts ports;

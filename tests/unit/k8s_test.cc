@@ -222,7 +222,7 @@ TEST_CASE("k8s pod list: wrong answers name the request") {
       {"[1,2]", "not an object"},
       {R"({"kind":"ServiceList","items":[]})", "kind is 'ServiceList'"},
       {R"({"kind":"PodList","items":{}})", "items is not a list"},
-      {R"({"kind":"PodList","items":[{"metadata":{}}]})", "metadata.name"},
+      {R"({"kind":"PodList","items":[{"metadata":{}}]})", "no name usable"},
       {R"({"kind":"PodList","items":[{"metadata":{"name":"p"},"spec":{"containers":[{"ports":[{"name":"peer",
            "containerPort":"x"}]}]}}]})",
        "port 'peer'"},
