@@ -443,7 +443,9 @@ Run Quorate(const std::string& args) {
   return run;
 }
 
-TEST_CASE("emulator: quorate discover prints the pods with the IDs etcd will give them; a bad answer exits 2") {
+TEST_CASE(
+    "emulator: quorate discover prints the pods with the IDs etcd will give them; bad answers exit 2, writing "
+    "nothing") {
   Emulator& emu = Shared();
   MakeStatefulSet(emu, 3, 3);
   Run ok = Quorate(fmt::format("discover -w json --initial-cluster-token k8s-test --discovery '{}'",
@@ -468,6 +470,15 @@ TEST_CASE("emulator: quorate discover prints the pods with the IDs etcd will giv
   CHECK(bad.out.empty());
   CHECK_MESSAGE(std::count(bad.err.begin(), bad.err.end(), '\n') == 1, bad.err);
   CHECK_MESSAGE(bad.err.find("not JSON") != std::string::npos, bad.err);
+
+  emu.Configure({{"deny", {"list pods"}}});
+  const std::string data_dir = emu.certs().Path("etcd-0-data");
+  Run init = Quorate(fmt::format("init --name etcd-0 --data-dir '{}' --agent-listen 127.0.0.1:0 --discovery '{}'",
+                                 data_dir, emu.Spec("label_selector=app=etcd")));
+  CHECK(init.rc == 2);
+  CHECK_MESSAGE(std::count(init.err.begin(), init.err.end(), '\n') == 1, init.err);
+  CHECK_MESSAGE(init.err.find(R"(add verb "list" on "pods")") != std::string::npos, init.err);
+  CHECK_FALSE(std::filesystem::exists(data_dir));
 }
 
 }  // namespace quorate
