@@ -5,8 +5,9 @@ It speaks the wire format of the real API server for the few resources quorate's
 its StatefulSet tests touch, with the real paths, JSON shapes and `Status` error objects:
   - pods (v1): list (labelSelector, limit, continue), create, get, replace status, delete (immediate, or
     graceful: `gracePeriodSeconds=N` sets metadata.deletionTimestamp until a delete with 0);
-  - services (v1): create, get, list;
-  - statefulsets (apps/v1): create, get, replace, list, and the `scale` subresource (autoscaling/v1);
+  - services (v1): create, get, list, delete;
+  - statefulsets (apps/v1): create, get, replace (409 Conflict on a stale metadata.resourceVersion),
+    list, delete, and the `scale` subresource (autoscaling/v1 Scale: get, replace spec.replicas);
   - endpointslices (discovery.k8s.io/v1): list only, derived on every request from the stored
     Services (spec.selector, spec.ports, publishNotReadyAddresses) and the matching pods that have a
     podIP, by the rules of the real EndpointSlice controller for ready/serving/terminating.
@@ -24,9 +25,12 @@ wants spec.subdomain to name the Service).
 Test-only controls, without authentication, under /_emulator/:
   POST /_emulator/config   {"deny": ["list pods", "get statefulsets/scale", ...],
                             "fail": [{"method", "path_prefix", "status", "body", "times"}],
+                                     (answers the matching request with status and the raw body;
+                                      times defaults to 1, -1 for ever; auth is checked first)
                             "expire_continue": true | N (the next N requests with a continue token),
                             "max_page": N}   each key given replaces that setting
-  GET  /_emulator/requests the request log: [{"method", "path", "query", "authorized", "status"}]
+  GET  /_emulator/requests the API requests so far: [{"method", "path", "query" (name -> value),
+                           "authorized", "status"}]
   POST /_emulator/reset    no objects, no settings, an empty log
 
 Usage: apiserver_emulator.py --listen HOST:PORT --cert CERT --key KEY --token-file FILE
