@@ -64,7 +64,8 @@ Result<size_t> ParseStatefulSetReplicas(const std::string& body, const std::stri
 
 // The API server's refusal as one line for the operator: `call` says what was asked (verb,
 // resource, API group), `status` the HTTP code and `body` its Status object. 403 names the RBAC
-// rule to add, 404 the key to fix; 5xx and 429 are Unavailable, the rest InvalidArgument.
+// rule to add, 404 of a namespace or StatefulSet the key to fix; a pod gone since a slice named it,
+// 5xx and 429 are Unavailable (look again later), the rest InvalidArgument.
 struct Call {
   std::string verb;      // list, get
   std::string resource;  // pods, endpointslices, statefulsets
