@@ -419,7 +419,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             code, body = e.code, status_object(e.code, e.reason, e.message, e.details)
         except (ValueError, TypeError, KeyError) as e:
             code, body = 400, status_object(400, "BadRequest", f"the request is malformed: {e!r}")
-        entry["status"] = code
+        with em.lock:  # the log may be read out at this moment
+            entry["status"] = code
         self.send_json(code, body)
 
     def control(self, method, path):
