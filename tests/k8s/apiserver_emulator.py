@@ -25,8 +25,9 @@ wants spec.subdomain to name the Service).
 Test-only controls, without authentication, under /_emulator/:
   POST /_emulator/config   {"deny": ["list pods", "get statefulsets/scale", ...],
                             "fail": [{"method", "path_prefix", "status", "body", "times"}],
-                                     (answers the matching request with status and the raw body;
-                                      times defaults to 1, -1 for ever; auth is checked first)
+                                     (answers the matching request with status and the raw body,
+                                      after "delay" seconds if given; times defaults to 1, -1 for
+                                      ever; auth is checked first)
                             "expire_continue": true | N (the next N requests with a continue token),
                             "max_page": N}   each key given replaces that setting
   GET  /_emulator/requests the API requests so far: [{"method", "path", "query" (name -> value),
@@ -48,6 +49,7 @@ import socket
 import ssl
 import sys
 import threading
+import time
 import urllib.parse
 import uuid
 
@@ -407,14 +409,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 if not authorized:
                     raise ApiError(401, "Unauthorized", "Unauthorized")
                 failure = em.take_failure(method, url.path)
-                if failure:
-                    code, body = failure["status"], failure.get("body", "").encode()
-                else:
+                if not failure:
                     route = PATH.match(url.path)
                     if not route:
                         raise ApiError(404, "NotFound", "the server could not find the requested resource")
                     code, body = em.handle(method, route.groupdict(), query, request_body)
                     body = json.dumps(body).encode()
+            if failure:
+                # A slow answer lets a test change something (rotate the token) while the client waits.
+                time.sleep(failure.get("delay", 0))
+                code, body = failure["status"], failure.get("body", "").encode()
         except ApiError as e:
             code, body = e.code, status_object(e.code, e.reason, e.message, e.details)
         except (ValueError, TypeError, KeyError) as e:

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../unit/test_certs.h"
@@ -220,8 +221,9 @@ void MakeStatefulSet(Emulator& emu, int replicas, int pods, bool ready = true) {
 }
 
 // The next GET under `path_prefix` answers `status` with `body`, as it is.
-json FailOnce(const std::string& path_prefix, int status, const std::string& body) {
+json FailOnce(const std::string& path_prefix, int status, const std::string& body, double delay_seconds = 0) {
   json failure = {{"method", "GET"}, {"path_prefix", path_prefix}, {"status", status}, {"body", body}};
+  if (delay_seconds > 0) failure["delay"] = delay_seconds;
   return {{"fail", json::array({failure})}};
 }
 
@@ -315,6 +317,23 @@ TEST_CASE("emulator: a rotated token is read again; a rejected one names the tok
   size_t unauthorized = 0;
   for (const json& r : emu.Requests()) unauthorized += r["authorized"] == false;
   CHECK(unauthorized == 1);
+
+  // Rotated while a request was on its way: the 401 sends the file's new token once more.
+  emu.Configure(FailOnce(
+      "/api/v1/namespaces/default/pods", 401,
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401})",
+      /*delay_seconds=*/1));
+  std::thread rotate([&emu] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    emu.SetEmulatorToken("token-4");
+    emu.SetClientToken("token-4");
+  });
+  auto retried = provider->Discover();
+  rotate.join();
+  CHECK_MESSAGE(retried.ok(), retried.status().message());
+  size_t refused_in_flight = 0;
+  for (const json& r : emu.Requests()) refused_in_flight += r["status"] == 401 && r["authorized"] == true;
+  CHECK(refused_in_flight == 1);
 }
 
 TEST_CASE("emulator: 403 names the verb and resource to grant") {
