@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "quorate/provider.h"
+#include "scoped_env.h"
 
 namespace quorate {
 namespace {
@@ -22,30 +23,6 @@ const std::string kEmptySha = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca
 const std::string kDocSecret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
 
 bool Mentions(const Status& s, const std::string& text) { return s.message().find(text) != std::string::npos; }
-
-// Sets AWS_* for one test case and puts back what was there.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 }  // namespace
 
