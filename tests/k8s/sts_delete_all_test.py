@@ -1,0 +1,54 @@
+"""StatefulSet life cycle, k8s/run: one pod deleted, then every pod deleted at once (no preStop hook,
+nothing removed from the cluster): each comes back with a new IP, its volume and the same member
+ID, restarts on its data, and the data survives."""
+import harness
+import statefulset
+from harness import check, log
+
+
+def delete_all_and_recreate(c):
+    pods = c.create()
+    before = c.wait_ready()
+    cluster_id = set(c.cluster_ids().values())
+    for i in range(20):
+        c.put(f"/before/{i}", str(i))
+    ips = {p.name: p.ip for p in pods}
+    log(f"deleting all of {sorted(before)} at once")
+    pods = c.delete_pods([p.name for p in pods])
+    check(all(p.ip != ips[p.name] for p in pods), "a recreated pod kept its IP")
+    watch = harness.ClusterIdWatch(c, pods)
+    watch.start()
+    after = c.wait_ready()
+    seen = watch.finish()
+    check(after == before, f"member IDs changed: {before} -> {after}")
+    check(set(c.cluster_ids().values()) == cluster_id, f"cluster ID changed: {cluster_id} -> {c.cluster_ids()}")
+    check(set(seen) <= cluster_id, f"another cluster was seen: {seen}")
+    for p in pods:
+        for i in range(20):
+            check(c.get(f"/before/{i}", p) == str(i), f"{p.name} lost /before/{i}")
+    return pods
+
+
+def delete_one(c, name):
+    before = c.wait_ready()
+    writer = statefulset.Writer(c, [p for p in c.pod_list() if p.name != name])
+    writer.start()
+    log(f"deleting pod {name}")
+    pod, = c.delete_pods([name])
+    after = c.wait_ready()
+    writer.finish()
+    check(after == before, f"member IDs changed: {before} -> {after}")
+    check(not writer.failures, f"writes failed while {name} was away: {writer.failures[:5]}")
+    check(set(c.decisions(pod)[1:]) == {"restart"}, f"{name} decided {c.decisions(pod)} (first pod, then recreated)")
+
+
+def test():
+    c = statefulset.StatefulSetCluster("run")
+    pods = delete_all_and_recreate(c)
+    for p in pods:
+        check(c.decisions(p)[1:] == ["restart"], f"{p.name} decided {c.decisions(p)} (first pod, then recreated)")
+    delete_one(c, pods[2].name)
+
+
+if __name__ == "__main__":
+    statefulset.main(test)

@@ -1,0 +1,46 @@
+"""StatefulSet life cycle, k8s/run: a PVC deleted with its pod. The recreated pod, with an empty
+volume, replaces its member through a raft learner (old ID removed, new one promoted) while a writer
+keeps writing through the other members: the cluster stays writable throughout."""
+import harness
+import statefulset
+from harness import check, log
+
+
+def lose_volume(c):
+    """Deletes the second pod's PVC with the pod; checks the replacement, the data and the writes."""
+    pods = c.pod_list()
+    before = c.wait_ready()
+    for i in range(20):
+        c.put(f"/before/{i}", str(i))
+    victim = pods[1]
+    others = [p for p in pods if p is not victim]
+    writer = statefulset.Writer(c, others)
+    writer.start()
+    watch = harness.ClusterIdWatch(c, others)
+    watch.start()
+    log(f"deleting PVC data-{victim.name} and pod {victim.name}")
+    victim = c.delete_pvc("data", victim.name)
+    after = c.wait_ready(timeout=120)
+    writer.finish()
+    seen = watch.finish()
+    log(f"member IDs {before} -> {after}; {len(writer.ok)} writes, {len(writer.failures)} failed")
+    check(set(after) == set(before), f"members {sorted(before)} became {sorted(after)}")
+    check(after[victim.name] != before[victim.name], f"{victim.name} kept ID {before[victim.name]} with no data")
+    check(all(after[p.name] == before[p.name] for p in others), f"another member changed: {before} -> {after}")
+    check(not writer.failures, f"writes failed while the member was replaced: {writer.failures[:5]}")
+    check(len(writer.ok) > 20, f"only {len(writer.ok)} writes went through")
+    check(len(seen) == 1, f"more than one cluster was seen: {seen}")
+    check(c.decisions(victim)[-1:] == ["replace"], f"{victim.name} decided {c.decisions(victim)}")
+    for i in range(20):
+        check(c.get(f"/before/{i}", victim) == str(i), f"the replacement lacks /before/{i}")
+    harness.wait_until(lambda: c.get(writer.ok[-1], victim) != "", 10, f"the replacement to have {writer.ok[-1]}")
+
+
+def test():
+    c = statefulset.StatefulSetCluster("run")
+    c.create()
+    lose_volume(c)
+
+
+if __name__ == "__main__":
+    statefulset.main(test)
