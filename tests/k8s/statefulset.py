@@ -155,7 +155,8 @@ class DnsServer:
         if not os.path.exists(dnsmasq):
             harness.skip("dnsmasq is not installed (scripts/deps installs dnsmasq-base)")
         self.proc = spawn([dnsmasq, "-k", "--no-resolv", "--no-hosts", f"--addn-hosts={self.hosts}",
-                           f"--local=/{CLUSTER_DOMAIN}/", "--bind-interfaces", "--listen-address=127.0.0.1",
+                           f"--local=/{CLUSTER_DOMAIN}/", "--local=/svc/", "--bind-interfaces",
+                           "--listen-address=127.0.0.1",
                            "--port=53", "--user=root", "--log-facility=-", "--neg-ttl=0", "--local-ttl=0"],
                           os.path.join(workdir, "dnsmasq.log"))
         wait_until(lambda: "127.0.0.1:53 " in run(["ss", "-lun"]).stdout, 10,
@@ -237,13 +238,11 @@ class Pod:
         self.ordinal = ordinal
         self.name = f"{cluster.sts_name}-{ordinal}"
         self.ip = ip
-        self.template = cluster.sts["spec"]["template"]
-        self.spec = self.template["spec"]
+        self.spec = cluster.sts["spec"]["template"]["spec"]
         self.log_path = os.path.join(cluster.dir, f"{self.name}.log")
         self.containers = []
         self.ready = False
         self.deleting = False
-        self.init_done = threading.Event()
         self._thread = None
         svc = cluster.sts["spec"]["serviceName"]
         self.fqdn = f"{self.name}.{svc}.{NAMESPACE}.svc.{CLUSTER_DOMAIN}"
@@ -325,7 +324,6 @@ class Pod:
                 backoff = min(backoff * 2, 10)
             if self.deleting:
                 return
-        self.init_done.set()
         self.containers = [Container(self, spec) for spec in self.spec["containers"]]
         for c in self.containers:
             c.start()
@@ -464,6 +462,30 @@ class StatefulSetCluster:
         path = os.path.join(self.dir, "secrets", name)
         check(os.path.isdir(path), f"Secret {name} does not exist: create it first (the README says how)")
         return path
+
+    def create_tls_secret(self, name):
+        """The Secret k8s/README.md asks for: ca.crt, and tls.crt/tls.key good for server and client
+        auth, naming every pod of the headless Service and the client Service. And 127.0.0.1: etcd
+        checks a peer's certificate against the address it connects from (a wildcard name by the
+        address's PTR record), and these pods all connect from 127.0.0.1, not from their pod IP."""
+        path = os.path.join(self.dir, "secrets", name)
+        os.makedirs(path)
+        svc = self.sts["spec"]["serviceName"]
+        sans = (f"DNS:*.{svc}.{NAMESPACE}.svc.{CLUSTER_DOMAIN},DNS:*.{svc}.{NAMESPACE}.svc,"
+                f"DNS:{svc}-client.{NAMESPACE}.svc,IP:127.0.0.1")
+        ext = os.path.join(path, "ext.cnf")
+        with open(ext, "w") as f:
+            f.write(f"subjectAltName={sans}\nextendedKeyUsage=serverAuth,clientAuth\n")
+        ca_key, csr = os.path.join(path, "ca.key"), os.path.join(path, "tls.csr")
+        for argv in (["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                      "-keyout", ca_key, "-out", f"{path}/ca.crt", "-days", "2", "-subj", "/CN=etcd-ca"],
+                     ["openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                      "-keyout", f"{path}/tls.key", "-out", csr, "-subj", f"/CN={svc}"],
+                     ["openssl", "x509", "-req", "-in", csr, "-CA", f"{path}/ca.crt", "-CAkey", ca_key,
+                      "-CAcreateserial", "-out", f"{path}/tls.crt", "-days", "2", "-extfile", ext]):
+            run(argv, check_rc=0)
+        for extra in (ca_key, csr, ext, f"{path}/ca.srl"):
+            os.remove(extra)
 
     def report_status(self, pod):
         status = {"phase": "Running", "podIP": pod.ip, "podIPs": [{"ip": pod.ip}],
