@@ -157,6 +157,28 @@ def run(argv, prefix=(), timeout=120, check_rc=None, env=None):
     return r
 
 
+def http_get(url, context=None):
+    """(status, body) of GET url; status 0 when nothing answers there (yet)."""
+    import urllib.request
+    import urllib.error
+    try:
+        with urllib.request.urlopen(url, timeout=2, context=context) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except (urllib.error.URLError, OSError) as e:
+        return 0, str(e)
+
+
+def tail(path, n):
+    """The last n lines of a log file ("" while it does not exist)."""
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-n:])
+    except FileNotFoundError:
+        return ""
+
+
 def to_hex(i):
     return format(int(i), "x")
 
@@ -243,22 +265,10 @@ class Node:
         shutil.rmtree(self.data_dir, ignore_errors=True)
 
     def http(self, path):
-        import urllib.request
-        import urllib.error
-        try:
-            with urllib.request.urlopen(f"http://{self.ip}:2383{path}", timeout=2) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-        except (urllib.error.URLError, OSError) as e:  # not listening (yet)
-            return 0, str(e)
+        return http_get(f"http://{self.ip}:2383{path}")
 
     def log_tail(self, n=40):
-        try:
-            with open(self.log_path, errors="replace") as f:
-                return "".join(f.readlines()[-n:])
-        except FileNotFoundError:
-            return ""
+        return tail(self.log_path, n)
 
 
 class Cluster:

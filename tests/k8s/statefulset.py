@@ -380,13 +380,7 @@ class Pod:
     def http(self, scheme, port, path):
         """(status, body) of GET path on this pod, as the kubelet probes it: 0 when nothing answers."""
         context = ssl._create_unverified_context() if scheme == "https" else None
-        try:
-            with urllib.request.urlopen(f"{scheme}://{self.ip}:{port}{path}", timeout=2, context=context) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-        except (urllib.error.URLError, OSError) as e:
-            return 0, str(e)
+        return harness.http_get(f"{scheme}://{self.ip}:{port}{path}", context)
 
     def probe(self, path):
         """GET path on quorate run's status port, as the manifest's probes ask."""
@@ -404,11 +398,7 @@ class Pod:
             self._thread.join(timeout=15)
 
     def log_tail(self, n=40):
-        try:
-            with open(self.log_path, errors="replace") as f:
-                return "".join(f.readlines()[-n:])
-        except FileNotFoundError:
-            return ""
+        return harness.tail(self.log_path, n)
 
 
 class StatefulSetCluster:
