@@ -92,6 +92,10 @@ def test():
     for argv, mention in cases:
         if argv[:1] == ["init"] and n.data_dir in argv:
             expect_bad(c, [used.data_dir if a == n.data_dir else a for a in argv], mention)
+    # upkeep runs beside that node's etcd: only for the member its bucket names.
+    expect_bad(c, ["upkeep", "--name", "n9", "--data-dir", used.data_dir], "n9")
+    expect_bad(c, ["upkeep", "--name", used.name, "--data-dir", used.data_dir, "--status-listen", "nowhere"],
+               "--status-listen")
     # A corrupt bucket and a half-made member dir are moved aside only once the input is known good.
     with open(os.path.join(used.data_dir, "quorate", "bucket.json"), "w") as f:
         f.write('{"format": "quorate.bucket/v1", "clus')
