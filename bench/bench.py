@@ -78,14 +78,18 @@ def writable(nodes):
 
 
 def children(pid):
-    """The child processes of pid, from every thread (quorate spawns etcd from one of its threads)."""
+    """The child processes of pid, by their parent in /proc/*/stat: quorate spawns etcd from a thread
+    that may be gone by now, which /proc/PID/task/*/children would miss."""
     out = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                out += [int(p) for p in f.read().split()]
-    except OSError:
-        pass
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(d))
+        except (OSError, IndexError, ValueError):
+            pass
     return out
 
 
@@ -371,6 +375,11 @@ class Bench:
 
     # --- heal (quorate run, N=3) -----------------------------------------------------------------
 
+    def settle(self):
+        """Lets a fresh cluster run as an old one would have: etcd refuses MemberAdd until every voter
+        has been connected for 5 s, which a cluster seconds old has not."""
+        time.sleep(6)
+
     def heal_once(self, token):
         nodes = [1, 2, 3]
         ic = self.static_cluster(3)
@@ -378,6 +387,7 @@ class Bench:
         for i in nodes:
             self.spawn(i, argv(i), "heal")
         self.wait(lambda: healthy(nodes), self.args.timeout, "heal: initial cluster healthy")
+        self.settle()
         out = {}
 
         # etcd child SIGKILLed: until node 2's etcd (restarted by quorate) is healthy again.
@@ -389,6 +399,7 @@ class Bench:
         self.wait(lambda: (c := children(self.procs[2].pid)) and c[0] != old[0] and healthy(nodes),
                   self.args.timeout, "heal: restarted etcd healthy")
         out["etcd_killed"] = time.monotonic() - t0
+        self.settle()
 
         # Data dir wiped: node 2 stopped, its data removed, started again; until it is a voter again
         # (quorate removes the stale member, adds it as a learner, promotes it when caught up).
@@ -398,6 +409,7 @@ class Bench:
         t0 = time.monotonic()
         self.wait(lambda: healthy(nodes), self.args.timeout, "heal: replacement a voter")
         out["data_wiped"] = time.monotonic() - t0
+        self.settle()
 
         # All members restarted at once: until a put succeeds.
         self.stop_all(nodes)
