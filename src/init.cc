@@ -234,6 +234,38 @@ Result<std::optional<MemberSet>> ReadSealed(const Config& c, bool can_discover, 
   }
 }
 
+// etcd 3.4, started `new` without a WAL, first asks the other members' peer URLs in sorted order,
+// one second each, whether it was bootstrapped already (isMemberBootstrapped), and only then serves
+// its own peer URL. An etcd busy with that check has its peer port open and answers nothing, so N
+// etcds started at the same moment wait up to N-1 seconds for one another. Hence only the member
+// owning the smallest peer URL (the first one every other etcd asks) starts at once; the others
+// start once it answers GET /members, which takes its etcd milliseconds, as no peer etcd listens
+// yet. Only the start is delayed, never the decision; after kFirstPeerWait this member starts anyway.
+constexpr auto kFirstPeerWait = std::chrono::seconds(5);
+constexpr auto kFirstPeerPoll = std::chrono::milliseconds(20);
+constexpr auto kFirstPeerCallTimeout = std::chrono::milliseconds(200);
+
+void WaitForFirstPeer(const Config& c, const MemberSet& expected, const Member& self) {
+  const std::string* first = nullptr;
+  for (const auto& m : expected.members()) {
+    for (const auto& u : m.peer_urls) {
+      if (first == nullptr || u < *first) first = &u;
+    }
+  }
+  if (first == nullptr || std::find(self.peer_urls.begin(), self.peer_urls.end(), *first) != self.peer_urls.end()) {
+    return;
+  }
+  spdlog::info("starting etcd once {} answers: it is the first peer URL every new etcd asks", *first);
+  auto until = SteadyClock::now() + kFirstPeerWait;
+  while (!ProbeMembers(*first, c.peer_tls, kFirstPeerCallTimeout).ok()) {
+    if (SteadyClock::now() >= until) {
+      spdlog::info("{} does not answer after {}s: starting etcd anyway", *first, kFirstPeerWait.count());
+      return;
+    }
+    std::this_thread::sleep_for(kFirstPeerPoll);
+  }
+}
+
 }  // namespace
 
 bool HasEtcdData(const std::string& data_dir) {
@@ -501,6 +533,7 @@ Result<InitOutcome> InitJob::Run() {
     std::this_thread::sleep_for(kPollInterval);
   }
   spdlog::info("decision: {}: {}", ActionName(decision.action), decision.reason);
+  if (decision.action == Action::kNew) WaitForFirstPeer(c, *expected, self);
   MemberId member_id = expected->IdOf(self);
   if (decision.move_data_aside) {
     auto moved = MoveAside(c.data_dir + "/member", "removed");

@@ -1,0 +1,698 @@
+"""quorate's benchmarks: bootstrap time side by side with etcd's own ways, heal times, footprint.
+
+bench/run starts this inside a network namespace of its own (lo up, /etc/resolv.conf pointing at
+127.0.0.1), so every node takes 127.0.0.I with etcd's standard ports without touching anything
+outside, and a dnsmasq on 127.0.0.1:53 answers the SRV records for etcd and quorate alike.
+
+Healthy, for every method alike: every node's etcd answers GET /health with {"health":"true"} (etcd
+checks that it has a leader and serves a quorum read) and node 1 lists exactly N members, each
+started (named, with client URLs) and none a learner.
+"""
+import argparse
+import base64
+import json
+import os
+import platform
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+DOMAIN = "bench.test"
+POLL = 0.05  # the health poll; 50 ms is well below the differences measured
+
+
+def ip(i):
+    return f"127.0.0.{i}"
+
+
+def host(i):
+    return f"node{i}.{DOMAIN}"
+
+
+def http(url, body=None, timeout=1.0):
+    data = json.dumps(body).encode() if body is not None else None
+    with urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=timeout) as r:
+        return json.loads(r.read().decode())
+
+
+def etcd_healthy(i):
+    try:
+        return http(f"http://{ip(i)}:2379/health").get("health") == "true"
+    except (OSError, ValueError):
+        return False
+
+
+def members(i):
+    """etcd's member list through its gRPC gateway on node i's client URL, or None."""
+    try:
+        return http(f"http://{ip(i)}:2379/v3/cluster/member/list", {}).get("members", [])
+    except (OSError, ValueError):
+        return None
+
+
+def healthy(nodes):
+    if not all(etcd_healthy(i) for i in nodes):
+        return False
+    ml = members(nodes[0])
+    return ml is not None and len(ml) == len(nodes) and all(
+        m.get("name") and m.get("clientURLs") and not m.get("isLearner") for m in ml)
+
+
+def writable(nodes):
+    """A put succeeds through any node."""
+    kv = {"key": base64.b64encode(b"/bench/w").decode(), "value": base64.b64encode(b"1").decode()}
+    for i in nodes:
+        try:
+            http(f"http://{ip(i)}:2379/v3/kv/put", kv, timeout=2)
+            return True
+        except (OSError, ValueError):
+            pass
+    return False
+
+
+def children(pid):
+    """The child processes of pid, by their parent in /proc/*/stat: quorate spawns etcd from a thread
+    that may be gone by now, which /proc/PID/task/*/children would miss."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(d))
+        except (OSError, IndexError, ValueError):
+            pass
+    return out
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+class Timeout(Exception):
+    pass
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.work = tempfile.mkdtemp(prefix="quorate-bench-")
+        self.procs = {}  # node index -> Popen (etcd, or quorate run with etcd as its child)
+        self.keep_pids = {os.getpid()}
+        self.loads = []
+        self.trial = 0
+
+    # --- processes ---------------------------------------------------------------------------
+
+    def spawn(self, i, argv, tag):
+        log = open(os.path.join(self.work, f"{tag}-node{i}.log"), "ab")
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+        log.close()
+        self.procs[i] = p
+        return p
+
+    def stop(self, i, sig=signal.SIGTERM):
+        p = self.procs.pop(i, None)
+        if p is None or p.poll() is not None:
+            return
+        p.send_signal(sig)
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+    def stop_all(self, nodes):
+        """SIGTERM to every node at once (quorate forwards it to etcd), then waits for each."""
+        for i in nodes:
+            self.procs[i].send_signal(signal.SIGTERM)
+        for i in nodes:
+            p = self.procs.pop(i)
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+    def kill_all(self):
+        """SIGKILL to every node's process group, then to anything else left in this network
+        namespace (all of it started by this bench) except dnsmasq and ourselves."""
+        for p in self.procs.values():
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            p.wait()
+        self.procs.clear()
+        own = os.readlink("/proc/self/ns/net")
+        for d in os.listdir("/proc"):
+            if not d.isdigit() or int(d) in self.keep_pids:
+                continue
+            try:
+                if os.readlink(f"/proc/{d}/ns/net") == own:
+                    os.kill(int(d), signal.SIGKILL)
+            except OSError:
+                pass
+
+    def reset(self):
+        self.kill_all()
+        for d in os.listdir(self.work):
+            if d.startswith("data") or d == "rendezvous":
+                shutil.rmtree(os.path.join(self.work, d))
+        time.sleep(0.3)  # let the kernel release the ports
+
+    def data_dir(self, i):
+        return os.path.join(self.work, f"data{i}")
+
+    def wait(self, cond, timeout, what):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if cond():
+                return time.monotonic()
+            time.sleep(POLL)
+        raise Timeout(what)
+
+    # --- set-up: DNS and certificates ----------------------------------------------------------
+
+    def start_dns(self, sizes):
+        """dnsmasq for bench.test: node hosts, plus per size N the SRV records of nodes 1..N as
+        _etcd-server-ssl._tcp.sN.bench.test (etcd's own https discovery) and
+        _etcd-server._tcp.qN.bench.test (quorate's dns-srv)."""
+        lines = [f"host-record={host(i)},{ip(i)}" for i in range(1, max(sizes) + 1)]
+        for n in sizes:
+            for i in range(1, n + 1):
+                lines.append(f"srv-host=_etcd-server-ssl._tcp.s{n}.{DOMAIN},{host(i)},2380,0,10")
+                lines.append(f"srv-host=_etcd-server._tcp.q{n}.{DOMAIN},{host(i)},2380,0,10")
+        conf = os.path.join(self.work, "dnsmasq.conf")
+        with open(conf, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        dnsmasq = shutil.which("dnsmasq") or "/usr/sbin/dnsmasq"
+        p = subprocess.Popen([dnsmasq, "-k", f"--conf-file={conf}", "--no-resolv", "--no-hosts",
+                              f"--local=/{DOMAIN}/", "--bind-interfaces", "--listen-address=127.0.0.1",
+                              "--port=53", "--user=root", "--log-facility=-"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        self.keep_pids.add(p.pid)
+        self.dns = p
+        out = ""
+        for _ in range(100):
+            out = subprocess.run(["getent", "hosts", host(1)], capture_output=True, text=True).stdout
+            if ip(1) in out:
+                return
+            time.sleep(0.1)
+        sys.exit(f"bench: dnsmasq does not answer for {host(1)}")
+
+    def make_certs(self, count):
+        """A CA and one peer certificate per node (server and client use, SANs: its name, *.bench.test
+        for the SRV domains etcd checks, its IP, and 127.0.0.1: the kernel picks that as the source
+        address of every peer connection on lo, and etcd checks client certificates against it)."""
+        d = os.path.join(self.work, "tls")
+        os.makedirs(d)
+
+        def ssl(*a):
+            subprocess.run(["openssl", *a], check=True, capture_output=True, cwd=d)
+        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        ssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=quorate-bench-ca")
+        for i in range(1, count + 1):
+            with open(os.path.join(d, f"node{i}.ext"), "w") as f:
+                f.write(f"subjectAltName=DNS:{host(i)},DNS:*.{DOMAIN},DNS:{DOMAIN},IP:{ip(i)},IP:127.0.0.1\n"
+                        "extendedKeyUsage=serverAuth,clientAuth\nkeyUsage=digitalSignature,keyAgreement\n")
+            ssl("req", "-new", *ec, "-keyout", f"node{i}.key", "-out", f"node{i}.csr", "-subj", f"/CN={host(i)}")
+            ssl("x509", "-req", "-in", f"node{i}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+                "-days", "2", "-extfile", f"node{i}.ext", "-out", f"node{i}.crt")
+        self.tls = d
+
+    # --- the bootstrap methods ------------------------------------------------------------------
+
+    def etcd_args(self, i, token, peer_url=None):
+        return ["etcd", "--name", f"node{i}", "--data-dir", self.data_dir(i),
+                "--listen-peer-urls", f"http://{ip(i)}:2380", "--initial-advertise-peer-urls",
+                peer_url or f"http://{ip(i)}:2380", "--listen-client-urls", f"http://{ip(i)}:2379",
+                "--advertise-client-urls", f"http://{ip(i)}:2379", "--initial-cluster-token", token]
+
+    def quorate_args(self, i, token, peer_url=None):
+        return [self.args.quorate, "run", "--name", f"node{i}", "--data-dir", self.data_dir(i),
+                "--listen-peer-urls", f"http://{ip(i)}:2380", "--initial-advertise-peer-urls",
+                peer_url or f"http://{ip(i)}:2380", "--listen-client-urls", f"http://{ip(i)}:2379",
+                "--advertise-client-urls", f"http://{ip(i)}:2379", "--initial-cluster-token", token,
+                "--agent-listen", f"{ip(i)}:2382", "--status-listen", f"{ip(i)}:2383", "--timeout", "120s"]
+
+    @staticmethod
+    def static_cluster(n, scheme="http"):
+        return ",".join(f"node{i}={scheme}://{ip(i)}:2380" for i in range(1, n + 1))
+
+    def concurrent(self, n, argv_for, tag):
+        """Starts every node at once; seconds from the last start to healthy, and for quorate the
+        seconds from the last start until every node had spawned its etcd (its own decision time)."""
+        nodes = list(range(1, n + 1))
+        for i in nodes:
+            self.spawn(i, argv_for(i), tag)
+        t0 = time.monotonic()
+        etcd_seen = {}
+        done = threading.Event()
+
+        def watch_spawns():
+            # A thread of its own: a health poll can block for most of a second while etcd has no
+            # leader, and the spawns happen meanwhile.
+            while not done.is_set() and len(etcd_seen) < n:
+                for i in nodes:
+                    if i not in etcd_seen and children(self.procs[i].pid):
+                        etcd_seen[i] = time.monotonic()
+                time.sleep(0.01)
+        watcher = threading.Thread(target=watch_spawns)
+        if argv_for(1)[0] == self.args.quorate:
+            watcher.start()
+        try:
+            t1 = self.wait(lambda: healthy(nodes), self.args.timeout, f"{tag} N={n} healthy")
+        finally:
+            done.set()
+            if watcher.is_alive():
+                watcher.join()
+        extra = {}
+        if len(etcd_seen) == n:
+            extra["etcd_spawned_s"] = round(max(etcd_seen.values()) - t0, 3)
+        return t1 - t0, extra
+
+    def m_etcd_static(self, n, token):
+        ic = self.static_cluster(n)
+        return self.concurrent(n, lambda i: self.etcd_args(i, token) + [
+            "--initial-cluster", ic, "--initial-cluster-state", "new"], "etcd-static")
+
+    def m_etcd_srv(self, n, token):
+        def argv(i):
+            a = self.etcd_args(i, token, peer_url=f"https://{host(i)}:2380")
+            a[a.index("--listen-peer-urls") + 1] = f"https://{ip(i)}:2380"
+            return a + ["--discovery-srv", f"s{n}.{DOMAIN}", "--initial-cluster-state", "new",
+                        "--peer-cert-file", f"{self.tls}/node{i}.crt", "--peer-key-file", f"{self.tls}/node{i}.key",
+                        "--peer-trusted-ca-file", f"{self.tls}/ca.crt", "--peer-client-cert-auth"]
+        return self.concurrent(n, argv, "etcd-srv")
+
+    def m_etcd_one_by_one(self, n, token):
+        """The etcd-operator/etcdadm way: node 1 alone as a new cluster, then for each next node
+        `etcdctl member add` (retried while etcd refuses, e.g. "unhealthy cluster") and a start with
+        --initial-cluster-state existing and the initial cluster etcdctl printed."""
+        self.spawn(1, self.etcd_args(1, token) + ["--initial-cluster", self.static_cluster(1),
+                                                  "--initial-cluster-state", "new"], "etcd-one-by-one")
+        t0 = time.monotonic()
+        deadline = t0 + self.args.timeout
+        adds = 0
+        self.wait(lambda: healthy([1]), self.args.timeout, "one-by-one node 1 healthy")
+        for k in range(2, n + 1):
+            endpoints = ",".join(f"http://{ip(i)}:2379" for i in range(1, k))
+            while True:
+                adds += 1
+                r = subprocess.run(["etcdctl", "--endpoints", endpoints, "--dial-timeout", "2s",
+                                    "--command-timeout", "5s", "member", "add", f"node{k}",
+                                    f"--peer-urls=http://{ip(k)}:2380"], capture_output=True, text=True)
+                if r.returncode == 0:
+                    break
+                if time.monotonic() > deadline:
+                    raise Timeout(f"member add node{k}: {r.stderr.strip()}")
+                time.sleep(0.2)
+            ic = next(l.split("=", 1)[1].strip('"') for l in r.stdout.splitlines()
+                      if l.startswith("ETCD_INITIAL_CLUSTER="))
+            self.spawn(k, self.etcd_args(k, token) + ["--initial-cluster", ic,
+                                                      "--initial-cluster-state", "existing"], "etcd-one-by-one")
+        t1 = self.wait(lambda: healthy(list(range(1, n + 1))), max(1, deadline - time.monotonic()),
+                       f"one-by-one N={n} healthy")
+        return t1 - t0, {"member_add_calls": adds}
+
+    def m_quorate_static(self, n, token):
+        ic = self.static_cluster(n)
+        return self.concurrent(n, lambda i: self.quorate_args(i, token) + ["--initial-cluster", ic], "quorate-static")
+
+    def m_quorate_srv(self, n, token):
+        return self.concurrent(n, lambda i: self.quorate_args(i, token, peer_url=f"http://{host(i)}:2380") + [
+            "--discovery-srv", f"q{n}.{DOMAIN}"], "quorate-dns-srv")
+
+    def m_quorate_file(self, n, token):
+        shared = os.path.join(self.work, "rendezvous")
+        os.makedirs(shared)
+        return self.concurrent(n, lambda i: self.quorate_args(i, token) + [
+            "--discovery", f"provider=file path={shared}", "--cluster-size", str(n)], "quorate-file")
+
+    METHODS = [
+        ("a", "etcd --initial-cluster (static)", "m_etcd_static"),
+        ("b", "etcd --discovery-srv (https peers)", "m_etcd_srv"),
+        ("c", "etcd one-by-one member add", "m_etcd_one_by_one"),
+        ("d", "quorate run --initial-cluster", "m_quorate_static"),
+        ("e", "quorate run --discovery-srv", "m_quorate_srv"),
+        ("f", "quorate run provider=file", "m_quorate_file"),
+    ]
+
+    def measure(self, fn, *a):
+        """One trial, from a clean slate: (seconds or None, extra facts)."""
+        self.reset()
+        self.trial += 1
+        self.loads.append(loadavg())
+        try:
+            secs, extra = fn(*a)
+            return round(secs, 3), extra
+        except Timeout as e:
+            print(f"  timed out: {e} (logs in {self.work} with --keep)", flush=True)
+            return None, {"timeout": str(e)}
+        finally:
+            self.kill_all()
+
+    def bootstrap(self):
+        results = {k: {str(n): [] for n in self.args.sizes} for k, _, _ in self.METHODS}
+        extras = {k: {str(n): [] for n in self.args.sizes} for k, _, _ in self.METHODS}
+        for r in range(self.args.runs):
+            for n in self.args.sizes:
+                # Every method once per (run, N), in an order rotated by run, so that load on the
+                # shared machine and any warm-up hit all methods alike.
+                order = self.METHODS[r % len(self.METHODS):] + self.METHODS[:r % len(self.METHODS)]
+                for key, label, fn in order:
+                    if key not in self.args.methods:
+                        continue
+                    secs, extra = self.measure(getattr(self, fn), n, f"bench-{key}{n}-{r}-{random.randrange(1 << 20):x}")
+                    results[key][str(n)].append(secs)
+                    extras[key][str(n)].append(extra)
+                    shown = f"{secs:.2f} s" if secs is not None else "timeout"
+                    print(f"run {r + 1}/{self.args.runs} N={n} ({key}) {label}: {shown} "
+                          f"{json.dumps(extra) if extra else ''} load {self.loads[-1]:.2f}", flush=True)
+        return results, extras
+
+    # --- heal (quorate run, N=3) -----------------------------------------------------------------
+
+    def settle(self):
+        """Lets a fresh cluster run as an old one would have: etcd refuses MemberAdd until every voter
+        has been connected for 5 s, which a cluster seconds old has not."""
+        time.sleep(6)
+
+    def heal_once(self, token):
+        nodes = [1, 2, 3]
+        ic = self.static_cluster(3)
+        argv = lambda i: self.quorate_args(i, token) + ["--initial-cluster", ic]
+        for i in nodes:
+            self.spawn(i, argv(i), "heal")
+        self.wait(lambda: healthy(nodes), self.args.timeout, "heal: initial cluster healthy")
+        self.settle()
+        out = {}
+
+        # etcd child SIGKILLed: until node 2's etcd (restarted by quorate) is healthy again.
+        old = children(self.procs[2].pid)
+        if not old:
+            raise Timeout("heal: node 2 has no etcd child")
+        t0 = time.monotonic()
+        os.kill(old[0], signal.SIGKILL)
+        self.wait(lambda: (c := children(self.procs[2].pid)) and c[0] != old[0] and healthy(nodes),
+                  self.args.timeout, "heal: restarted etcd healthy")
+        out["etcd_killed"] = time.monotonic() - t0
+        self.settle()
+
+        # Data dir wiped: node 2 stopped, its data removed, started again; until it is a voter again
+        # (quorate removes the stale member, adds it as a learner, promotes it when caught up).
+        self.stop(2)
+        shutil.rmtree(self.data_dir(2))
+        self.spawn(2, argv(2), "heal")
+        t0 = time.monotonic()
+        self.wait(lambda: healthy(nodes), self.args.timeout, "heal: replacement a voter")
+        out["data_wiped"] = time.monotonic() - t0
+        self.settle()
+
+        # All members restarted at once: until a put succeeds.
+        self.stop_all(nodes)
+        for i in nodes:
+            self.spawn(i, argv(i), "heal")
+        t0 = time.monotonic()
+        self.wait(lambda: writable(nodes), self.args.timeout, "heal: writable after a full restart")
+        out["all_restarted"] = time.monotonic() - t0
+        return {k: round(v, 3) for k, v in out.items()}
+
+    def heal(self):
+        runs = []
+        for r in range(self.args.runs):
+            self.reset()
+            self.loads.append(loadavg())
+            try:
+                runs.append(self.heal_once(f"bench-heal-{r}-{random.randrange(1 << 20):x}"))
+            except Timeout as e:
+                print(f"  heal timed out: {e}", flush=True)
+                runs.append({})
+            finally:
+                self.kill_all()
+            print(f"heal run {r + 1}/{self.args.runs}: {runs[-1]} load {self.loads[-1]:.2f}", flush=True)
+        return {k: [x.get(k) for x in runs] for k in ("etcd_killed", "data_wiped", "all_restarted")}
+
+    # --- footprint -------------------------------------------------------------------------------
+
+    def timed_init(self, argv):
+        """Wall seconds, and /usr/bin/time -v's max RSS and CPU of `quorate init` (no children, so
+        its figures are quorate's own)."""
+        tv = os.path.join(self.work, "time-v.txt")
+        t0 = time.monotonic()
+        r = subprocess.run(["/usr/bin/time", "-v", "-o", tv] + argv, capture_output=True, text=True)
+        wall = time.monotonic() - t0
+        if r.returncode != 0:
+            sys.exit(f"bench: quorate init failed: {r.stderr}")
+        fields = {}
+        with open(tv) as f:
+            for line in f:
+                k, _, v = line.strip().rpartition(": ")
+                fields[k] = v
+        decision = json.loads(r.stdout)["decision"]
+        return {"wall_ms": round(wall * 1000, 1), "max_rss_kb": int(fields["Maximum resident set size (kbytes)"]),
+                "cpu_ms": round((float(fields["User time (seconds)"]) + float(fields["System time (seconds)"])) * 1000),
+                "decision": decision}
+
+    def init_args(self, i, token, ic):
+        a = self.quorate_args(i, token) + ["--initial-cluster", ic, "-w", "json"]
+        a[1] = "init"
+        a.remove("--status-listen")
+        a.remove(f"{ip(i)}:2383")
+        return a
+
+    def footprint(self):
+        out = {"init_new_1member": [], "init_restart": []}
+        for r in range(self.args.runs):
+            # A 1-member static cluster: nothing to wait for, decision "new".
+            self.reset()
+            out["init_new_1member"].append(self.timed_init(self.init_args(1, f"bench-fp-{r}", self.static_cluster(1))))
+            # Existing data (etcd ran once on it): decision "restart", no peers asked. etcd gets
+            # flags, not init's etcd.conf.yml: with --config-file etcd 3.4 leaves its gRPC gateway
+            # off, and the health check above asks the gateway for the member list.
+            a = self.init_args(1, f"bench-fp-{r}", self.static_cluster(1))
+            self.spawn(1, self.etcd_args(1, f"bench-fp-{r}") + ["--initial-cluster", self.static_cluster(1),
+                                                              "--initial-cluster-state", "new"], "footprint")
+            self.wait(lambda: healthy([1]), self.args.timeout, "footprint: 1-member etcd healthy")
+            self.stop(1)
+            out["init_restart"].append(self.timed_init(a))
+        print(f"quorate init: {out}", flush=True)
+
+        # Idle supervisor: node 1 of a healthy 3-node quorate run cluster, sampled from /proc
+        # (quorate's own process; etcd, its child, is not counted: /usr/bin/time -v would report the
+        # larger of the two once etcd is reaped, so it is not used here).
+        self.reset()
+        ic = self.static_cluster(3)
+        for i in (1, 2, 3):
+            self.spawn(i, self.quorate_args(i, "bench-idle") + ["--initial-cluster", ic], "idle")
+        self.wait(lambda: healthy([1, 2, 3]), self.args.timeout, "idle: cluster healthy")
+        pid = self.procs[1].pid
+
+        def sample():
+            st = {}
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    k, _, v = line.partition(":")
+                    st[k] = v.split()[0] if v.split() else ""
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ticks = int(fields[11]) + int(fields[12])  # utime + stime of all its threads, not children
+            return st, ticks / os.sysconf("SC_CLK_TCK")
+        _, cpu0 = sample()
+        rss_max = 0
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < self.args.idle:
+            st, _ = sample()
+            rss_max = max(rss_max, int(st["VmRSS"]))
+            time.sleep(1)
+        elapsed = time.monotonic() - t0
+        st, cpu1 = sample()
+        self.kill_all()
+        # RssFile is mostly the shared libraries' pages (gRPC, protobuf, OpenSSL...), which other
+        # processes using them share; RssAnon is quorate's own heap and stacks.
+        out["idle_run"] = {"seconds": round(elapsed, 1), "rss_kb_max": max(rss_max, int(st["VmRSS"])),
+                           "vmhwm_kb": int(st["VmHWM"]), "rss_anon_kb": int(st["RssAnon"]),
+                           "rss_file_kb": int(st["RssFile"]), "threads": int(st["Threads"]),
+                           "cpu_s": round(cpu1 - cpu0, 2),
+                           "cpu_percent": round(100 * (cpu1 - cpu0) / elapsed, 2)}
+        print(f"idle quorate run: {out['idle_run']}", flush=True)
+        return out
+
+
+def machine():
+    def first(path, key):
+        with open(path) as f:
+            for line in f:
+                if line.startswith(key):
+                    return line.split(":", 1)[1].strip()
+        return "?"
+
+    def version(argv):
+        try:
+            return subprocess.run(argv, capture_output=True, text=True).stdout.splitlines()[0].strip()
+        except (OSError, IndexError):
+            return "?"
+    tmp = subprocess.run(["df", "--output=fstype", tempfile.gettempdir()], capture_output=True, text=True).stdout.split()
+    return {"nproc": os.cpu_count(), "cpu": first("/proc/cpuinfo", "model name"),
+            "memory": first("/proc/meminfo", "MemTotal"), "kernel": platform.release(),
+            "etcd": version(["etcd", "--version"]), "etcdctl": version(["etcdctl", "version"]),
+            "data_fs": tmp[-1] if tmp else "?"}
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def table(report):
+    """The results as Markdown: bootstrap medians with ratios, then heal and footprint."""
+    sizes = [str(n) for n in report["config"]["sizes"]]
+    b = report["bootstrap"]
+    lines = ["| method | " + " | ".join(f"N={n}" for n in sizes) + " |",
+             "|---|" + "---|" * len(sizes)]
+    for key, label, _ in Bench.METHODS:
+        if key not in report["config"]["methods"]:
+            continue
+        cells = []
+        for n in sizes:
+            m = b[key][n]["median_s"]
+            if m is None:
+                cells.append("timeout")
+                continue
+            cell = f"{m:.2f} s"
+            if key != "a" and b["a"][n]["median_s"]:
+                cell += f" · {m / b['a'][n]['median_s']:.2f}× (a)"
+            if key not in ("a", "c") and b["c"][n]["median_s"]:
+                cell += f" · {b['c'][n]['median_s'] / m:.1f}× faster than (c)"
+            fails = b[key][n]["timeouts"]
+            cells.append(cell + (f" ({fails} timed out)" if fails else ""))
+        lines.append(f"| ({key}) {label} | " + " | ".join(cells) + " |")
+    quorate = [(k, label) for k, label, _ in Bench.METHODS if k in "def" and k in report["config"]["methods"]]
+    if quorate:
+        # quorate's own share of its bootstrap: discovery, agreement and the start order, until the
+        # last node has spawned etcd; the rest is etcd's own start and election.
+        lines += ["", "| quorate: until the last node spawned etcd (median) | " + " | ".join(f"N={n}" for n in sizes) + " |",
+                  "|---|" + "---|" * len(sizes)]
+        for key, label in quorate:
+            cells = [median([x.get("etcd_spawned_s") for x in b[key][n]["extra"]]) for n in sizes]
+            lines.append(f"| ({key}) {label} | " + " | ".join("-" if c is None else f"{c:.2f} s" for c in cells) + " |")
+    lines += ["", "| quorate run, N=3, heal | median | runs |", "|---|---|---|"]
+    for k, what in (("etcd_killed", "etcd child SIGKILLed → member healthy again"),
+                    ("data_wiped", "data dir wiped → replacement a voter"),
+                    ("all_restarted", "all 3 restarted at once → a put succeeds")):
+        xs = report["heal"][k]
+        m = median(xs)
+        lines.append(f"| {what} | {m:.2f} s | " + ", ".join("-" if x is None else f"{x:.2f}" for x in xs) + " |"
+                     if m is not None else f"| {what} | timeout | |")
+    fp = report["footprint"]
+    lines += ["", "| quorate footprint | wall | CPU | peak RSS |", "|---|---|---|---|"]
+    for k, what in (("init_new_1member", "`quorate init`, 1-member static cluster (new)"),
+                    ("init_restart", "`quorate init` on existing data (restart)")):
+        xs = fp[k]
+        lines.append(f"| {what} | {median([x['wall_ms'] for x in xs]):.0f} ms | "
+                     f"{median([x['cpu_ms'] for x in xs]):.0f} ms | {max(x['max_rss_kb'] for x in xs) / 1024:.1f} MB |")
+    idle = fp["idle_run"]
+    lines.append(f"| idle `quorate run` (etcd excluded), {idle['seconds']:.0f} s | - | {idle['cpu_s'] * 1000:.0f} ms "
+                 f"({idle['cpu_percent']:.2f}% of a core) | {idle['rss_kb_max'] / 1024:.1f} MB RSS "
+                 f"({idle['rss_anon_kb'] / 1024:.1f} MB anonymous, {idle['rss_file_kb'] / 1024:.1f} MB file-backed), "
+                 f"VmHWM {idle['vmhwm_kb'] / 1024:.1f} MB |")
+    return "\n".join(lines)
+
+
+def plot(report, out_dir):
+    """bootstrap.png: median bootstrap time per method against N, min-max as error bars."""
+    dat = os.path.join(tempfile.gettempdir(), f"quorate-bench-{os.getpid()}.dat")
+    with open(dat, "w") as f:
+        for key, label, _ in Bench.METHODS:
+            if key not in report["config"]["methods"]:
+                continue
+            f.write(f'"({key}) {label}"\n')
+            for n in report["config"]["sizes"]:
+                e = report["bootstrap"][key][str(n)]
+                if e["median_s"] is not None:
+                    f.write(f"{n} {e['median_s']} {e['min_s']} {e['max_s']}\n")
+            f.write("\n\n")
+    gp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bootstrap.gp")
+    subprocess.run(["gnuplot", "-e", f"datafile='{dat}'; outfile='{out_dir}/bootstrap.png'; "
+                    f"subtitle='{report['machine']['nproc']} cores, load {report['load']['median']:.1f}, "
+                    f"{report['config']['runs']} runs'; blocks={len(report['config']['methods'])}", gp], check=True)
+    os.remove(dat)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quorate", required=True)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--sizes", default="3,5,7")
+    ap.add_argument("--idle", type=float, default=60, help="seconds of idle quorate run to sample")
+    ap.add_argument("--timeout", type=float, default=90, help="seconds a single trial may take")
+    ap.add_argument("--out", default="bench/results")
+    ap.add_argument("--methods", default="abcdef", help="bootstrap methods to run, e.g. adf (table needs a and c for ratios)")
+    ap.add_argument("--keep", action="store_true", help="keep the work dir (logs, data) for inspection")
+    args = ap.parse_args()
+    args.sizes = [int(s) for s in args.sizes.split(",")]
+    bench = Bench(args)
+    try:
+        bench.start_dns(args.sizes)
+        bench.make_certs(max(args.sizes))
+        started = time.time()
+        results, extras = bench.bootstrap()
+        heal = bench.heal()
+        footprint = bench.footprint()
+    finally:
+        bench.kill_all()
+        bench.dns.kill() if hasattr(bench, "dns") else None
+        if args.keep:
+            print(f"work dir kept: {bench.work}")
+        else:
+            shutil.rmtree(bench.work, ignore_errors=True)
+    boot = {}
+    for key, _, _ in Bench.METHODS:
+        boot[key] = {}
+        for n in args.sizes:
+            xs = results[key][str(n)]
+            ok = [x for x in xs if x is not None]
+            boot[key][str(n)] = {"median_s": median(xs), "min_s": min(ok) if ok else None,
+                                 "max_s": max(ok) if ok else None, "runs_s": xs,
+                                 "timeouts": len(xs) - len(ok), "extra": extras[key][str(n)]}
+    report = {
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "duration_s": round(time.time() - started),
+        "command": "bench/run " + " ".join(sys.argv[3:]),
+        "config": {"runs": args.runs, "sizes": args.sizes, "idle_s": args.idle, "methods": args.methods},
+        "machine": machine(),
+        "load": {"min": min(bench.loads), "median": statistics.median(bench.loads), "max": max(bench.loads)},
+        "healthy": "every node's GET /health is {\"health\":\"true\"} and node 1 lists N started, non-learner members",
+        "bootstrap": boot,
+        "heal": heal,
+        "footprint": footprint,
+    }
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "latest.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    md = table(report)
+    with open(os.path.join(args.out, "latest.md"), "w") as f:
+        f.write(md + "\n")
+    plot(report, args.out)
+    m = report["machine"]
+    print(f"\n{m['nproc']} × {m['cpu']}, {m['memory']}, {m['etcd']}, load (1 min) "
+          f"{report['load']['min']:.2f}-{report['load']['max']:.2f}, median {report['load']['median']:.2f}\n")
+    print(md)
+    print(f"\nwritten: {args.out}/latest.json, latest.md, bootstrap.png")
+
+
+if __name__ == "__main__":
+    main()
