@@ -76,6 +76,9 @@ std::string RenderEtcdYaml(const EtcdLaunch& launch) {
   YAML::Emitter out;
   out << YAML::Comment("Written by quorate init: etcd --config-file <this file>") << YAML::BeginMap;
   for (const auto& [key, value] : launch.settings) out << YAML::Key << key << YAML::Value << value;
+  // etcd 3.4 turns its gRPC gateway (the /v3 HTTP API) off when started from a file, unlike from
+  // flags or the environment: keep the three ways alike.
+  out << YAML::Key << "enable-grpc-gateway" << YAML::Value << true;
   for (const auto& [section, tls] : {std::pair{"client-transport-security", &launch.client_tls},
                                      std::pair{"peer-transport-security", &launch.peer_tls}}) {
     if (!tls->enabled() && !tls->client_cert_auth) continue;

@@ -16,6 +16,7 @@ TEST_CASE("etcd settings render as YAML, env and flags alike") {
   YAML::Node y = YAML::Load(RenderEtcdYaml(l));
   CHECK(y["name"].as<std::string>() == "etcd-0");
   CHECK(y["initial-cluster-state"].as<std::string>() == "new");
+  CHECK(y["enable-grpc-gateway"].as<bool>());
   // etcd refuses host names in listen URLs.
   CHECK(y["listen-peer-urls"].as<std::string>() == "https://0.0.0.0:2380");
   CHECK(y["peer-transport-security"]["cert-file"].as<std::string>() == "/p.crt");
