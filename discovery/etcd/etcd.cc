@@ -11,7 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "quorate/config.h"
-#include "quorate/etcd_client.h"
+#include "etcd/etcd_client.h"
 #include "quorate/provider.h"
 
 namespace quorate {

@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "../unit/test_certs.h"
+#include "../support/test_certs.h"
 #include "quorate/member.h"
 #include "quorate/provider.h"
 

@@ -9,8 +9,8 @@
 #include <mutex>
 #include <thread>
 
-#include "quorate/agent.h"
-#include "test_certs.h"
+#include "agent/agent.h"
+#include "../support/test_certs.h"
 
 namespace quorate {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "quorate/bucket.h"
+#include "core/bucket.h"
 #include "quorate/fs.h"
 
 namespace quorate {

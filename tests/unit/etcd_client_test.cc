@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "quorate/etcd_client.h"
+#include "etcd/etcd_client.h"
 
 namespace quorate {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "quorate/etcd_config.h"
+#include "etcd/etcd_config.h"
 
 namespace quorate {
 

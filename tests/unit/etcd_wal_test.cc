@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "quorate/etcd_wal.h"
+#include "etcd/etcd_wal.h"
 #include "quorate/fs.h"
 
 namespace quorate {

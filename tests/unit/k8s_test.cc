@@ -12,7 +12,7 @@
 
 #include "quorate/fs.h"
 #include "quorate/provider.h"
-#include "scoped_env.h"
+#include "../support/scoped_env.h"
 
 namespace quorate::k8s {
 namespace {

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <string>
 
-#include "quorate/member_remove.h"
+#include "node/member_remove.h"
 
 namespace quorate {
 namespace {

@@ -21,8 +21,8 @@
 
 #include <httplib.h>
 
-#include "quorate/peer_probe.h"
-#include "test_certs.h"
+#include "etcd/peer_probe.h"
+#include "../support/test_certs.h"
 
 namespace quorate {
 namespace {

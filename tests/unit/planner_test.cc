@@ -3,7 +3,7 @@
 #include <set>
 #include <string>
 
-#include "quorate/planner.h"
+#include "core/planner.h"
 
 namespace quorate {
 namespace {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "quorate/process.h"
+#include "node/process.h"
 
 namespace quorate {
 namespace {

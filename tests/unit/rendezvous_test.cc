@@ -14,7 +14,7 @@
 #include <set>
 #include <thread>
 
-#include "quorate/bucket.h"
+#include "core/bucket.h"
 #include "quorate/provider.h"
 #include "quorate/rendezvous.h"
 #include "quorate/vfs.h"

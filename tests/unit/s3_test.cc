@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "quorate/provider.h"
-#include "scoped_env.h"
+#include "../support/scoped_env.h"
 
 namespace quorate {
 namespace {

@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "quorate/status_server.h"
+#include "status/status_server.h"
 
 namespace quorate {
 namespace {

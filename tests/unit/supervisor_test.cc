@@ -7,8 +7,8 @@
 #include <sstream>
 #include <thread>
 
-#include "quorate/fake_process.h"
-#include "quorate/supervisor.h"
+#include "node/supervisor.h"
+#include "testing/fake_process.h"
 
 namespace quorate {
 namespace {

@@ -1,0 +1,339 @@
+#include "cli/cli.h"
+
+#include <iostream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "core/bucket.h"
+#include "quorate/config.h"
+#include "etcd/etcd_client.h"
+#include "node/init.h"
+#include "quorate/log.h"
+#include "quorate/member.h"
+#include "node/member_remove.h"
+#include "quorate/provider.h"
+#include "node/run.h"
+#include "store/sealed_bucket.h"
+#include "core/table.h"
+
+namespace quorate {
+namespace {
+
+// Options every command takes, then each command's own.
+const std::vector<std::string> kCommon = {"config", "log-format", "log-level"};
+const std::vector<std::string> kDiscovery = {"name", "initial-cluster", "initial-cluster-token", "discovery-srv",
+                                             "discovery-srv-name", "discovery", "cluster-size", "timeout"};
+const std::vector<std::string> kNode = {"data-dir", "initial-advertise-peer-urls", "advertise-client-urls",
+                                        "listen-peer-urls", "listen-client-urls", "cert-file", "key-file",
+                                        "trusted-ca-file", "client-cert-auth", "peer-cert-file", "peer-key-file",
+                                        "peer-trusted-ca-file", "peer-client-cert-auth", "state-dir",
+                                        "agent-listen", "agent-port", "cacert", "cert", "key", "bucket"};
+
+std::vector<std::string> Concat(std::initializer_list<std::vector<std::string>> lists) {
+  std::vector<std::string> out;
+  for (const auto& l : lists) out.insert(out.end(), l.begin(), l.end());
+  return out;
+}
+
+int Fail(const Status& status) {
+  std::cerr << "quorate: error: " << status.message() << "\n";
+  return static_cast<int>(status.exit_code());
+}
+
+// What a command is given besides its options.
+struct Words {
+  std::vector<std::string> args;   // positional, for a command with `positional`
+  std::vector<std::string> extra;  // the words after `--`, for etcd
+};
+
+struct Command {
+  const char* group;  // "member" for `quorate member list`; nullptr for a top-level command
+  const char* name;
+  const char* help;
+  std::vector<std::string> keys;
+  int (*run)(const Config& config, const Words& words);
+  bool takes_extra = false;
+  // The positional arguments' name and help ("MEMBER", "..."); nullptr for a command without any.
+  const char* positional = nullptr;
+  const char* positional_help = nullptr;
+};
+
+std::string MembersJson(const MemberSet& set) {
+  nlohmann::json members = nlohmann::json::array();
+  for (const auto& m : set.members()) {
+    members.push_back({{"id", IdToHex(set.IdOf(m))},
+                       {"name", m.name},
+                       {"peerURLs", m.peer_urls},
+                       {"clientURLs", m.client_urls}});
+  }
+  nlohmann::json doc = {{"clusterID", IdToHex(set.cluster_id())}, {"token", set.token()}, {"members", members}};
+  return doc.dump(2) + "\n";
+}
+
+std::string FormatDiscovered(const MemberSet& set, OutputFormat format) {
+  if (format == OutputFormat::kJson) return MembersJson(set);
+  auto join = [](const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ",")); };
+  if (format == OutputFormat::kTable) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& m : set.members()) {
+      rows.push_back({IdToHex(set.IdOf(m)), m.name, join(m.peer_urls), join(m.client_urls)});
+    }
+    return fmt::format("cluster {} (token {}, {} members)\n", IdToHex(set.cluster_id()), set.token(), set.size()) +
+           RenderTable({"ID", "NAME", "PEER ADDRS", "CLIENT ADDRS"}, rows);
+  }
+  std::string out = fmt::format("cluster {}, token {}, {} members\n", IdToHex(set.cluster_id()), set.token(), set.size());
+  for (const auto& m : set.members()) {
+    out += fmt::format("{}, {}, {}, {}\n", IdToHex(set.IdOf(m)), m.name, join(m.peer_urls), join(m.client_urls));
+  }
+  return out;
+}
+
+int Discover(const Config& config, const Words&) {
+  auto provider = ProviderFromConfig(config);
+  if (!provider.ok()) return Fail(provider.status());
+  Result<std::vector<Member>> members = Status::Internal("unset");
+  if (config.cluster_size) {
+    members = DiscoverExpected(**provider, config, std::chrono::steady_clock::now() + config.timeout);
+  } else {
+    members = (*provider)->Discover();
+    // Nothing there is a wrong answer here: unlike init, discover does not wait.
+    if (!members.ok() && members.status().IsNotFound()) {
+      return Fail(Status::InvalidArgument(members.status().message()));
+    }
+  }
+  if (!members.ok()) return Fail(members.status());
+  auto set = MemberSet::Create(*members, config.initial_cluster_token);
+  if (!set.ok()) return Fail(set.status().Prefixed((*provider)->Describe()));
+  std::cout << FormatDiscovered(*set, config.output);
+  return 0;
+}
+
+int ClusterInit(const Config& config, const Words&) {
+  if (config.bucket.empty()) {
+    return Fail(Status::InvalidArgument("--bucket is required: where to write the member bucket (file:///dir or s3://...)"));
+  }
+  auto provider = ProviderFromConfig(config);
+  if (!provider.ok()) return Fail(provider.status());
+  auto members = DiscoverExpected(**provider, config, std::chrono::steady_clock::now() + config.timeout);
+  if (!members.ok()) {
+    return Fail(members.status().IsNotFound() ? Status::InvalidArgument(members.status().message()) : members.status());
+  }
+  auto set = MemberSet::Create(*members, config.initial_cluster_token);
+  if (!set.ok()) return Fail(set.status().Prefixed((*provider)->Describe()));
+  auto written = WriteSealedBucket(config.bucket, Bucket{*set, {"new", NowRfc3339()}});
+  if (!written.ok()) return Fail(written.status());
+  spdlog::info("{} the member set of cluster {} in {}", *written ? "sealed" : "found already sealed", IdToHex(set->cluster_id()),
+               config.bucket);
+  std::cout << FormatDiscovered(*set, config.output);
+  if (config.output != OutputFormat::kJson) {
+    std::cout << fmt::format("initial cluster: {}\nnodes started with --bucket {} --initial-cluster-token {} read it\n",
+                             set->InitialCluster(), config.bucket, set->token());
+  }
+  return 0;
+}
+
+int Init(const Config& config, const Words&) {
+  InitJob job(config);
+  auto outcome = job.Run();
+  if (!outcome.ok()) return Fail(outcome.status());
+  std::cout << FormatInitOutcome(*outcome, config.output);
+  return 0;
+}
+
+int Version(const Config& config, const Words&) {
+  std::string etcd = "not found";
+  std::string cmd = config.etcd_path + " --version 2>/dev/null";
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char line[256];
+    while (fgets(line, sizeof line, p) != nullptr) {
+      std::string l(line);
+      if (l.rfind("etcd Version: ", 0) == 0) etcd = l.substr(14, l.find_last_not_of("\r\n") - 13);
+    }
+    pclose(p);
+  }
+  if (config.output == OutputFormat::kJson) {
+    std::cout << nlohmann::json{{"quorate", QUORATE_VERSION}, {"etcd", etcd}, {"etcdPath", config.etcd_path}}.dump()
+              << "\n";
+  } else {
+    std::cout << "quorate version: " << QUORATE_VERSION << "\netcd version: " << etcd << " (" << config.etcd_path
+              << ")\n";
+  }
+  return 0;
+}
+
+int Run(const Config& config, const Words& words) {
+  Status s = RunNode(config, words.extra);
+  return s.ok() ? 0 : Fail(s);
+}
+
+int Upkeep(const Config& config, const Words&) {
+  Status s = UpkeepNode(config);
+  return s.ok() ? 0 : Fail(s);
+}
+
+int MemberList(const Config& config, const Words&) {
+  auto client = MakeEtcdClient({config.endpoints, config.etcdctl_tls, std::chrono::seconds(5)});
+  auto listing = client->MemberList();
+  if (!listing.ok()) return Fail(listing.status());
+  std::cout << FormatMemberList(*listing, config.output);
+  return 0;
+}
+
+int MemberRemove(const Config& config, const Words& words) {
+  auto client = MakeEtcdClient({config.endpoints, config.etcdctl_tls, std::chrono::seconds(5)});
+  // A voter that is down must not cost the whole call timeout of every check.
+  auto probe = MakeEtcdClient({config.endpoints, config.etcdctl_tls, std::chrono::seconds(2)});
+  RemoveOptions options;
+  options.ignore_not_found = config.ignore_not_found;
+  options.format = config.output;
+  Status s = RemoveMembers(*client, *probe, words.args, options, std::cout);
+  return s.ok() ? 0 : Fail(s);
+}
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> kCommands = {
+      {nullptr, "discover", "resolve the peers and print them with the IDs etcd will assign",
+       Concat({kCommon, kDiscovery, {"write-out", "initial-advertise-peer-urls", "advertise-client-urls"}}), Discover},
+      {nullptr, "cluster-init", "resolve the members once and seal them as a member bucket in --bucket",
+       Concat({kCommon, kDiscovery, {"bucket", "write-out", "initial-advertise-peer-urls"}}), ClusterInit},
+      {nullptr, "init", "discover, decide how to start, write the member bucket and etcd's config; idempotent",
+       Concat({kCommon, kDiscovery, kNode, {"write-out"}}), Init},
+      {nullptr, "run", "init, then run etcd and keep it whole: restarts, learner promotion, /healthz /readyz /metrics",
+       Concat({kCommon, kDiscovery, kNode, {"etcd", "status-listen"}}), Run, /*takes_extra=*/true},
+      {nullptr, "upkeep",
+       "beside an etcd started on init's config: promote this member once a caught-up learner, keep its peer URLs, "
+       "serve /healthz /readyz /metrics",
+       Concat({kCommon, {"name", "data-dir", "state-dir", "status-listen", "cert-file", "key-file", "trusted-ca-file",
+                         "cacert", "cert", "key"}}),
+       Upkeep},
+      {"member", "list", "the live membership, over etcd's API",
+       Concat({kCommon, {"endpoints", "cacert", "cert", "key", "write-out"}}), MemberList},
+      {"member", "remove",
+       "remove members, one at a time, each only if the voters left keep a healthy majority; "
+       "prints \"Member <id> (<name>) removed from cluster <id>\" per member",
+       Concat({kCommon, {"endpoints", "cacert", "cert", "key", "write-out", "ignore-not-found"}}), MemberRemove,
+       /*takes_extra=*/false, "MEMBER",
+       "member names as etcd lists them, or hex member IDs; all are resolved against one member list before "
+       "any is removed, and removed in the order given. Unknown, repeated or none: exit 2, nothing removed. "
+       "Unsafe (the remaining started, healthy voters would not be a majority, or the last voter): exit 1"},
+      {nullptr, "version", "print the versions of quorate and of the etcd it would run",
+       Concat({kCommon, {"etcd", "write-out"}}), Version},
+  };
+  return kCommands;
+}
+
+std::string FullName(const Command& cmd) {
+  return cmd.group ? std::string(cmd.group) + " " + cmd.name : std::string(cmd.name);
+}
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+}  // namespace
+
+int RunCli(int argc, char** argv) {
+  CLI::App app{"quorate: bootstrap etcd clusters all at once, and keep them whole", "quorate"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "help for every command");
+  // Everything after `--` is etcd's, untouched by our parser.
+  std::vector<std::string> extra;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") {
+      extra.assign(argv + i + 1, argv + argc);
+      argc = i;
+      break;
+    }
+  }
+  std::map<std::string, std::map<std::string, std::string>> storage;  // command → key → value
+  std::map<std::string, std::vector<CLI::Option*>> given;
+  std::map<std::string, std::vector<std::string>> positionals;  // command → its positional arguments
+  std::map<std::string, CLI::App*> subs;
+  std::map<std::string, CLI::App*> groups;
+  for (const auto& cmd : Commands()) {
+    CLI::App* parent = &app;
+    if (cmd.group != nullptr) {
+      if (!groups.count(cmd.group)) {
+        groups[cmd.group] = app.add_subcommand(cmd.group, std::string(cmd.group) + " commands");
+        groups[cmd.group]->require_subcommand(1);
+      }
+      parent = groups[cmd.group];
+    }
+    CLI::App* sub = parent->add_subcommand(cmd.name, cmd.help);
+    subs[FullName(cmd)] = sub;
+    const std::string name = FullName(cmd);
+    for (const auto& key : cmd.keys) {
+      const OptionDef* def = FindOption(key);
+      std::string names = (key == "write-out" ? "-w,--" : "--") + key;
+      std::string help = def->help;
+      if (def->env != nullptr) help += fmt::format(" [env {}]", def->env);
+      if (def->default_value != nullptr) help += fmt::format(" [default {}]", def->default_value);
+      CLI::Option* opt = def->is_bool ? sub->add_flag(names + "{true}", storage[name][key], help)
+                                      : sub->add_option(names, storage[name][key], help);
+      given[name].push_back(opt);
+    }
+    if (cmd.positional != nullptr) sub->add_option(cmd.positional, positionals[name], cmd.positional_help);
+  }
+  // The command word, and under a group the word after it: "member remov" is as unknown as "memer".
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string word = argv[1];
+    bool grouped = groups.count(word) > 0 && argc > 2 && argv[2][0] != '-';
+    if (grouped) word += std::string(" ") + argv[2];
+    bool known = false;
+    std::string best;
+    size_t best_distance = 3;
+    for (const auto& cmd : Commands()) {
+      std::string candidate = grouped ? FullName(cmd) : std::string(cmd.group ? cmd.group : cmd.name);
+      if (word == candidate) known = true;
+      if (size_t d = EditDistance(word, candidate); d < best_distance) best_distance = d, best = candidate;
+    }
+    if (!known) {
+      std::string hint = best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
+      std::cerr << fmt::format("quorate: error: unknown command '{}'{}; see quorate --help\n", word, hint);
+      return static_cast<int>(ExitCode::kBadInput);
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    std::cerr << "quorate: error: " << what << "; see quorate --help\n";
+    return static_cast<int>(ExitCode::kBadInput);
+  }
+  for (const auto& cmd : Commands()) {
+    const std::string name = FullName(cmd);
+    if (subs[name]->parsed() == false) continue;
+    if (!extra.empty() && !cmd.takes_extra) {
+      return Fail(Status::InvalidArgument(fmt::format("'quorate {}' takes no arguments after --", name)));
+    }
+    FlagValues flags;
+    for (size_t i = 0; i < cmd.keys.size(); ++i) {
+      if (given[name][i]->count() > 0) flags[cmd.keys[i]] = storage[name][cmd.keys[i]];
+    }
+    auto config = ResolveConfig(cmd.keys, flags, ProcessEnvironment());
+    if (!config.ok()) return Fail(config.status());
+    InitLogging(config->log_format, config->log_level);
+    return cmd.run(*config, Words{positionals[name], extra});
+  }
+  return Fail(Status::Internal("no command ran"));
+}
+
+}  // namespace quorate

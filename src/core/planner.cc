@@ -1,0 +1,454 @@
+#include "core/planner.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace quorate {
+namespace {
+
+bool Overlaps(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  return std::any_of(a.begin(), a.end(),
+                     [&](const std::string& u) { return std::find(b.begin(), b.end(), u) != b.end(); });
+}
+
+bool SameUrls(std::vector<std::string> a, std::vector<std::string> b) {
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  return a == b;
+}
+
+std::string JoinStrings(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (const auto& p : parts) {
+    if (!out.empty()) out += sep;
+    out += p;
+  }
+  return out;
+}
+
+// Reasons go to a one-line log record; an agent's error text may carry gRPC's multi-line details.
+std::string OneLine(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  std::replace(text.begin(), text.end(), '\r', ' ');
+  return text;
+}
+
+struct Entry {
+  std::string name;
+  std::vector<std::string> peer_urls;
+};
+
+std::string InitialClusterOf(const std::vector<Entry>& entries) {
+  std::string out;
+  for (const auto& e : entries) {
+    for (const auto& u : e.peer_urls) {
+      if (!out.empty()) out += ',';
+      out += e.name + "=" + u;
+    }
+  }
+  return out;
+}
+
+// etcd folds --initial-cluster entries that share a name into one member, so a member that has not
+// published its name yet still needs a unique one: the expected set's name for its peer URLs, and
+// failing that its hex ID. etcd takes the IDs of other members from the cluster, not from these names.
+std::string NameFor(const ClusterMember& m, const MemberSet& expected) {
+  if (!m.name.empty()) return m.name;
+  for (const auto& e : expected.members()) {
+    if (Overlaps(e.peer_urls, m.peer_urls)) return e.name;
+  }
+  return IdToHex(m.id);
+}
+
+// Peers may see the cluster at different points of its raft log. The union keeps every member any
+// of them lists, in its most advanced state (named, started, promoted), so a stale view can neither
+// hide that we once started (which would make us re-bootstrap a used ID) nor shrink the voter count
+// quorum is measured against.
+ClusterView MergeViews(const std::vector<const PeerFacts*>& reporting) {
+  ClusterView merged = *reporting.front()->cluster;
+  for (size_t i = 1; i < reporting.size(); ++i) {
+    for (const auto& m : reporting[i]->cluster->members) {
+      auto it = std::find_if(merged.members.begin(), merged.members.end(),
+                             [&](const ClusterMember& x) { return x.id == m.id; });
+      if (it == merged.members.end()) {
+        merged.members.push_back(m);
+        continue;
+      }
+      if (it->name.empty()) it->name = m.name;
+      if (it->client_urls.empty()) it->client_urls = m.client_urls;
+      it->is_learner = it->is_learner && m.is_learner;
+    }
+  }
+  return merged;
+}
+
+std::vector<std::string> StartedEndpoints(const ClusterView& view) {
+  std::vector<std::string> out;
+  for (const auto& m : view.members) {
+    for (const auto& u : m.client_urls) {
+      if (std::find(out.begin(), out.end(), u) == out.end()) out.push_back(u);
+    }
+  }
+  return out;
+}
+
+Decision Wait(WaitKind kind, std::string reason) {
+  Decision d;
+  d.action = Action::kWait;
+  d.wait = kind;
+  d.reason = OneLine(std::move(reason));
+  return d;
+}
+
+Decision Start(Action action, std::string state, std::string initial_cluster, std::string reason) {
+  Decision d;
+  d.action = action;
+  d.initial_cluster_state = std::move(state);
+  d.initial_cluster = std::move(initial_cluster);
+  d.reason = OneLine(std::move(reason));
+  return d;
+}
+
+Decision PlanRestart(const PlanInput& in) {
+  std::vector<Entry> entries;
+  for (const auto& m : in.expected.members()) entries.push_back({m.name, m.peer_urls});
+  // etcd never reads --initial-cluster over existing data, but a config naming us is one etcd would
+  // accept, so an operator can start it by hand without editing.
+  if (in.expected.FindByName(in.self.name) == nullptr) entries.push_back({in.self.name, in.self.peer_urls});
+  return Start(Action::kRestart, "new", InitialClusterOf(entries),
+               fmt::format("{} has local data: restarting etcd on it (etcd ignores --initial-cluster "
+                           "when its data dir has a WAL)",
+                           in.self.name));
+}
+
+// A voter answers when the expected member at its peer URLs had its etcd peer endpoint reply.
+bool VoterAnswers(const PlanInput& in, const ClusterMember& voter) {
+  for (const auto& p : in.peers) {
+    if (!p.cluster) continue;
+    const Member* m = in.expected.FindByName(p.name);
+    if (m != nullptr && Overlaps(m->peer_urls, voter.peer_urls)) return true;
+  }
+  return false;
+}
+
+Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const ClusterMember& listed) {
+  const std::string why_new =
+      "never-started initial members bootstrap raft with the same initial peers or no leader is "
+      "elected";
+  // Our ID matches the expected set, but the expected set may name us differently; etcd needs
+  // --name in --initial-cluster, and only the peer URLs feed the IDs.
+  if (c.cluster_id == in.expected.cluster_id()) {
+    std::vector<Entry> entries;
+    for (const auto& m : in.expected.members()) {
+      bool is_self = in.expected.IdOf(m) == listed.id;
+      entries.push_back({is_self ? in.self.name : m.name, is_self ? in.self.peer_urls : m.peer_urls});
+    }
+    return Start(Action::kLateInitial, "new", InitialClusterOf(entries),
+                 fmt::format("cluster {} lists {} as initial member {} that never started: starting "
+                             "with state new, because {}",
+                             IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id), why_new));
+  }
+  // Discovery now sees a different set than the one the cluster was bootstrapped with; the cluster's
+  // own membership is the bootstrap set only if it still hashes to the cluster ID and every member
+  // still has the peer URLs its ID was computed from.
+  std::vector<MemberId> ids;
+  for (const auto& m : c.members) ids.push_back(m.id);
+  bool unchanged = ComputeClusterId(ids) == c.cluster_id;
+  for (const auto& m : c.members) {
+    if (ComputeMemberId(m.peer_urls, in.expected.token()) != m.id) unchanged = false;
+  }
+  if (!unchanged) {
+    return Wait(WaitKind::kPeersNotReady,
+                fmt::format("cluster {} lists {} as initial member {} that never started, but its "
+                            "membership changed since bootstrap and the expected set differs, so the "
+                            "initial cluster cannot be rebuilt; restore the original member set",
+                            IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id)));
+  }
+  std::vector<Entry> entries;
+  for (const auto& m : c.members) {
+    if (m.id == listed.id) {
+      entries.push_back({in.self.name, in.self.peer_urls});
+      continue;
+    }
+    std::string name = m.name;
+    if (name.empty()) {
+      const Member* e = in.expected.FindById(m.id);
+      name = e != nullptr ? e->name : NameFor(m, in.expected);
+    }
+    entries.push_back({name, m.peer_urls});
+  }
+  return Start(Action::kLateInitial, "new", InitialClusterOf(entries),
+               fmt::format("cluster {} lists {} as initial member {} that never started: starting with "
+                           "state new and the cluster's own initial membership, because {}",
+                           IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id), why_new));
+}
+
+Decision PlanReplace(const PlanInput& in, const ClusterView& c, const ClusterMember& listed) {
+  size_t voters = 0;
+  size_t live = 0;
+  for (const auto& m : c.members) {
+    if (m.is_learner) continue;
+    ++voters;
+    if (&m != &listed && VoterAnswers(in, m)) ++live;
+  }
+  size_t majority = voters / 2 + 1;
+  if (live < majority) {
+    return Wait(WaitKind::kMajorityLost,
+                fmt::format("{} was started as member {} of cluster {} but has no local data; only {} of "
+                            "{} voters answer and replacing it needs a majority of {}: bring voters "
+                            "back, or restore from a snapshot if their data is gone",
+                            in.self.name, IdToHex(listed.id), IdToHex(c.cluster_id), live, voters,
+                            majority));
+  }
+  std::vector<Entry> entries;
+  for (const auto& m : c.members) {
+    if (&m != &listed) entries.push_back({NameFor(m, in.expected), m.peer_urls});
+  }
+  entries.push_back({in.self.name, in.self.peer_urls});
+  Decision d = Start(Action::kReplace, "existing", InitialClusterOf(entries),
+                     fmt::format("{} was started as member {} of cluster {} but its data is gone; {} of "
+                                 "{} voters answer, so removing the stale ID and adding it back as a "
+                                 "learner keeps quorum",
+                                 in.self.name, IdToHex(listed.id), IdToHex(c.cluster_id), live, voters));
+  d.add_member = true;
+  d.remove_id = listed.id;
+  return d;
+}
+
+Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
+  const ClusterMember* listed = nullptr;
+  for (const auto& m : c.members) {
+    if (Overlaps(in.self.peer_urls, m.peer_urls)) {
+      listed = &m;
+      break;
+    }
+  }
+  for (const auto& m : c.members) {
+    // Our name on someone else's peer URLs is most likely our old self at an old address; joining
+    // beside it would add a dead voter, and --initial-cluster would fold the two into one member.
+    if (&m != listed && !m.name.empty() && m.name == in.self.name) {
+      return Wait(WaitKind::kExtra,
+                  fmt::format("cluster {} has a member {} named {} with peer URLs {}, not ours ({}); "
+                              "remove that member or fix the peer URLs",
+                              IdToHex(c.cluster_id), IdToHex(m.id), m.name, JoinStrings(m.peer_urls, ","),
+                              JoinStrings(in.self.peer_urls, ",")));
+    }
+  }
+
+  Decision d;
+  if (listed != nullptr && !listed->started()) {
+    if (listed->id == in.expected.IdOf(in.self)) {
+      d = PlanLateInitial(in, c, *listed);
+    } else {
+      std::vector<Entry> entries;
+      for (const auto& m : c.members) {
+        if (&m == listed) {
+          entries.push_back({in.self.name, m.peer_urls});
+        } else {
+          entries.push_back({NameFor(m, in.expected), m.peer_urls});
+        }
+      }
+      d = Start(Action::kJoin, "existing", InitialClusterOf(entries),
+                fmt::format("cluster {} already lists {} as added member {} that never started (an "
+                            "earlier join or replace stopped mid-way): starting with state existing",
+                            IdToHex(c.cluster_id), in.self.name, IdToHex(listed->id)));
+    }
+  } else if (listed != nullptr) {
+    d = PlanReplace(in, c, *listed);
+  } else {
+    size_t size = in.cluster_size != 0 ? in.cluster_size : in.expected.size();
+    if (c.members.size() < size) {
+      std::vector<Entry> entries;
+      for (const auto& m : c.members) entries.push_back({NameFor(m, in.expected), m.peer_urls});
+      entries.push_back({in.self.name, in.self.peer_urls});
+      d = Start(Action::kJoin, "existing", InitialClusterOf(entries),
+                fmt::format("cluster {} has {} of {} members and does not list {}: joining as a learner",
+                            IdToHex(c.cluster_id), c.members.size(), size, in.self.name));
+      d.add_member = true;
+    } else {
+      d = Wait(WaitKind::kExtra,
+               fmt::format("cluster {} already has {} of {} members and does not list {}; raise "
+                           "--cluster-size or remove a member",
+                           IdToHex(c.cluster_id), c.members.size(), size, in.self.name));
+    }
+  }
+  d.cluster_id = c.cluster_id;
+  d.endpoints = StartedEndpoints(c);
+  return d;
+}
+
+// Rule 1b: our data is a member's the cluster removed. Said only when the view is of the cluster our
+// WAL names, lacks our member ID, and comes from a majority of its voters (a view lagging behind our
+// own join would lack us too, but our join was committed by a majority before we started, and the
+// union of the views keeps us listed if any one of them has it). Then a removal met while
+// etcd ran here was the operator's (scale-down) and is never undone from here; on a fresh start the
+// node is a new one for the cluster (a kept volume reused by a scale-up), which joins by rule 2 when
+// the cluster is below its size, its old data moved aside, never deleted.
+std::optional<Decision> PlanRemoved(const PlanInput& in, const ClusterView& view) {
+  const WalIdentity& local = *in.local;
+  if (view.cluster_id != local.cluster_id) return std::nullopt;
+  size_t voters = 0;
+  size_t answering = 0;
+  for (const auto& m : view.members) {
+    if (m.id == local.member_id) return std::nullopt;
+    if (m.is_learner) continue;
+    ++voters;
+    if (VoterAnswers(in, m)) ++answering;
+  }
+  if (answering < voters / 2 + 1) return std::nullopt;
+  std::string removed =
+      fmt::format("member {} ({}) was removed from cluster {}, as {} of its {} voters agree", IdToHex(local.member_id),
+                  in.self.name, IdToHex(view.cluster_id), answering, voters);
+  if (in.etcd_ran) {
+    return Wait(WaitKind::kRemoved,
+                fmt::format("{}: not restarting etcd, and not rejoining, since a removal is deliberate; delete this "
+                            "node, or restart quorate to join again while the cluster is below --cluster-size",
+                            removed));
+  }
+  PlanInput fresh = in;
+  fresh.has_local_data = false;
+  Decision d = PlanWithCluster(fresh, view);
+  if (d.action == Action::kJoin) {
+    d.move_data_aside = true;
+    d.reason = OneLine(fmt::format("{}; moving its data aside (kept, not deleted), then: {}", removed, d.reason));
+    return d;
+  }
+  if (d.action == Action::kWait) {
+    d.reason = OneLine(fmt::format("{}; not restarting etcd: {}", removed, d.reason));
+    return d;
+  }
+  return Wait(WaitKind::kPeersNotReady,
+              fmt::format("{}; not restarting etcd, and not {}: {}", removed, ActionName(d.action), d.reason));
+}
+
+// Empty when the peer agrees to bootstrap a new cluster with us, else why it does not.
+std::string Disagreement(const PlanInput& in, const PeerFacts& p) {
+  const AgentReport& a = p.agent;
+  if (!a.reachable) {
+    return a.error.empty() ? "agent unreachable" : fmt::format("agent unreachable ({})", a.error);
+  }
+  std::vector<std::string> why;
+  switch (a.data_state) {
+    case DataState::kEmpty:
+      break;
+    case DataState::kHasData:
+      why.push_back("has data but its etcd is not answering on its peer URL");
+      break;
+    case DataState::kRunning:
+      why.push_back("runs etcd but it is not answering on its peer URL");
+      break;
+    case DataState::kUnknown:
+      why.push_back("did not say whether it has data");
+      break;
+  }
+  if (a.token != in.expected.token()) {
+    why.push_back(fmt::format("different token '{}' (ours '{}')", a.token, in.expected.token()));
+  }
+  if (a.expected_cluster_id != in.expected.cluster_id()) {
+    why.push_back(fmt::format("different member set (cluster {}, ours {})", IdToHex(a.expected_cluster_id),
+                              IdToHex(in.expected.cluster_id())));
+  }
+  return JoinStrings(why, ", ");
+}
+
+Decision PlanWithoutCluster(const PlanInput& in) {
+  const Member* me = in.expected.FindByName(in.self.name);
+  if (me == nullptr) {
+    std::vector<std::string> names;
+    for (const auto& m : in.expected.members()) names.push_back(m.name);
+    return Wait(WaitKind::kExtra,
+                fmt::format("{} is not in the expected member set ({}) and no peer reports a cluster to "
+                            "join",
+                            in.self.name, JoinStrings(names, ",")));
+  }
+  // etcd refuses to bootstrap when its advertised peer URLs differ from its --initial-cluster entry,
+  // and the IDs every peer computed would not be ours.
+  if (!SameUrls(me->peer_urls, in.self.peer_urls)) {
+    return Wait(WaitKind::kPeersNotReady,
+                fmt::format("discovery lists {} with peer URLs {} but this node advertises {}", me->name,
+                            JoinStrings(me->peer_urls, ","), JoinStrings(in.self.peer_urls, ",")));
+  }
+  std::vector<std::string> blockers;
+  for (const auto& m : in.expected.members()) {
+    if (m.name == in.self.name) continue;
+    bool reported = false;
+    for (const auto& p : in.peers) {
+      if (p.name != m.name) continue;
+      reported = true;
+      std::string why = Disagreement(in, p);
+      if (!why.empty()) blockers.push_back(m.name + ": " + why);
+    }
+    if (!reported) blockers.push_back(m.name + ": no report");
+  }
+  if (!blockers.empty()) {
+    return Wait(WaitKind::kPeersNotReady,
+                fmt::format("not starting a new cluster until every expected member is empty and "
+                            "agrees; waiting for {}",
+                            JoinStrings(blockers, "; ")));
+  }
+  Decision d = Start(Action::kNew, "new", in.expected.InitialCluster(),
+                     fmt::format("no peer reports a cluster and all {} expected members are empty with "
+                                 "the same token and member set: bootstrapping cluster {}",
+                                 in.expected.size(), IdToHex(in.expected.cluster_id())));
+  d.cluster_id = in.expected.cluster_id();
+  return d;
+}
+
+}  // namespace
+
+Decision Plan(const PlanInput& input) {
+  std::vector<const PeerFacts*> reporting;
+  const PeerFacts* conflicting = nullptr;
+  for (const auto& p : input.peers) {
+    if (!p.cluster) continue;
+    reporting.push_back(&p);
+    if (conflicting == nullptr && p.cluster->cluster_id != reporting.front()->cluster->cluster_id) {
+      conflicting = &p;
+    }
+  }
+
+  if (input.has_local_data) {
+    if (!reporting.empty() && conflicting == nullptr && input.local) {
+      if (auto removed = PlanRemoved(input, MergeViews(reporting))) return *removed;
+    }
+    Decision d = PlanRestart(input);
+    if (!reporting.empty() && conflicting == nullptr) {
+      ClusterView view = MergeViews(reporting);
+      d.cluster_id = view.cluster_id;
+      d.endpoints = StartedEndpoints(view);
+    }
+    return d;
+  }
+  if (conflicting != nullptr) {
+    const PeerFacts& first = *reporting.front();
+    return Wait(WaitKind::kConflict,
+                fmt::format("peers report different clusters: {} is in cluster {} and {} in cluster {}; "
+                            "refusing to pick one",
+                            first.name, IdToHex(first.cluster->cluster_id), conflicting->name,
+                            IdToHex(conflicting->cluster->cluster_id)));
+  }
+  if (!reporting.empty()) return PlanWithCluster(input, MergeViews(reporting));
+  return PlanWithoutCluster(input);
+}
+
+const char* ActionName(Action action) {
+  switch (action) {
+    case Action::kRestart:
+      return "restart";
+    case Action::kJoin:
+      return "join";
+    case Action::kLateInitial:
+      return "late-initial";
+    case Action::kReplace:
+      return "replace";
+    case Action::kNew:
+      return "new";
+    case Action::kWait:
+      return "wait";
+  }
+  return "unknown";
+}
+
+}  // namespace quorate

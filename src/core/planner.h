@@ -1,0 +1,97 @@
+// The start-up decision of DESIGN §4 as a pure function: facts quorate can read without quorum go
+// in, one decision with its reason comes out. No I/O, no clock, so every rule is tested exhaustively.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "etcd/etcd_wal.h"
+#include "quorate/member.h"
+
+namespace quorate {
+
+enum class DataState { kUnknown, kEmpty, kHasData, kRunning };
+
+// What a peer's quorate agent said, or why it could not be asked.
+struct AgentReport {
+  bool reachable = false;
+  std::string error;  // when unreachable: what the call said
+  DataState data_state = DataState::kUnknown;
+  std::string token;
+  ClusterId expected_cluster_id = 0;  // computed from the member set that peer discovered
+};
+
+// One member as etcd's peer endpoint GET /members lists it.
+struct ClusterMember {
+  MemberId id = 0;
+  std::string name;  // empty until the member has started
+  std::vector<std::string> peer_urls;
+  std::vector<std::string> client_urls;  // empty until the member has started (published)
+  bool is_learner = false;
+  bool started() const { return !client_urls.empty(); }
+};
+
+// A running or bootstrapping cluster as one peer's etcd reports it, before any quorum exists.
+struct ClusterView {
+  ClusterId cluster_id = 0;
+  std::vector<ClusterMember> members;
+};
+
+struct PeerFacts {
+  std::string name;  // as in the expected member set
+  AgentReport agent;
+  std::optional<ClusterView> cluster;  // nullopt when its etcd peer URL did not answer
+};
+
+struct PlanInput {
+  Member self;
+  MemberSet expected;  // what discovery agreed on
+  size_t cluster_size = 0;
+  bool has_local_data = false;  // <data-dir>/member/wal exists
+  // Whose that data is, from its WAL; nullopt without data or when the WAL cannot be read.
+  std::optional<WalIdentity> local;
+  // etcd ran under this process and exited: a removal it met was an operator's, and is not undone.
+  bool etcd_ran = false;
+  std::vector<PeerFacts> peers;  // every expected member except self
+};
+
+enum class Action {
+  kRestart,      // rule 1: local data, start etcd on it
+  kJoin,         // rule 2: MemberAdd as learner (unless already added), start existing;
+                 // rule 1b: first moving aside the data of a member that was removed
+  kLateInitial,  // rule 3: listed in the initial cluster, never started: start new
+  kReplace,      // rule 4: remove the stale ID, add as learner, start existing
+  kNew,          // rule 5: every agent empty and in agreement: start new
+  kWait,         // not safe yet: wait and retry
+};
+
+enum class WaitKind {
+  kNone,
+  kPeersNotReady,   // unreachable or not in agreement yet
+  kExtra,           // the cluster is full and does not list us
+  kMajorityLost,    // replace needed but no quorum: a majority has lost its data or is down
+  kConflict,        // peers report different clusters: never pick one
+  kRemoved,         // rule 1b: our member was removed while etcd ran here: keep etcd stopped
+};
+
+struct Decision {
+  Action action = Action::kWait;
+  WaitKind wait = WaitKind::kNone;
+  std::string reason;  // one sentence for the log and the user
+  std::string initial_cluster_state;  // "new" or "existing"; empty for kWait
+  // etcd's --initial-cluster for the start; for kJoin/kReplace it lists the cluster's current
+  // members plus self, and the caller refreshes it from MemberAdd's answer.
+  std::string initial_cluster;
+  bool add_member = false;               // kJoin/kReplace: MemberAdd(self peer URLs, isLearner)
+  bool move_data_aside = false;          // kJoin by rule 1b: the old member's data goes aside first
+  std::optional<MemberId> remove_id;     // kReplace: the stale ID to remove first
+  std::optional<ClusterId> cluster_id;   // the cluster we will be part of, when known
+  std::vector<std::string> endpoints;    // client URLs of started members, for the etcd API calls
+};
+
+Decision Plan(const PlanInput& input);
+
+const char* ActionName(Action action);
+
+}  // namespace quorate

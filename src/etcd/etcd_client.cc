@@ -1,0 +1,425 @@
+#include "etcd/etcd_client.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "etcd_rpc.grpc.pb.h"
+#include "quorate/fs.h"
+#include "core/table.h"
+
+namespace quorate {
+namespace {
+
+namespace pb = etcdserverpb;
+
+// gRPC deadlines are system_clock time points.
+using Clock = std::chrono::system_clock;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kFirstBackoff(50);
+constexpr milliseconds kMaxBackoff(1000);
+// etcd pages ranges; 500 keeps one answer well under gRPC's 4 MiB default for small values.
+constexpr int64_t kRangePage = 500;
+
+// A read can be asked again anywhere; a change may already have been made by the endpoint that did
+// not answer, so it is only sent elsewhere when the first endpoint certainly never got it.
+enum class Kind { kRead, kChange };
+
+bool Contains(const std::string& text, const char* needle) { return text.find(needle) != std::string::npos; }
+
+std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// etcd's words decide what the caller should do where the gRPC code alone is too coarse: these are
+// FAILED_PRECONDITION on the wire, yet they clear up by themselves.
+bool TransientPrecondition(const std::string& text) {
+  return Contains(text, "in sync with leader") || Contains(text, "too many learner members") ||
+         Contains(text, "not enough started members");
+}
+
+Status FromGrpc(const grpc::Status& st, const std::string& endpoint, const std::string& what) {
+  std::string msg = fmt::format("{} at {}: {}", what, endpoint, FirstLine(st.error_message()));
+  if (TransientPrecondition(st.error_message())) return Status::Unavailable(msg);
+  switch (st.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::CANCELLED:
+      return Status::Unavailable(msg);
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return Status::InvalidArgument(msg);
+    case grpc::StatusCode::NOT_FOUND:
+      return Status::NotFound(msg);
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return Status::FailedPrecondition(msg);
+    default:
+      return Status::Internal(msg);
+  }
+}
+
+// Refused by etcd's interceptors before the request was looked at: a learner serves only Status
+// and serializable reads, and with "hasleader" set a member without a leader refuses at once.
+bool RefusedUnread(const grpc::Status& st) {
+  const std::string& text = st.error_message();
+  return st.error_code() == grpc::StatusCode::UNAVAILABLE &&
+         (Contains(text, "etcdserver: rpc not supported for learner") || Contains(text, "etcdserver: not capable") ||
+          Contains(text, "etcdserver: no leader"));
+}
+
+// A change etcd had already proposed when it gave up waiting: it may still be applied.
+bool MaybeDone(const grpc::Status& st) {
+  const std::string& text = st.error_message();
+  return st.error_code() == grpc::StatusCode::UNAVAILABLE &&
+         (Contains(text, "etcdserver: request timed out") || Contains(text, "etcdserver: leader changed") ||
+          Contains(text, "etcdserver: server stopped"));
+}
+
+// Waits until the channel is connected. False at once when a connection attempt fails, so a dead
+// endpoint costs nothing, and false at the deadline for a silent one.
+bool WaitReady(grpc::Channel& channel, Clock::time_point deadline) {
+  grpc_connectivity_state state = channel.GetState(/*try_to_connect=*/true);
+  while (state != GRPC_CHANNEL_READY) {
+    if (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN) return false;
+    if (!channel.WaitForStateChange(state, deadline)) return false;
+    state = channel.GetState(/*try_to_connect=*/true);
+  }
+  return true;
+}
+
+// Waits until `until`, or less once a channel that was down connects. Waiting on the channels
+// rather than sleeping is what lets gRPC see a reconnect at all: nothing else polls them but a
+// backup poller every 5 s.
+void PauseWatching(const std::vector<grpc::Channel*>& channels, Clock::time_point until) {
+  for (size_t i = 0; i < channels.size(); ++i) {
+    auto now = Clock::now();
+    if (now >= until) return;
+    auto slice_end = now + (until - now) / static_cast<int>(channels.size() - i);
+    grpc_connectivity_state state = channels[i]->GetState(/*try_to_connect=*/true);
+    while (state != GRPC_CHANNEL_READY && channels[i]->WaitForStateChange(state, slice_end)) {
+      state = channels[i]->GetState(/*try_to_connect=*/true);
+    }
+    if (state == GRPC_CHANNEL_READY) return;
+  }
+}
+
+std::vector<ClusterMember> ToMembers(const google::protobuf::RepeatedPtrField<pb::Member>& members) {
+  std::vector<ClusterMember> out;
+  for (const auto& m : members) {
+    ClusterMember c;
+    c.id = m.id();
+    c.name = m.name();
+    c.peer_urls.assign(m.peerurls().begin(), m.peerurls().end());
+    c.client_urls.assign(m.clienturls().begin(), m.clienturls().end());
+    c.is_learner = m.islearner();
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// The end of the range of keys that start with `prefix`, as etcd wants it.
+std::string PrefixEnd(std::string prefix) {
+  while (!prefix.empty()) {
+    if (static_cast<unsigned char>(prefix.back()) < 0xff) {
+      prefix.back() = static_cast<char>(prefix.back() + 1);
+      return prefix;
+    }
+    prefix.pop_back();
+  }
+  return std::string(1, '\0');
+}
+
+// One endpoint: its channel, or why there cannot be one (bad URL, unreadable TLS file).
+struct Target {
+  std::string endpoint;
+  std::shared_ptr<grpc::Channel> channel;
+  Status error;
+};
+
+Target MakeTarget(const std::string& endpoint, const TlsFiles& tls) {
+  Target t{endpoint, nullptr, Status::Ok()};
+  std::string address = endpoint;
+  bool secure = tls.enabled();
+  if (auto pos = endpoint.find("://"); pos != std::string::npos) {
+    std::string scheme = endpoint.substr(0, pos);
+    if (scheme != "http" && scheme != "https") {
+      t.error = Status::InvalidArgument(fmt::format("etcd endpoint {}: scheme must be http or https", endpoint));
+      return t;
+    }
+    secure = scheme == "https";
+    address = endpoint.substr(pos + 3);
+  }
+  // etcd's advertised client URLs may end in "/"; gRPC wants host:port only.
+  if (!address.empty() && address.back() == '/') address.pop_back();
+  if (address.empty() || address.find('/') != std::string::npos) {
+    t.error = Status::InvalidArgument(fmt::format("etcd endpoint {}: want http(s)://host:port", endpoint));
+    return t;
+  }
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (secure) {
+    grpc::SslCredentialsOptions opts;
+    for (auto [path, pem] :
+         {std::pair{&tls.trusted_ca_file, &opts.pem_root_certs}, std::pair{&tls.cert_file, &opts.pem_cert_chain},
+          std::pair{&tls.key_file, &opts.pem_private_key}}) {
+      if (path->empty()) continue;
+      auto text = ReadFile(*path);
+      if (!text.ok()) {
+        t.error = Status::InvalidArgument(fmt::format("etcd endpoint {}: {}", endpoint, text.status().message()));
+        return t;
+      }
+      *pem = std::move(*text);
+    }
+    creds = grpc::SslCredentials(opts);
+  }
+  grpc::ChannelArguments args;
+  // Retries are this client's decision: gRPC's own would resend changes.
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+  // A client lives for one init or one upkeep tick: reconnect soon after etcd (re)starts.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  t.channel = grpc::CreateCustomChannel(address, creds, args);
+  return t;
+}
+
+class GrpcEtcdClient : public EtcdClient {
+ public:
+  explicit GrpcEtcdClient(const EtcdClientOptions& options) : options_(options) {
+    for (const auto& endpoint : options_.endpoints) targets_.push_back(MakeTarget(endpoint, options_.tls));
+  }
+
+  Result<MemberListing> MemberList() override {
+    pb::MemberListRequest req;
+    pb::MemberListResponse resp;
+    // Without "hasleader": a member that lost quorum still shows its view, as etcdctl does.
+    Status st =
+        Call<pb::Cluster>("MemberList", Kind::kRead, Targets(), /*require_leader=*/false,
+                          [&](pb::Cluster::Stub& s, grpc::ClientContext* c) { return s.MemberList(c, req, &resp); });
+    if (!st.ok()) return st;
+    return MemberListing{resp.header().cluster_id(), resp.header().member_id(), ToMembers(resp.members())};
+  }
+
+  Result<MemberListing> MemberAdd(const std::vector<std::string>& peer_urls, bool is_learner,
+                                  MemberId* added) override {
+    pb::MemberAddRequest req;
+    for (const auto& u : peer_urls) req.add_peerurls(u);
+    req.set_islearner(is_learner);
+    pb::MemberAddResponse resp;
+    Status st =
+        Call<pb::Cluster>("MemberAdd", Kind::kChange, Targets(), /*require_leader=*/true,
+                          [&](pb::Cluster::Stub& s, grpc::ClientContext* c) { return s.MemberAdd(c, req, &resp); });
+    if (!st.ok()) return st;
+    if (added != nullptr) *added = resp.member().id();
+    return MemberListing{resp.header().cluster_id(), resp.header().member_id(), ToMembers(resp.members())};
+  }
+
+  Status MemberRemove(MemberId id) override {
+    pb::MemberRemoveRequest req;
+    req.set_id(id);
+    pb::MemberRemoveResponse resp;
+    return Call<pb::Cluster>(
+        fmt::format("MemberRemove {}", IdToHex(id)), Kind::kChange, Targets(), /*require_leader=*/true,
+        [&](pb::Cluster::Stub& s, grpc::ClientContext* c) { return s.MemberRemove(c, req, &resp); });
+  }
+
+  Status MemberPromote(MemberId id) override {
+    pb::MemberPromoteRequest req;
+    req.set_id(id);
+    pb::MemberPromoteResponse resp;
+    return Call<pb::Cluster>(
+        fmt::format("MemberPromote {}", IdToHex(id)), Kind::kChange, Targets(), /*require_leader=*/true,
+        [&](pb::Cluster::Stub& s, grpc::ClientContext* c) { return s.MemberPromote(c, req, &resp); });
+  }
+
+  Status MemberUpdate(MemberId id, const std::vector<std::string>& peer_urls) override {
+    pb::MemberUpdateRequest req;
+    req.set_id(id);
+    for (const auto& u : peer_urls) req.add_peerurls(u);
+    pb::MemberUpdateResponse resp;
+    return Call<pb::Cluster>(
+        fmt::format("MemberUpdate {}", IdToHex(id)), Kind::kChange, Targets(), /*require_leader=*/true,
+        [&](pb::Cluster::Stub& s, grpc::ClientContext* c) { return s.MemberUpdate(c, req, &resp); });
+  }
+
+  Result<EndpointStatus> EndpointStatusOf(const std::string& endpoint) override {
+    auto known =
+        std::find_if(targets_.begin(), targets_.end(), [&](const Target& t) { return t.endpoint == endpoint; });
+    Target other;
+    if (known == targets_.end()) other = MakeTarget(endpoint, options_.tls);
+    Target* target = known == targets_.end() ? &other : &*known;
+    pb::StatusRequest req;
+    pb::StatusResponse resp;
+    // Without "hasleader": a member without a leader is exactly what the caller wants to see.
+    Status st = Call<pb::Maintenance>(
+        "Status", Kind::kRead, {target}, /*require_leader=*/false,
+        [&](pb::Maintenance::Stub& s, grpc::ClientContext* c) { return s.Status(c, req, &resp); });
+    if (!st.ok()) return st;
+    EndpointStatus out;
+    out.endpoint = endpoint;
+    out.member_id = resp.header().member_id();
+    out.leader = resp.leader();
+    out.raft_index = resp.raftindex();
+    out.raft_term = resp.raftterm();
+    out.raft_applied_index = resp.raftappliedindex();
+    out.db_size = resp.dbsize();
+    out.is_learner = resp.islearner();
+    out.version = resp.version();
+    out.errors.assign(resp.errors().begin(), resp.errors().end());
+    return out;
+  }
+
+  Status Put(const std::string& key, const std::string& value) override {
+    pb::PutRequest req;
+    req.set_key(key);
+    req.set_value(value);
+    pb::PutResponse resp;
+    return Call<pb::KV>("Put " + key, Kind::kChange, Targets(), /*require_leader=*/true,
+                        [&](pb::KV::Stub& s, grpc::ClientContext* c) { return s.Put(c, req, &resp); });
+  }
+
+  Result<std::optional<std::string>> Get(const std::string& key) override {
+    pb::RangeRequest req;
+    req.set_key(key);
+    pb::RangeResponse resp;
+    Status st = Call<pb::KV>("Range " + key, Kind::kRead, Targets(), /*require_leader=*/true,
+                             [&](pb::KV::Stub& s, grpc::ClientContext* c) { return s.Range(c, req, &resp); });
+    if (!st.ok()) return st;
+    if (resp.kvs_size() == 0) return std::optional<std::string>();
+    return std::optional<std::string>(resp.kvs(0).value());
+  }
+
+  Result<std::vector<KeyValue>> GetPrefix(const std::string& prefix) override {
+    std::vector<KeyValue> out;
+    pb::RangeRequest req;
+    req.set_key(prefix);
+    req.set_range_end(PrefixEnd(prefix));
+    req.set_limit(kRangePage);
+    while (true) {
+      pb::RangeResponse resp;
+      Status st = Call<pb::KV>("Range " + prefix + "*", Kind::kRead, Targets(), /*require_leader=*/true,
+                               [&](pb::KV::Stub& s, grpc::ClientContext* c) { return s.Range(c, req, &resp); });
+      if (!st.ok()) return st;
+      for (const auto& kv : resp.kvs()) out.push_back({kv.key(), kv.value(), kv.create_revision()});
+      if (!resp.more() || resp.kvs_size() == 0) return out;
+      req.set_key(resp.kvs(resp.kvs_size() - 1).key() + std::string(1, '\0'));
+    }
+  }
+
+  Result<bool> PutIfAbsent(const std::string& key, const std::string& value) override {
+    pb::TxnRequest req;
+    auto* cmp = req.add_compare();
+    cmp->set_key(key);
+    cmp->set_target(pb::Compare::CREATE);
+    cmp->set_result(pb::Compare::EQUAL);
+    cmp->set_create_revision(0);
+    auto* put = req.add_success()->mutable_request_put();
+    put->set_key(key);
+    put->set_value(value);
+    pb::TxnResponse resp;
+    Status st = Call<pb::KV>("Txn put-if-absent " + key, Kind::kChange, Targets(), /*require_leader=*/true,
+                             [&](pb::KV::Stub& s, grpc::ClientContext* c) { return s.Txn(c, req, &resp); });
+    if (!st.ok()) return st;
+    return resp.succeeded();
+  }
+
+ private:
+  std::vector<Target*> Targets() {
+    std::vector<Target*> out;
+    for (auto& t : targets_) out.push_back(&t);
+    return out;
+  }
+
+  // Tries the targets in turn, in rounds with backoff for reads, all within options_.timeout.
+  template <typename Service, typename Rpc>
+  Status Call(const std::string& what, Kind kind, const std::vector<Target*>& targets, bool require_leader, Rpc&& rpc) {
+    if (targets.empty()) return Status::InvalidArgument(fmt::format("{}: no etcd endpoints given", what));
+    for (const Target* t : targets) {
+      if (!t->error.ok()) return t->error;
+    }
+    const auto deadline = Clock::now() + options_.timeout;
+    milliseconds backoff = kFirstBackoff;
+    while (true) {
+      std::vector<std::string> failures;
+      for (size_t i = 0; i < targets.size(); ++i) {
+        Target& t = *targets[i];
+        auto now = Clock::now();
+        auto attempt_deadline = now + (deadline - now) / static_cast<int>(targets.size() - i);
+        bool ready = WaitReady(*t.channel, attempt_deadline);
+        if (!ready && Clock::now() >= attempt_deadline) {
+          failures.push_back(fmt::format("{}: no connection within {} ms", t.endpoint,
+                                         std::chrono::duration_cast<milliseconds>(attempt_deadline - now).count()));
+          continue;
+        }
+        grpc::ClientContext ctx;
+        ctx.set_deadline(attempt_deadline);
+        // Fail at once on a broken connection rather than wait for it to come back: the next
+        // endpoint may answer, and a change that fails so was certainly not sent.
+        ctx.set_wait_for_ready(false);
+        if (require_leader) ctx.AddMetadata("hasleader", "true");
+        auto stub = Service::NewStub(t.channel);
+        grpc::Status st = rpc(*stub, &ctx);
+        if (st.ok()) return Status::Ok();
+        bool broken = st.error_code() == grpc::StatusCode::UNAVAILABLE && !Contains(st.error_message(), "etcdserver:");
+        bool unanswered = broken || st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+        bool never_sent = broken && !ready;
+        bool retryable = unanswered || st.error_code() == grpc::StatusCode::UNAVAILABLE;
+        if (never_sent || RefusedUnread(st) || (kind == Kind::kRead && retryable)) {
+          failures.push_back(fmt::format("{}: {}", t.endpoint, FirstLine(st.error_message())));
+          continue;
+        }
+        if (unanswered || MaybeDone(st)) {
+          return Status::Unavailable(fmt::format("{} at {}: no answer, so it may or may not have been done: {}", what,
+                                                 t.endpoint, FirstLine(st.error_message())));
+        }
+        return FromGrpc(st, t.endpoint, what);
+      }
+      if (kind == Kind::kChange || Clock::now() + backoff >= deadline) {
+        return Status::Unavailable(fmt::format("{}: no etcd endpoint answered: {}", what, fmt::join(failures, "; ")));
+      }
+      std::vector<grpc::Channel*> channels;
+      for (Target* t : targets) channels.push_back(t->channel.get());
+      PauseWatching(channels, Clock::now() + backoff);
+      backoff = std::min(backoff * 2, kMaxBackoff);
+    }
+  }
+
+  EtcdClientOptions options_;
+  std::vector<Target> targets_;
+};
+
+std::string Joined(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ",")); }
+
+}  // namespace
+
+std::unique_ptr<EtcdClient> MakeEtcdClient(const EtcdClientOptions& options) {
+  return std::make_unique<GrpcEtcdClient>(options);
+}
+
+std::string FormatMemberList(const MemberListing& listing, OutputFormat format) {
+  if (format == OutputFormat::kJson) {
+    // Keys in etcdctl's order, for a reader comparing the two.
+    nlohmann::ordered_json members = nlohmann::ordered_json::array();
+    for (const auto& m : listing.members) {
+      members.push_back({{"id", IdToHex(m.id)},
+                         {"name", m.name},
+                         {"peerURLs", m.peer_urls},
+                         {"clientURLs", m.client_urls},
+                         {"isLearner", m.is_learner}});
+    }
+    return nlohmann::ordered_json{{"clusterID", IdToHex(listing.cluster_id)}, {"members", members}}.dump(2) + "\n";
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& m : listing.members) {
+    rows.push_back({IdToHex(m.id), m.started() ? "started" : "unstarted", m.name, Joined(m.peer_urls),
+                    Joined(m.client_urls), m.is_learner ? "true" : "false"});
+  }
+  if (format == OutputFormat::kTable) {
+    return RenderTable({"ID", "STATUS", "NAME", "PEER ADDRS", "CLIENT ADDRS", "IS LEARNER"}, rows);
+  }
+  std::string out;
+  for (const auto& r : rows) out += fmt::format("{}\n", fmt::join(r, ", "));
+  return out;
+}
+
+}  // namespace quorate

@@ -1,0 +1,93 @@
+// quorate's client of a running etcd cluster: the membership calls of DESIGN §4 (join, replace,
+// promote, update), the status the supervisor reads, and the KV calls the etcd discovery provider
+// and the tests need. An interface, so callers can be tested against a fake.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "quorate/config.h"
+#include "quorate/member.h"
+#include "core/planner.h"
+#include "quorate/status.h"
+#include "quorate/tls.h"
+
+namespace quorate {
+
+struct EtcdClientOptions {
+  // Client URLs, tried in turn. http:// is plain, https:// is TLS; a bare host:port is TLS when
+  // `tls` names a certificate or a CA, as etcdctl does.
+  std::vector<std::string> endpoints;
+  TlsFiles tls;  // CA to trust, and a certificate to present (etcdctl's --cacert/--cert/--key)
+  // Bounds each call as a whole, every endpoint and retry included. One endpoint gets at most an
+  // even share of what is left, so a silent endpoint cannot use up the others' time.
+  std::chrono::milliseconds timeout{5000};
+};
+
+struct MemberListing {
+  ClusterId cluster_id = 0;
+  MemberId answered_by = 0;
+  std::vector<ClusterMember> members;
+};
+
+struct EndpointStatus {
+  std::string endpoint;
+  MemberId member_id = 0;
+  MemberId leader = 0;  // 0 while the member knows no leader
+  uint64_t raft_index = 0;
+  uint64_t raft_term = 0;
+  uint64_t raft_applied_index = 0;
+  int64_t db_size = 0;  // etcd's type: int64
+  bool is_learner = false;
+  std::string version;
+  std::vector<std::string> errors;  // alarms, e.g. "NOSPACE"
+};
+
+struct KeyValue {
+  std::string key;
+  std::string value;
+  int64_t create_revision = 0;  // orders keys by when they were first written
+};
+
+// Errors carry the endpoint and etcd's own words.
+//   Unavailable: try again later. No endpoint answered, or etcd said "unhealthy cluster", "too many
+//     learner members", a learner is not "in sync with leader" yet; or a change was sent and not
+//     answered, so it may or may not have been made (the message says so).
+//   NotFound: no such member. FailedPrecondition: the peer URLs are already a member's ("Peer URLs
+//     already exists", or "member ID already exist" when added twice within a second), or the
+//     member is not a learner. InvalidArgument: etcd or quorate found the request or the options bad.
+// Reads (MemberList, EndpointStatusOf, Get, GetPrefix) are retried with backoff within the timeout;
+// changes go to the next endpoint only when the previous one certainly did not receive them.
+class EtcdClient {
+ public:
+  virtual ~EtcdClient() = default;
+  virtual Result<MemberListing> MemberList() = 0;
+  // The listing is the membership after the add; `added` (may be null) receives the new member's ID.
+  virtual Result<MemberListing> MemberAdd(const std::vector<std::string>& peer_urls, bool is_learner,
+                                          MemberId* added) = 0;
+  virtual Status MemberRemove(MemberId id) = 0;
+  virtual Status MemberPromote(MemberId id) = 0;
+  virtual Status MemberUpdate(MemberId id, const std::vector<std::string>& peer_urls) = 0;
+  // Maintenance.Status of one endpoint, which need not be one of the options' endpoints. (Not
+  // named Status: inside the class that would hide the Status type.)
+  virtual Result<EndpointStatus> EndpointStatusOf(const std::string& endpoint) = 0;
+  virtual Status Put(const std::string& key, const std::string& value) = 0;
+  virtual Result<std::optional<std::string>> Get(const std::string& key) = 0;
+  // Every key with `prefix`, in key order.
+  virtual Result<std::vector<KeyValue>> GetPrefix(const std::string& prefix) = 0;
+  // One transaction: writes only when the key has never been created; true when this call wrote it.
+  virtual Result<bool> PutIfAbsent(const std::string& key, const std::string& value) = 0;
+};
+
+// Never fails here: a bad endpoint or an unreadable TLS file is the InvalidArgument of every call.
+std::unique_ptr<EtcdClient> MakeEtcdClient(const EtcdClientOptions& options);
+
+// `member list` in etcdctl 3.4's shapes: simple and table as etcdctl prints them; json with IDs as
+// hex strings and "clusterID", as quorate's other JSON output.
+std::string FormatMemberList(const MemberListing& listing, OutputFormat format);
+
+}  // namespace quorate

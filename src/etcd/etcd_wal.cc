@@ -1,0 +1,130 @@
+#include "etcd/etcd_wal.h"
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace quorate {
+namespace {
+
+// walpb.Record types (etcd wal/wal.go).
+constexpr uint64_t kMetadataType = 1;
+constexpr uint64_t kCrcType = 4;
+// The two records are a few dozen bytes; a WAL file is preallocated to 64 MB.
+constexpr size_t kHeadBytes = 4096;
+
+std::optional<uint64_t> Varint(std::string_view& rest) {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 64 && !rest.empty(); shift += 7) {
+    auto b = static_cast<uint8_t>(rest.front());
+    rest.remove_prefix(1);
+    v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) return v;
+  }
+  return std::nullopt;
+}
+
+// One protobuf field of the two messages involved, which use only varints and bytes.
+struct Field {
+  uint64_t number = 0;
+  uint64_t varint = 0;
+  std::string_view bytes;
+};
+
+// Reads every field of `message`; false when it is malformed or uses another wire type.
+bool ForEachField(std::string_view message, const std::function<void(const Field&)>& fn) {
+  while (!message.empty()) {
+    auto key = Varint(message);
+    if (!key) return false;
+    Field f;
+    f.number = *key >> 3;
+    if ((*key & 7) == 0) {
+      auto v = Varint(message);
+      if (!v) return false;
+      f.varint = *v;
+    } else if ((*key & 7) == 2) {
+      auto n = Varint(message);
+      if (!n || *n > message.size()) return false;
+      f.bytes = message.substr(0, *n);
+      message.remove_prefix(*n);
+    } else {
+      return false;
+    }
+    fn(f);
+  }
+  return true;
+}
+
+struct Record {
+  uint64_t type = 0;
+  std::string_view data;
+};
+
+// One frame: a little-endian uint64 whose low 56 bits are the record's length and whose top byte,
+// when its high bit is set, holds the padding to 8 bytes; then the record and the padding.
+std::optional<Record> NextRecord(std::string_view& head) {
+  if (head.size() < 8) return std::nullopt;
+  uint64_t frame = 0;
+  for (int i = 7; i >= 0; --i) frame = frame << 8 | static_cast<uint8_t>(head[i]);
+  head.remove_prefix(8);
+  uint64_t length = frame & 0x00ffffffffffffffULL;
+  uint64_t pad = (frame >> 56) & 0x80 ? (frame >> 56) & 0x7 : 0;
+  if (length == 0 || length + pad > head.size()) return std::nullopt;
+  std::string_view message = head.substr(0, length);
+  head.remove_prefix(length + pad);
+  Record r;
+  bool ok = ForEachField(message, [&](const Field& f) {
+    if (f.number == 1) r.type = f.varint;
+    if (f.number == 3) r.data = f.bytes;
+  });
+  if (!ok) return std::nullopt;
+  return r;
+}
+
+}  // namespace
+
+Result<WalIdentity> ParseWalIdentity(std::string_view head) {
+  auto bad = [](const char* why) { return Status::DataLoss(fmt::format("WAL file does not open as etcd's: {}", why)); };
+  auto crc = NextRecord(head);
+  if (!crc || crc->type != kCrcType) return bad("no CRC record first");
+  auto meta = NextRecord(head);
+  if (!meta || meta->type != kMetadataType) return bad("no metadata record after the CRC record");
+  WalIdentity id;
+  bool ok = ForEachField(meta->data, [&](const Field& f) {
+    if (f.number == 1) id.member_id = f.varint;
+    if (f.number == 2) id.cluster_id = f.varint;
+  });
+  if (!ok) return bad("unreadable metadata");
+  if (id.member_id == 0 || id.cluster_id == 0) return bad("metadata without a member or cluster ID");
+  return id;
+}
+
+Result<WalIdentity> ReadWalIdentity(const std::string& data_dir) {
+  std::string dir = data_dir + "/member/wal";
+  std::vector<std::string> files;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name.size() > 4 && name.compare(name.size() - 4, 4, ".wal") == 0) files.push_back(name);
+    }
+    closedir(d);
+  }
+  if (files.empty()) return Status::NotFound(fmt::format("{} holds no WAL file", dir));
+  std::string path = dir + "/" + *std::min_element(files.begin(), files.end());
+  std::ifstream in(path, std::ios::binary);
+  std::string head(kHeadBytes, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  if (head.empty()) return Status::DataLoss(fmt::format("cannot read {}", path));
+  auto id = ParseWalIdentity(head);
+  if (!id.ok()) return id.status().Prefixed(path);
+  return id;
+}
+
+}  // namespace quorate

@@ -1,0 +1,26 @@
+// Reads an etcd member's peer endpoint GET /members, which etcd answers before any quorum exists:
+// the cluster ID (header X-Etcd-Cluster-ID) and the members, with client URLs only for those that
+// have started. This is how quorate learns that a cluster exists when no etcd API answers yet.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "core/planner.h"
+#include "quorate/status.h"
+#include "quorate/tls.h"
+
+namespace quorate {
+
+// Unavailable when nothing answers (refused, timed out, TLS handshake failed); InvalidArgument
+// naming the URL when the answer is not etcd's. Connecting and reading are each bounded by
+// `timeout`. For https the server is verified against trusted_ca_file (the system roots when
+// empty) and the peer certificate and key are presented.
+Result<ClusterView> ProbeMembers(const std::string& peer_url, const TlsFiles& peer_tls,
+                                 std::chrono::milliseconds timeout);
+
+// The body of GET /members and its cluster ID header, checked; `source` names them in errors.
+Result<ClusterView> ParseMembersAnswer(const std::string& body, const std::string& cluster_id_header,
+                                       const std::string& source);
+
+}  // namespace quorate

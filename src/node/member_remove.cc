@@ -1,0 +1,241 @@
+#include "node/member_remove.h"
+
+#include <algorithm>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+namespace quorate {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+std::string Label(const ClusterMember& m) {
+  return m.name.empty() ? IdToHex(m.id) + " (unstarted)" : fmt::format("{} ({})", m.name, IdToHex(m.id));
+}
+
+std::string Names(const std::vector<const ClusterMember*>& members) {
+  std::vector<std::string> out;
+  for (const auto* m : members) out.push_back(m->name.empty() ? IdToHex(m->id) : m->name);
+  return out.empty() ? "none" : fmt::format("{}", fmt::join(out, ", "));
+}
+
+const ClusterMember* FindId(const MemberListing& listing, MemberId id) {
+  for (const auto& m : listing.members) {
+    if (m.id == id) return &m;
+  }
+  return nullptr;
+}
+
+bool Mentions(const Status& s, const char* text) { return s.message().find(text) != std::string::npos; }
+
+// One line per argument, as it is handled: a script reading the output sees what happened so far.
+class Printer {
+ public:
+  enum class Outcome { kRemoved, kAlreadyRemoved };
+
+  Printer(OutputFormat format, ClusterId cluster, std::ostream& out) : format_(format), cluster_(cluster), out_(out) {}
+
+  void Handled(const ClusterMember& m, Outcome outcome) {
+    bool removed = outcome == Outcome::kRemoved;
+    if (format_ == OutputFormat::kJson) {
+      Json({{"id", IdToHex(m.id)},
+            {"name", m.name},
+            {"clusterID", IdToHex(cluster_)},
+            {"result", removed ? "removed" : "already removed"}});
+      return;
+    }
+    std::string name = m.name.empty() ? "" : fmt::format(" ({})", m.name);
+    out_ << fmt::format("Member {}{} {} cluster {}\n", IdToHex(m.id), name,
+                        removed ? "removed from" : "was already removed from", IdToHex(cluster_))
+         << std::flush;
+  }
+
+  void NotAMember(const std::string& arg) {
+    if (format_ == OutputFormat::kJson) {
+      Json({{"member", arg}, {"clusterID", IdToHex(cluster_)}, {"result", "not a member"}});
+      return;
+    }
+    out_ << fmt::format("{}: not a member of cluster {}; nothing to remove\n", arg, IdToHex(cluster_)) << std::flush;
+  }
+
+ private:
+  void Json(const nlohmann::ordered_json& line) { out_ << line.dump() << "\n" << std::flush; }
+
+  OutputFormat format_;
+  ClusterId cluster_;
+  std::ostream& out_;
+};
+
+// Maintenance.Status on each client URL of every voter but `except`, until one answers as that voter.
+VoterHealth ProbeVoters(EtcdClient& probe, const MemberListing& listing, MemberId except) {
+  VoterHealth health;
+  for (const auto& m : listing.members) {
+    if (m.is_learner || m.id == except) continue;
+    if (!m.started()) {
+      health[m.id] = Status::Unavailable("not started");
+      continue;
+    }
+    Status why = Status::Unavailable("no client URL answered");
+    for (const auto& url : m.client_urls) {
+      auto st = probe.EndpointStatusOf(url);
+      if (!st.ok()) {
+        why = Status::Unavailable(fmt::format("not answering at {}", url));
+      } else if (st->member_id != m.id) {
+        why = Status::Unavailable(fmt::format("{} answers as member {}", url, IdToHex(st->member_id)));
+      } else if (st->leader == 0) {
+        why = Status::Unavailable("no leader");
+      } else {
+        why = Status::Ok();
+        break;
+      }
+    }
+    health[m.id] = why;
+  }
+  return health;
+}
+
+}  // namespace
+
+Result<std::vector<RemovalTarget>> ResolveRemoval(const MemberListing& listing, const std::vector<std::string>& args,
+                                                  bool ignore_not_found) {
+  if (args.empty()) {
+    return Status::InvalidArgument(
+        "member remove: give at least one MEMBER, a name or hex ID as `quorate member list` shows it");
+  }
+  std::vector<RemovalTarget> out;
+  std::map<MemberId, std::string> chosen;  // member → the argument that named it
+  for (const auto& arg : args) {
+    std::vector<const ClusterMember*> named;
+    for (const auto& m : listing.members) {
+      if (!arg.empty() && m.name == arg) named.push_back(&m);
+    }
+    if (named.size() > 1) {
+      return Status::InvalidArgument(fmt::format("member remove: MEMBER '{}' names {} members ({}); give the hex ID",
+                                                 arg, named.size(), Names(named)));
+    }
+    const ClusterMember* found = named.empty() ? nullptr : named.front();
+    if (found == nullptr) {
+      if (auto id = IdFromHex(arg); id.ok()) found = FindId(listing, *id);
+    }
+    if (found == nullptr) {
+      if (ignore_not_found) {
+        out.push_back({arg, std::nullopt});
+        continue;
+      }
+      std::vector<const ClusterMember*> all;
+      for (const auto& m : listing.members) all.push_back(&m);
+      return Status::InvalidArgument(fmt::format(
+          "member remove: MEMBER '{}' is neither the name nor the hex ID of a member of cluster {} ({}); see "
+          "`quorate member list`, or add --ignore-not-found if it may have been removed already",
+          arg, IdToHex(listing.cluster_id), Names(all)));
+    }
+    if (auto [it, fresh] = chosen.emplace(found->id, arg); !fresh) {
+      return Status::InvalidArgument(fmt::format("member remove: member {} is given twice (as '{}' and '{}')",
+                                                 Label(*found), it->second, arg));
+    }
+    out.push_back({arg, *found});
+  }
+  return out;
+}
+
+Status CheckRemovalKeepsQuorum(const MemberListing& listing, MemberId target, const VoterHealth& health) {
+  const ClusterMember* removed = FindId(listing, target);
+  if (removed == nullptr || removed->is_learner) return Status::Ok();
+  std::vector<const ClusterMember*> healthy, down;
+  std::vector<std::string> why;
+  for (const auto& m : listing.members) {
+    if (m.is_learner || m.id == target) continue;
+    auto it = health.find(m.id);
+    if (it != health.end() && it->second.ok()) {
+      healthy.push_back(&m);
+    } else {
+      down.push_back(&m);
+      why.push_back(fmt::format("{}: {}", Label(m), it == health.end() ? "not asked" : it->second.message()));
+    }
+  }
+  size_t remaining = healthy.size() + down.size();
+  if (remaining == 0) {
+    return Status::FailedPrecondition(
+        fmt::format("refusing to remove {}: it is the last voter of cluster {}, and the cluster would be gone; "
+                    "stop etcd instead if that is what you want",
+                    Label(*removed), IdToHex(listing.cluster_id)));
+  }
+  size_t majority = remaining / 2 + 1;
+  if (healthy.size() >= majority) return Status::Ok();
+  return Status::FailedPrecondition(fmt::format(
+      "refusing to remove {}: of the {} voter(s) left, {} would be started and healthy ({}), fewer than the "
+      "majority of {}, so cluster {} would lose quorum ({}); bring those members back first, or remove "
+      "members that are down before ones that run",
+      Label(*removed), remaining, healthy.size(), Names(healthy), majority, IdToHex(listing.cluster_id),
+      fmt::join(why, "; ")));
+}
+
+Status RemoveMembers(EtcdClient& client, EtcdClient& probe, const std::vector<std::string>& args,
+                     const RemoveOptions& options, std::ostream& out) {
+  auto listing = client.MemberList();
+  if (!listing.ok()) return listing.status();
+  auto targets = ResolveRemoval(*listing, args, options.ignore_not_found);
+  if (!targets.ok()) return targets.status();
+  Printer print(options.format, listing->cluster_id, out);
+
+  bool first = true;
+  for (const auto& target : *targets) {
+    if (!target.member) {
+      print.NotAMember(target.arg);
+      continue;
+    }
+    const ClusterMember& m = *target.member;
+    // Each removal changes the membership the next one is checked against.
+    if (!first && !(listing = client.MemberList()).ok()) return listing.status();
+    first = false;
+    if (FindId(*listing, m.id) == nullptr) {
+      print.Handled(m, Printer::Outcome::kAlreadyRemoved);
+      continue;
+    }
+    if (Status s = CheckRemovalKeepsQuorum(*listing, m.id, ProbeVoters(probe, *listing, m.id)); !s.ok()) return s;
+
+    auto deadline = SteadyClock::now() + options.retry_for;
+    auto backoff = std::chrono::milliseconds(250);
+    while (true) {
+      Status s = client.MemberRemove(m.id);
+      if (s.ok()) {
+        print.Handled(m, Printer::Outcome::kRemoved);
+        break;
+      }
+      if (s.IsNotFound()) {
+        print.Handled(m, Printer::Outcome::kAlreadyRemoved);
+        break;
+      }
+      if (Mentions(s, "not enough started members")) {
+        return Status::FailedPrecondition(fmt::format(
+            "etcd refused to remove {}: the voters left would not have a majority of started members (etcd's "
+            "strict reconfiguration check); start the stopped members first ({})",
+            Label(m), s.message()));
+      }
+      if (Mentions(s, "may or may not have been done")) {
+        // Whether it happened is for the membership to say, not the lost answer.
+        auto after = client.MemberList();
+        if (after.ok() && FindId(*after, m.id) == nullptr) {
+          print.Handled(m, Printer::Outcome::kRemoved);
+          break;
+        }
+        return s;
+      }
+      if (!Mentions(s, "unhealthy cluster")) return s;
+      if (SteadyClock::now() + backoff >= deadline) {
+        return Status::FailedPrecondition(fmt::format(
+            "etcd refused to remove {} for {} s: its leader has not been connected to enough voters for 5 s, so the "
+            "removal could break the active quorum; check that every voter runs, then try again ({})",
+            Label(m), std::chrono::duration_cast<std::chrono::seconds>(options.retry_for).count(), s.message()));
+      }
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace quorate

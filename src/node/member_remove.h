@@ -1,0 +1,59 @@
+// `quorate member remove` (scaling down, the etcdctl way): every argument is resolved against one
+// MemberList before anything changes, then the members go one at a time, each only while the voters
+// it leaves behind that are started and healthy are a majority of them. Resolution and the quorum
+// check are pure; RemoveMembers makes the calls through an EtcdClient the caller owns.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "quorate/config.h"
+#include "etcd/etcd_client.h"
+#include "core/planner.h"
+#include "quorate/status.h"
+
+namespace quorate {
+
+struct RemovalTarget {
+  std::string arg;                      // as given on the command line
+  std::optional<ClusterMember> member;  // nullopt: the cluster does not list it (ignore_not_found only)
+};
+
+// MEMBER is a name as etcd lists it or a hex member ID; a name wins over an ID that reads the same.
+// InvalidArgument naming the argument, with nothing to remove: no argument, a name or ID the cluster
+// does not list (unless ignore_not_found), a name two members share, a member given twice.
+Result<std::vector<RemovalTarget>> ResolveRemoval(const MemberListing& listing, const std::vector<std::string>& args,
+                                                  bool ignore_not_found);
+
+// Per voter: Ok when it answered Maintenance.Status on its client URL as itself and knows a leader;
+// otherwise why it does not count (not started, not answering, no leader).
+using VoterHealth = std::map<MemberId, Status>;
+
+// Ok when removing `target` keeps quorum: a learner always; a voter when the remaining voters that
+// are healthy are a majority of the remaining voters, and at least one remains. FailedPrecondition
+// otherwise, naming the members that do not count and what to do. A voter missing from `health`
+// does not count.
+Status CheckRemovalKeepsQuorum(const MemberListing& listing, MemberId target, const VoterHealth& health);
+
+struct RemoveOptions {
+  bool ignore_not_found = false;
+  OutputFormat format = OutputFormat::kSimple;
+  // How long etcd's transient "unhealthy cluster" refusal is retried: its leader must have been
+  // connected to the voters for 5 s (etcd's HealthInterval) before it allows a removal.
+  std::chrono::milliseconds retry_for{20000};
+};
+
+// Resolves `args`, then removes the members in the order given, printing one line per member to
+// `out` as it goes (etcdctl's "Member <id> removed from cluster <cluster id>", with the name; JSON
+// lines with -w json). `client` reaches the cluster; `probe` asks each voter for its health, so its
+// timeout bounds what one voter that is down costs (it may be `client`). Errors: InvalidArgument from ResolveRemoval (nothing removed); FailedPrecondition
+// when quorum would be at risk, by our check or etcd's; what the client said otherwise. Members
+// removed before an error stay removed, and their lines are printed.
+Status RemoveMembers(EtcdClient& client, EtcdClient& probe, const std::vector<std::string>& args,
+                     const RemoveOptions& options, std::ostream& out);
+
+}  // namespace quorate
