@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "node/process.h"
-#include "quorate/clock.h"
+#include "testing/fake_clock.h"
 
 namespace quorate {
 

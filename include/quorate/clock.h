@@ -30,24 +30,4 @@ class Clock {
 // steady_clock and poll(2).
 Clock& RealClock();
 
-// Fake time for one thread. Poll never blocks: when no fd is ready it jumps to the earlier of the
-// deadline and the next event scheduled with At(), runs due events, and looks again. Waiting
-// forever with nothing scheduled and nothing ready is reported as an error instead of hanging.
-class FakeClock : public Clock {
- public:
-  FakeClock();
-  TimePoint Now() override { return now_; }
-  Result<int> Poll(std::span<pollfd> fds, TimePoint deadline) override;
-
-  // Runs `fn` (from Poll or Advance, on the caller's thread) once fake time reaches `at`.
-  void At(TimePoint at, std::function<void()> fn);
-  // Moves time forward, running the events that fall due on the way.
-  void Advance(Duration d);
-
- private:
-  void RunDue();
-  TimePoint now_;
-  std::multimap<TimePoint, std::function<void()>> events_;
-};
-
 }  // namespace quorate

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "node/supervisor.h"
+#include "testing/fake_clock.h"
 #include "testing/fake_process.h"
 
 namespace quorate {
