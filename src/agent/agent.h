@@ -9,7 +9,7 @@
 #include <string>
 
 #include "quorate/member.h"
-#include "core/planner.h"
+#include "core/cluster.h"
 #include "quorate/status.h"
 #include "quorate/tls.h"
 

@@ -6,37 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "etcd/etcd_wal.h"
+#include "core/cluster.h"
 #include "quorate/member.h"
 
 namespace quorate {
-
-enum class DataState { kUnknown, kEmpty, kHasData, kRunning };
-
-// What a peer's quorate agent said, or why it could not be asked.
-struct AgentReport {
-  bool reachable = false;
-  std::string error;  // when unreachable: what the call said
-  DataState data_state = DataState::kUnknown;
-  std::string token;
-  ClusterId expected_cluster_id = 0;  // computed from the member set that peer discovered
-};
-
-// One member as etcd's peer endpoint GET /members lists it.
-struct ClusterMember {
-  MemberId id = 0;
-  std::string name;  // empty until the member has started
-  std::vector<std::string> peer_urls;
-  std::vector<std::string> client_urls;  // empty until the member has started (published)
-  bool is_learner = false;
-  bool started() const { return !client_urls.empty(); }
-};
-
-// A running or bootstrapping cluster as one peer's etcd reports it, before any quorum exists.
-struct ClusterView {
-  ClusterId cluster_id = 0;
-  std::vector<ClusterMember> members;
-};
 
 struct PeerFacts {
   std::string name;  // as in the expected member set

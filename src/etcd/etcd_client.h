@@ -12,7 +12,7 @@
 
 #include "quorate/config.h"
 #include "quorate/member.h"
-#include "core/planner.h"
+#include "core/cluster.h"
 #include "quorate/status.h"
 #include "quorate/tls.h"
 

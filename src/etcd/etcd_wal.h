@@ -7,15 +7,10 @@
 #include <string>
 #include <string_view>
 
-#include "quorate/member.h"
+#include "core/cluster.h"
 #include "quorate/status.h"
 
 namespace quorate {
-
-struct WalIdentity {
-  MemberId member_id = 0;
-  ClusterId cluster_id = 0;
-};
 
 // From the first WAL file of <data-dir>/member/wal. NotFound without a WAL file; DataLoss when it does
 // not open with the records above.

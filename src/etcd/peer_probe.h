@@ -6,7 +6,7 @@
 #include <chrono>
 #include <string>
 
-#include "core/planner.h"
+#include "core/cluster.h"
 #include "quorate/status.h"
 #include "quorate/tls.h"
 

@@ -13,7 +13,7 @@
 
 #include "quorate/config.h"
 #include "etcd/etcd_client.h"
-#include "core/planner.h"
+#include "core/cluster.h"
 #include "quorate/status.h"
 
 namespace quorate {
