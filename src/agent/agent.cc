@@ -6,6 +6,7 @@
 
 #include "agent.grpc.pb.h"
 #include "quorate/fs.h"
+#include "quorate/text.h"
 
 namespace quorate {
 namespace {
@@ -151,6 +152,8 @@ AgentServer::~AgentServer() {
   if (impl_ && impl_->server) impl_->server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
 }
 
+constexpr size_t kMaxTokenBytes = 1024;
+
 AgentReport AskAgent(const std::string& target, const std::string& from_name, const TlsFiles& peer_tls,
                      std::chrono::milliseconds timeout) {
   AgentReport report;
@@ -188,6 +191,12 @@ AgentReport AskAgent(const std::string& target, const std::string& from_name, co
       report.error = fmt::format("agent {} not answering{}: {}", target, peer_tls.enabled() ? " over TLS" : "",
                                  Cause(st.error_message()));
     }
+    return report;
+  }
+  // The token is compared and shown in reasons; a peer cannot slip a line break into either.
+  if (!IsPrintable(resp.cluster_token()) || resp.cluster_token().size() > kMaxTokenBytes) {
+    report.error = fmt::format("agent {} sent a cluster token that is not printable text: '{}'", target,
+                               Printable(resp.cluster_token(), 64));
     return report;
   }
   report.reachable = true;

@@ -19,6 +19,7 @@
 #include "node/run.h"
 #include "store/sealed_bucket.h"
 #include "core/table.h"
+#include "quorate/text.h"
 
 namespace quorate {
 namespace {
@@ -39,8 +40,11 @@ std::vector<std::string> Concat(std::initializer_list<std::vector<std::string>> 
   return out;
 }
 
+constexpr size_t kMaxErrorBytes = 4096;
+
 int Fail(const Status& status) {
-  std::cerr << "quorate: error: " << status.message() << "\n";
+  // Messages quote what the operator or a peer sent: one line, escaped and cut, whatever that was.
+  std::cerr << "quorate: error: " << Printable(status.message(), kMaxErrorBytes) << "\n";
   return static_cast<int>(status.exit_code());
 }
 

@@ -1,5 +1,6 @@
 #include "quorate/member.h"
 
+#include <arpa/inet.h>
 #include <openssl/sha.h>
 
 #include <algorithm>
@@ -7,6 +8,8 @@
 #include <set>
 
 #include <fmt/format.h>
+
+#include "quorate/text.h"
 
 namespace quorate {
 namespace {
@@ -36,7 +39,7 @@ std::vector<std::string_view> Split(std::string_view text, char sep) {
 
 Result<PeerUrl> ParseUrl(std::string_view text) {
   auto bad = [&](std::string_view why) {
-    return Status::InvalidArgument(fmt::format("bad URL '{}': {} (want scheme://host:port)", text, why));
+    return Status::InvalidArgument(fmt::format("bad URL '{}': {} (want scheme://host:port)", Printable(text), why));
   };
   PeerUrl url;
   url.text = std::string(text);
@@ -51,6 +54,9 @@ Result<PeerUrl> ParseUrl(std::string_view text) {
     size_t close = rest.find(']');
     if (close == std::string_view::npos) return bad("unclosed '[' in IPv6 host");
     url.host = std::string(rest.substr(1, close - 1));
+    // Brackets hold an IPv6 literal and nothing else; etcd's URL parser takes nothing else either.
+    unsigned char v6[16];
+    if (inet_pton(AF_INET6, url.host.c_str(), v6) != 1) return bad("the host in brackets is not an IPv6 address");
     rest = rest.substr(close + 1);
     if (rest.empty() || rest.front() != ':') return bad("no port");
     port_text = rest.substr(1);
@@ -125,6 +131,7 @@ Result<MemberSet> MemberSet::Create(std::vector<Member> members, std::string tok
   std::set<MemberId> ids;
   for (auto& m : members) {
     if (m.name.empty()) return Status::InvalidArgument("a member has an empty name");
+    if (Status s = CheckMemberName(m.name, "member name"); !s.ok()) return s;
     if (!names.insert(m.name).second) {
       return Status::InvalidArgument(fmt::format("member name '{}' appears twice", m.name));
     }

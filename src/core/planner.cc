@@ -378,6 +378,12 @@ Decision PlanWithoutCluster(const PlanInput& in) {
       if (p.name != m.name) continue;
       reported = true;
       std::string why = Disagreement(in, p);
+      if (!p.foreign_answer.empty()) {
+        std::string foreign = fmt::format("its etcd peer URL answered as etcd never does, so whether a cluster runs "
+                                          "there is unknown: {}",
+                                          p.foreign_answer);
+        why = why.empty() ? foreign : why + ", " + foreign;
+      }
       if (!why.empty()) blockers.push_back(m.name + ": " + why);
     }
     if (!reported) blockers.push_back(m.name + ": no report");

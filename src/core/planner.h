@@ -14,7 +14,11 @@ namespace quorate {
 struct PeerFacts {
   std::string name;  // as in the expected member set
   AgentReport agent;
-  std::optional<ClusterView> cluster;  // nullopt when its etcd peer URL did not answer
+  std::optional<ClusterView> cluster;  // nullopt when its etcd peer URL did not answer as etcd
+  // Set when its peer URL answered, but not as etcd ever does (an HTTP error, not JSON, no cluster
+  // ID, names or URLs etcd refuses, a failed TLS handshake): what it answered. Only silence means
+  // "no etcd there"; this means "unknown", and no new cluster is started past it.
+  std::string foreign_answer;
 };
 
 struct PlanInput {

@@ -11,6 +11,7 @@
 #include "etcd_rpc.grpc.pb.h"
 #include "quorate/fs.h"
 #include "core/table.h"
+#include "quorate/text.h"
 
 namespace quorate {
 namespace {
@@ -105,18 +106,37 @@ void PauseWatching(const std::vector<grpc::Channel*>& channels, Clock::time_poin
   }
 }
 
-std::vector<ClusterMember> ToMembers(const google::protobuf::RepeatedPtrField<pb::Member>& members) {
+// The members as etcd listed them, each name and URL checked as etcd would: they end up in etcd's
+// --initial-cluster and its config files. A listing that fails the check is not used; it is
+// Unavailable, so callers retry within --timeout rather than take it for the operator's mistake.
+Result<std::vector<ClusterMember>> ToMembers(const google::protobuf::RepeatedPtrField<pb::Member>& members) {
   std::vector<ClusterMember> out;
   for (const auto& m : members) {
     ClusterMember c;
     c.id = m.id();
+    auto bad = [&](const std::string& why) {
+      return Status::Unavailable(fmt::format("etcd listed member {} {}; not using that listing", IdToHex(c.id), why));
+    };
     c.name = m.name();
+    if (Status s = CheckMemberName(c.name, "with name"); !s.ok()) return bad(s.message());
+    for (const auto* urls : {&m.peerurls(), &m.clienturls()}) {
+      for (const auto& u : *urls) {
+        if (auto url = ParseUrl(u); !url.ok()) return bad(url.status().message());
+      }
+    }
     c.peer_urls.assign(m.peerurls().begin(), m.peerurls().end());
     c.client_urls.assign(m.clienturls().begin(), m.clienturls().end());
     c.is_learner = m.islearner();
     out.push_back(std::move(c));
   }
   return out;
+}
+
+Result<MemberListing> ToListing(const pb::ResponseHeader& header,
+                                const google::protobuf::RepeatedPtrField<pb::Member>& members) {
+  auto checked = ToMembers(members);
+  if (!checked.ok()) return checked.status();
+  return MemberListing{header.cluster_id(), header.member_id(), std::move(*checked)};
 }
 
 // The end of the range of keys that start with `prefix`, as etcd wants it.
@@ -197,7 +217,7 @@ class GrpcEtcdClient : public EtcdClient {
         Call<pb::Cluster>("MemberList", Kind::kRead, Targets(), /*require_leader=*/false,
                           [&](pb::Cluster::Stub& s, grpc::ClientContext* c) { return s.MemberList(c, req, &resp); });
     if (!st.ok()) return st;
-    return MemberListing{resp.header().cluster_id(), resp.header().member_id(), ToMembers(resp.members())};
+    return ToListing(resp.header(), resp.members());
   }
 
   Result<MemberListing> MemberAdd(const std::vector<std::string>& peer_urls, bool is_learner,
@@ -211,7 +231,7 @@ class GrpcEtcdClient : public EtcdClient {
                           [&](pb::Cluster::Stub& s, grpc::ClientContext* c) { return s.MemberAdd(c, req, &resp); });
     if (!st.ok()) return st;
     if (added != nullptr) *added = resp.member().id();
-    return MemberListing{resp.header().cluster_id(), resp.header().member_id(), ToMembers(resp.members())};
+    return ToListing(resp.header(), resp.members());
   }
 
   Status MemberRemove(MemberId id) override {

@@ -96,9 +96,25 @@ std::string RenderEtcdYaml(const EtcdLaunch& launch) {
   return std::string(out.c_str()) + "\n";
 }
 
+namespace {
+
+// A value in double quotes with \ " $ and ` escaped: read back the same by a POSIX shell
+// (`set -a; . etcd.env`) and by systemd's EnvironmentFile=, and no value can end its line early or
+// start another variable, whatever it holds.
+std::string EnvQuoted(const std::string& value) {
+  std::string out = "\"";
+  for (char c : value) {
+    if (c == '\\' || c == '"' || c == '$' || c == '`') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
 std::string RenderEtcdEnv(const EtcdLaunch& launch) {
   std::string out = "# Written by quorate init: etcd reads these ETCD_* variables.\n";
-  for (const auto& [key, value] : AllSettings(launch)) out += EnvName(key) + "=" + value + "\n";
+  for (const auto& [key, value] : AllSettings(launch)) out += EnvName(key) + "=" + EnvQuoted(value) + "\n";
   return out;
 }
 

@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "quorate/text.h"
+
 namespace quorate {
 namespace {
 
@@ -23,12 +25,15 @@ const json* Optional(const json& obj, const char* key) {
   return it == obj.end() || it->is_null() ? nullptr : &*it;
 }
 
-// Empty when `v` is a list of strings (copied into `out`), else what is wrong with it.
-std::string StringList(const json& v, const char* field, std::vector<std::string>* out) {
+// Empty when `v` is a list of URLs as etcd writes them (copied into `out`), else what is wrong.
+// Each is checked as a URL before use: these end up in etcd's --initial-cluster and in its config.
+std::string UrlList(const json& v, const char* field, std::vector<std::string>* out) {
   if (!v.is_array()) return fmt::format("{} is {}, not a list of strings", field, v.type_name());
   for (const auto& u : v) {
-    if (!u.is_string()) return fmt::format("{} holds {} {}", field, u.type_name(), u.dump());
-    out->push_back(u.get<std::string>());
+    if (!u.is_string()) return fmt::format("{} holds {}, not a string", field, u.type_name());
+    auto url = ParseUrl(u.get_ref<const std::string&>());
+    if (!url.ok()) return fmt::format("{}: {}", field, url.status().message());
+    out->push_back(url->text);
   }
   return {};
 }
@@ -65,7 +70,7 @@ Result<ClusterView> ParseMembersAnswer(const std::string& body, const std::strin
   };
   if (cluster_id_header.empty()) return bad("no X-Etcd-Cluster-ID header");
   auto cid = IdFromHex(cluster_id_header);
-  if (!cid.ok()) return bad(fmt::format("X-Etcd-Cluster-ID header '{}' is not a hex ID", cluster_id_header));
+  if (!cid.ok()) return bad(fmt::format("X-Etcd-Cluster-ID header '{}' is not a hex ID", Printable(cluster_id_header)));
   json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return bad("body is not JSON");
   if (!doc.is_array()) return bad(fmt::format("body is a JSON {}, not a list of members", doc.type_name()));
@@ -86,14 +91,15 @@ Result<ClusterView> ParseMembersAnswer(const std::string& body, const std::strin
     if (!seen.insert(member.id).second) return bad_member(fmt::format("id {} appears twice", IdToHex(member.id)));
     const json* peer_urls = Optional(m, "peerURLs");
     if (!peer_urls) return bad_member("no peerURLs");
-    if (auto why = StringList(*peer_urls, "peerURLs", &member.peer_urls); !why.empty()) return bad_member(why);
+    if (auto why = UrlList(*peer_urls, "peerURLs", &member.peer_urls); !why.empty()) return bad_member(why);
     if (member.peer_urls.empty()) return bad_member("peerURLs is empty");
     if (const json* name = Optional(m, "name")) {
       if (!name->is_string()) return bad_member(fmt::format("name is {}, not a string", name->type_name()));
       member.name = name->get<std::string>();
+      if (Status s = CheckMemberName(member.name, "name"); !s.ok()) return bad_member(s.message());
     }
     if (const json* client_urls = Optional(m, "clientURLs")) {
-      if (auto why = StringList(*client_urls, "clientURLs", &member.client_urls); !why.empty()) {
+      if (auto why = UrlList(*client_urls, "clientURLs", &member.client_urls); !why.empty()) {
         return bad_member(why);
       }
     }
@@ -133,8 +139,13 @@ Result<ClusterView> ProbeMembers(const std::string& peer_url, const TlsFiles& pe
         fmt::format("{}: cannot load peer trusted CA file '{}'", source, peer_tls.trusted_ca_file));
   }
   if (!res) {
-    return Status::Unavailable(
-        fmt::format("{} not answering: {}", source, Explain(res.error(), timeout, url->scheme == "https")));
+    std::string why = Explain(res.error(), timeout, url->scheme == "https");
+    // Something accepted the connection and then failed TLS: that is not "no etcd there", and a
+    // caller that took it for that could bootstrap beside a running cluster.
+    if (res.error() == httplib::Error::SSLConnection || res.error() == httplib::Error::SSLServerVerification) {
+      return Status::InvalidArgument(fmt::format("{} answered, but {}", source, why));
+    }
+    return Status::Unavailable(fmt::format("{} not answering: {}", source, why));
   }
   if (res->status != 200) {
     return Status::InvalidArgument(fmt::format("{} answered HTTP {}, not 200", source, res->status));

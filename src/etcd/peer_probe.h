@@ -12,8 +12,10 @@
 
 namespace quorate {
 
-// Unavailable when nothing answers (refused, timed out, TLS handshake failed); InvalidArgument
-// naming the URL when the answer is not etcd's. Connecting and reading are each bounded by
+// Unavailable only when nothing answers (refused, closed, or silent until the timeout): the one
+// outcome that means "no etcd runs there". InvalidArgument naming the URL and what it answered when
+// something answers, but not as etcd does (HTTP error, not JSON, no cluster ID, a name or URL etcd
+// would refuse, a failed TLS handshake): callers must treat that as unknown, never as "no cluster". Connecting and reading are each bounded by
 // `timeout`. For https the server is verified against trusted_ca_file (the system roots when
 // empty) and the peer certificate and key are presented.
 Result<ClusterView> ProbeMembers(const std::string& peer_url, const TlsFiles& peer_tls,

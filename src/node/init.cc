@@ -493,15 +493,17 @@ Result<InitOutcome> InitJob::Run() {
     for (const auto& m : expected->members()) {
       if (m.name == self.name) continue;
       asks.push_back(std::async(std::launch::async, [&c, m, &self] {
-        PeerFacts facts{m.name, {}, std::nullopt};
+        PeerFacts facts{m.name, {}, std::nullopt, {}};
         auto peer = ParseUrl(m.peer_urls.front());
         facts.agent = AskAgent(AgentTarget(*peer, c.agent_port), self.name, c.peer_tls, kPeerCallTimeout);
         for (const auto& url : m.peer_urls) {
           auto view = ProbeMembers(url, c.peer_tls, kPeerCallTimeout);
           if (view.ok()) {
             facts.cluster = std::move(*view);
+            facts.foreign_answer.clear();
             break;
           }
+          if (!view.status().IsUnavailable()) facts.foreign_answer = view.status().message();
           spdlog::debug("{}: {}", m.name, view.status().message());
         }
         return facts;

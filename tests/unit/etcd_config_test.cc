@@ -1,5 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
 #include <yaml-cpp/yaml.h>
 
 #include "etcd/etcd_config.h"
@@ -24,8 +30,8 @@ TEST_CASE("etcd settings render as YAML, env and flags alike") {
   CHECK_FALSE(y["client-transport-security"]);
 
   std::string env = RenderEtcdEnv(l);
-  CHECK(env.find("ETCD_INITIAL_CLUSTER_TOKEN=tok\n") != std::string::npos);
-  CHECK(env.find("ETCD_PEER_CLIENT_CERT_AUTH=true\n") != std::string::npos);
+  CHECK(env.find("ETCD_INITIAL_CLUSTER_TOKEN=\"tok\"\n") != std::string::npos);
+  CHECK(env.find("ETCD_PEER_CLIENT_CERT_AUTH=\"true\"\n") != std::string::npos);
 
   auto flags = RenderEtcdFlags(l);
   CHECK(std::find(flags.begin(), flags.end(), "--data-dir=/var/lib/etcd") != flags.end());
@@ -44,6 +50,42 @@ TEST_CASE("IP listen URLs default to the advertised ones; explicit ones win") {
 TEST_CASE("the ETCD_* variables etcd's flags shadow are named, both --flag value and --flag=value") {
   CHECK(EtcdVariablesShadowedBy({"etcd", "--name", "etcd-0", "--initial-cluster-state=new", "-v", "--"}) ==
         std::vector<std::string>{"ETCD_NAME", "ETCD_INITIAL_CLUSTER_STATE"});
+}
+
+TEST_CASE("etcd.env quotes every value: nothing in a value can start a line or a variable of its own") {
+  Config c;
+  c.data_dir = "/d";
+  Member self{"n1", {"http://127.0.0.1:2380"}, {"http://127.0.0.1:2379"}};
+  // What a hostile value would hold, were it not refused where it came in.
+  EtcdLaunch l = MakeEtcdLaunch(c, self, "t\"ok\n$(touch /x)`id`\\", "n1=http://127.0.0.1:2380\nETCD_FORCE_NEW_CLUSTER=true",
+                                "new");
+  std::string env = RenderEtcdEnv(l);
+  CHECK(env.find("ETCD_NAME=\"n1\"\n") != std::string::npos);
+  CHECK(env.find("ETCD_INITIAL_CLUSTER_TOKEN=\"t\\\"ok\n\\$(touch /x)\\`id\\`\\\\\"\n") != std::string::npos);
+
+  // A POSIX shell reads each value back exactly, and defines no other variable.
+  char dir[] = "/tmp/quorate-env-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  std::string path = std::string(dir) + "/etcd.env";
+  {
+    std::ofstream(path) << env;
+  }
+  std::string cmd = "env -i sh -c 'set -a; . " + path + "; echo ${ETCD_FORCE_NEW_CLUSTER+set}${ETCD_NAME}'";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[64] = {};
+  CHECK(fgets(buf, sizeof buf, p) != nullptr);
+  pclose(p);
+  CHECK(std::string(buf) == "n1\n");
+  cmd = "env -i sh -c 'set -a; . " + path + "; printf %s \"$ETCD_INITIAL_CLUSTER_TOKEN\"'";
+  p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string read_back;
+  while (fgets(buf, sizeof buf, p) != nullptr) read_back += buf;
+  pclose(p);
+  CHECK(read_back == "t\"ok\n$(touch /x)`id`\\");
+  std::remove(path.c_str());
+  rmdir(dir);
 }
 
 }  // namespace quorate

@@ -206,7 +206,16 @@ TEST_CASE("etcd's GET /members answer is parsed and checked") {
            {R"([{"id":18446744073709551616,"peerURLs":["http://a:1"]}])", "1", "is not an unsigned"},
            {R"([{"peerURLs":["http://a:1"]}])", "1", "member #0: no id"},
            {R"([{"id":1,"peerURLs":"http://a:1"}])", "1", "peerURLs is string, not a list"},
-           {R"([{"id":1,"peerURLs":[2380]}])", "1", "peerURLs holds number 2380"},
+           {R"([{"id":1,"peerURLs":[2380]}])", "1", "peerURLs holds number, not a string"},
+           // What a hostile peer would use to write lines of its own into etcd.env or a log.
+           {R"([{"id":1,"peerURLs":["http://a:1"],"name":"x\nETCD_FORCE_NEW_CLUSTER=true"}])", "1",
+            "member #0: name 'x\\nETCD_FORCE_NEW_CLUSTER=true' holds a control character"},
+           {R"([{"id":1,"peerURLs":["http://a:1"],"name":"a=http://b:2,c"}])", "1", "holds '=' or ','"},
+           {R"([{"id":1,"peerURLs":["http://a:1"],"name":"\u001b[2J"}])", "1", "'\\x1b[2J' holds a control"},
+           {"[{\"id\":1,\"peerURLs\":[\"http://a:1\"],\"name\":\"\xff\"}]", "1", "not JSON"},
+           {R"([{"id":1,"peerURLs":["http://[::1\nETCD_X=1]:2380"]}])", "1", "the host in brackets is not an IPv6"},
+           {R"([{"id":1,"peerURLs":["http://a:1\nETCD_X=1"]}])", "1", "bad URL 'http://a:1\\nETCD_X=1'"},
+           {R"([{"id":1,"peerURLs":["http://a:1"],"clientURLs":["http://a:1/x"]}])", "1", "clientURLs: bad URL"},
            {R"([{"id":1,"peerURLs":[]}])", "1", "peerURLs is empty"},
            {R"([{"id":1}])", "1", "no peerURLs"},
            {R"([{"id":1,"peerURLs":["http://a:1"],"clientURLs":{}}])", "1", "clientURLs is object"},
@@ -256,6 +265,7 @@ TEST_CASE("probing a peer URL over HTTP") {
              {{200, "2a", "<html>hello</html>"}, "body is not JSON"},
              {{200, "2a", R"([{"id":"7","peerURLs":["http://127.0.0.1:2380"]}])"}, "is not an unsigned integer"},
              {{200, "2a", R"([{"id":7,"peerURLs":[1]}])"}, "peerURLs holds number"},
+             {{200, "2a", R"([{"id":7,"peerURLs":["http://127.0.0.1:2380"],"name":"a\r\nb"}])"}, "control character"},
              {{500, "2a", "boom"}, "answered HTTP 500"},
              {{404, "", "404 page not found"}, "answered HTTP 404"},
          }) {
@@ -321,19 +331,25 @@ TEST_CASE("probing a peer URL over mutual TLS") {
     std::string url;
     TlsFiles tls;
     std::string says;
+    // A server that presented a certificate answered: something runs there, so it is not the
+    // "nothing answers" that lets a new cluster start. A closed connection is.
+    bool answered;
   };
   for (const Case& c : {
            Case{"server certificate from a CA we do not trust", url,
                 {certs.Path("peer.crt"), certs.Path("peer.key"), certs.Path("other-ca.crt"), false},
-                "its TLS certificate is not trusted"},
+                "answered, but its TLS certificate is not trusted", true},
            Case{"no CA: the system roots do not know ours", url,
-                {certs.Path("peer.crt"), certs.Path("peer.key"), "", false}, "its TLS certificate is not trusted"},
-           Case{"no client certificate", url, {"", "", certs.Path("ca.crt"), false}, "; our TLS certificate refused?"},
-           Case{"plain http to a TLS peer", peer.Url("http"), {}, "no answer"},
+                {certs.Path("peer.crt"), certs.Path("peer.key"), "", false},
+                "answered, but its TLS certificate is not trusted", true},
+           Case{"no client certificate", url, {"", "", certs.Path("ca.crt"), false}, "; our TLS certificate refused?",
+                false},
+           Case{"plain http to a TLS peer", peer.Url("http"), {}, "no answer", false},
        }) {
     INFO(c.what);
     auto refused = ProbeMembers(c.url, c.tls, seconds(2));
-    CHECK(refused.status().IsUnavailable());
+    CHECK(refused.status().IsUnavailable() == !c.answered);
+    CHECK(refused.status().IsInvalidArgument() == c.answered);
     CHECK(refused.status().message().find(c.url + "/members") == 0);
     CHECK_MESSAGE(refused.status().message().find(c.says) != std::string::npos, refused.status().message());
   }

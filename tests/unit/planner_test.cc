@@ -46,7 +46,7 @@ PlanInput MakeInput(const MemberSet& set, int self_k = 1) {
   in.cluster_size = set.size();
   for (const auto& m : set.members()) {
     if (m.name == in.self.name) continue;
-    in.peers.push_back(PeerFacts{m.name, AgentOk(set), std::nullopt});
+    in.peers.push_back(PeerFacts{m.name, AgentOk(set), std::nullopt, {}});
   }
   return in;
 }
@@ -203,10 +203,42 @@ TEST_CASE("new needs every peer: each kind of disagreement waits and names the p
   }
 }
 
+TEST_CASE("a peer URL answering as etcd never does is unknown, never 'no cluster'") {
+  // The agent of n2 says empty and agreeing, but something answers on its etcd peer URL: HTTP 500,
+  // not JSON, no cluster ID. Taking that for "no etcd there" could start a second cluster.
+  MemberSet set = MakeSet(3);
+  PlanInput in = MakeInput(set);
+  PeerNamed(in, "n2").foreign_answer = "http://127.0.0.2:2380/members answered HTTP 500, not 200";
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kWait);
+  CHECK(d.wait == WaitKind::kPeersNotReady);
+  CHECK(Contains(d.reason, "n2: its etcd peer URL answered as etcd never does"));
+  CHECK(Contains(d.reason, "HTTP 500"));
+  CHECK_FALSE(Contains(d.reason, "n3"));
+
+  SUBCASE("beside a disagreement, both are said") {
+    PeerNamed(in, "n2").agent.token = "other";
+    Decision both = Plan(in);
+    CHECK(Contains(both.reason, "different token 'other'"));
+    CHECK(Contains(both.reason, "HTTP 500"));
+  }
+  SUBCASE("a cluster another peer reports is still joined: the foreign answer hides no cluster from it") {
+    PlanInput big = MakeInput(MakeSet(4), 4);
+    big.cluster_size = 4;
+    MemberSet three = MakeSet(3);
+    PeerNamed(big, "n1").cluster = ViewOf(three, {1, 2, 3});
+    PeerNamed(big, "n2").foreign_answer = "http://127.0.0.2:2380/members is not an etcd peer answer: body is not JSON";
+    // n1's view lacks n4, so n4 joins the cluster n1 reports (3 of 4 members).
+    Decision j = Plan(big);
+    CHECK(j.action == Action::kJoin);
+    CHECK(j.cluster_id == three.cluster_id());
+  }
+}
+
 TEST_CASE("reports from peers outside the expected set do not block new") {
   MemberSet set = MakeSet(2);
   PlanInput in = MakeInput(set);
-  in.peers.push_back(PeerFacts{"stranger", AgentReport{}, std::nullopt});
+  in.peers.push_back(PeerFacts{"stranger", AgentReport{}, std::nullopt, {}});
   CHECK(Plan(in).action == Action::kNew);
 }
 
@@ -755,9 +787,10 @@ TEST_CASE("a member with our name on other peer URLs blocks a join") {
 namespace {
 
 enum class AgentCase { kUnreachable, kOk, kOtherToken, kOtherSet, kHasData, kRunning, kUnknown };
-enum class ViewCase { kNone, kFresh, kOthersStarted, kAllStarted, kForeign };
+// kGarbage: the peer URL answered, but not as etcd does (no view, and not silence either).
+enum class ViewCase { kNone, kFresh, kOthersStarted, kAllStarted, kForeign, kGarbage };
 constexpr int kAgentCases = 7;
-constexpr int kViewCases = 5;
+constexpr int kViewCases = 6;
 
 struct PeerCase {
   bool present = true;
@@ -798,7 +831,7 @@ TEST_CASE("invariants hold for every combination of peer states (3 members)") {
         for (const PeerCase& c : {c2, c3}) {
           int peer_k = k++;
           if (!c.present) continue;
-          PeerFacts p{NameOf(peer_k), AgentOk(set), std::nullopt};
+          PeerFacts p{NameOf(peer_k), AgentOk(set), std::nullopt, {}};
           switch (c.agent) {
             case AgentCase::kUnreachable:
               p.agent = AgentReport{false, "unavailable", DataState::kUnknown, "", 0};
@@ -836,6 +869,9 @@ TEST_CASE("invariants hold for every combination of peer states (3 members)") {
             case ViewCase::kForeign:
               p.cluster = ViewOf(foreign, {2, 3});
               break;
+            case ViewCase::kGarbage:
+              p.foreign_answer = "http://x:2380/members answered HTTP 500, not 200";
+              break;
           }
           in.peers.push_back(p);
         }
@@ -846,11 +882,13 @@ TEST_CASE("invariants hold for every combination of peer states (3 members)") {
         bool self_started = false;
         bool any_data = false;
         bool all_agree = true;
+        bool any_garbage = false;
         for (const PeerCase& c : {c2, c3}) {
           all_agree = all_agree && c.present && AgentAgrees(c.agent);
           if (!c.present) continue;
           any_data = any_data || AgentHasData(c.agent);
-          if (c.view == ViewCase::kNone) continue;
+          any_garbage = any_garbage || c.view == ViewCase::kGarbage;
+          if (c.view == ViewCase::kNone || c.view == ViewCase::kGarbage) continue;
           ++views;
           has_foreign = has_foreign || c.view == ViewCase::kForeign;
           has_ours = has_ours || c.view != ViewCase::kForeign;
@@ -895,6 +933,7 @@ TEST_CASE("invariants hold for every combination of peer states (3 members)") {
           REQUIRE(views == 0);
           REQUIRE_FALSE(any_data);
           REQUIRE(all_agree);
+          REQUIRE_FALSE(any_garbage);
         }
         if (d.action == Action::kReplace) {
           REQUIRE(views == 2);  // both other voters answer: 2 >= 3/2 + 1
@@ -906,7 +945,7 @@ TEST_CASE("invariants hold for every combination of peer states (3 members)") {
         // Liveness: each situation reaches the one decision that fits it.
         if (conflict) continue;
         if (views == 0) {
-          REQUIRE(d.action == (all_agree ? Action::kNew : Action::kWait));
+          REQUIRE(d.action == (all_agree && !any_garbage ? Action::kNew : Action::kWait));
         } else if (has_foreign) {
           REQUIRE(d.action == Action::kJoin);  // 2 of 3 members, does not list n1
         } else if (self_started) {
@@ -919,7 +958,7 @@ TEST_CASE("invariants hold for every combination of peer states (3 members)") {
       }
     }
   }
-  CHECK(combinations == 2 * 36 * 36);
+  CHECK(combinations == 2 * 43 * 43);
 }
 
 }  // namespace quorate
