@@ -33,4 +33,19 @@ Clock& RealClock() {
   return clock;
 }
 
+Backoff::Backoff(Clock& clock, Clock::Duration first, Clock::Duration max, Clock::TimePoint deadline, int stop_fd)
+    : clock_(clock), first_(first), max_(max), next_(first), deadline_(deadline), stop_fd_(stop_fd) {}
+
+Backoff::Outcome Backoff::Wait() {
+  Clock::TimePoint now = clock_.Now();
+  if (now >= deadline_) return kDeadline;
+  Clock::TimePoint until = deadline_ - now < next_ ? deadline_ : now + next_;
+  next_ = std::min(next_ * 2, max_);
+  pollfd stop{stop_fd_, POLLIN, 0};
+  // poll(2) ignores a negative fd, so without one this is a plain sleep until `until`.
+  auto ready = clock_.Poll(std::span<pollfd>(&stop, 1), until);
+  if (ready.ok() && *ready > 0 && (stop.revents & POLLIN) != 0) return kStopped;
+  return kRetry;
+}
+
 }  // namespace quorate
