@@ -12,6 +12,18 @@ namespace quorate {
 
 enum class ExitCode : int { kOk = 0, kFailure = 1, kBadInput = 2 };
 
+// What a caller may decide on beyond the code: set once, where a server's answer is classified
+// (etcd's errors in src/etcd/etcd_errors.cc), and switched on by the callers, so that no one reads
+// the message, which is for people and may change.
+enum class Reason {
+  kNone,
+  kOutcomeUnknown,     // a change was sent and not answered: it may or may not have been made
+  kUnhealthyCluster,   // etcd: the leader has not been connected to enough voters long enough
+  kNotEnoughStarted,   // etcd: the change would leave too few started voters (strict reconfig)
+  kLearnerNotReady,    // etcd: the learner is not in sync with the leader yet
+  kTooManyLearners,    // etcd: the cluster has as many learners as it allows
+};
+
 class [[nodiscard]] Status {
  public:
   enum class Code {
@@ -45,6 +57,14 @@ class [[nodiscard]] Status {
   bool IsInvalidArgument() const { return code_ == Code::kInvalidArgument; }
   bool IsUnavailable() const { return code_ == Code::kUnavailable; }
   bool IsNotFound() const { return code_ == Code::kNotFound; }
+  Reason reason() const { return reason_; }
+
+  // The same status, carrying `reason` (an OK status carries none).
+  Status With(Reason reason) const {
+    Status s = *this;
+    if (!ok()) s.reason_ = reason;
+    return s;
+  }
 
   ExitCode exit_code() const {
     if (ok()) return ExitCode::kOk;
@@ -53,13 +73,14 @@ class [[nodiscard]] Status {
 
   // The same status with context in front: "reading bucket: <message>".
   Status Prefixed(const std::string& context) const {
-    return ok() ? *this : Status(code_, context + ": " + message_);
+    return ok() ? *this : Status(code_, context + ": " + message_).With(reason_);
   }
 
  private:
   Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
   Code code_ = Code::kOk;
   std::string message_;
+  Reason reason_ = Reason::kNone;
 };
 
 template <typename T>

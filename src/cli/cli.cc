@@ -194,7 +194,7 @@ int MemberRemove(const Config& config, const Words& words) {
   RemoveOptions options;
   options.ignore_not_found = config.ignore_not_found;
   options.format = config.output;
-  Status s = RemoveMembers(*client, *probe, words.args, options, std::cout);
+  Status s = RemoveMembers(RealClock(), *client, *probe, words.args, options, std::cout);
   return s.ok() ? 0 : Fail(s);
 }
 

@@ -6,9 +6,10 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
-#include <thread>
 
+#include "etcd/etcd_errors.h"
 #include "etcd_rpc.grpc.pb.h"
+#include "quorate/clock.h"
 #include "quorate/fs.h"
 #include "core/table.h"
 #include "quorate/text.h"
@@ -18,10 +19,11 @@ namespace {
 
 namespace pb = etcdserverpb;
 
-// gRPC deadlines are system_clock time points.
-using Clock = std::chrono::system_clock;
 using std::chrono::milliseconds;
+// gRPC's deadlines are system_clock time points; quorate's are the Clock's (steady_clock).
+using SystemClock = std::chrono::system_clock;
 
+// Between rounds of a read: soon enough for an etcd that is (re)starting, then once a second.
 constexpr milliseconds kFirstBackoff(50);
 constexpr milliseconds kMaxBackoff(1000);
 // etcd pages ranges; 500 keeps one answer well under gRPC's 4 MiB default for small values.
@@ -31,56 +33,13 @@ constexpr int64_t kRangePage = 500;
 // not answer, so it is only sent elsewhere when the first endpoint certainly never got it.
 enum class Kind { kRead, kChange };
 
-bool Contains(const std::string& text, const char* needle) { return text.find(needle) != std::string::npos; }
-
-std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
-
-// etcd's words decide what the caller should do where the gRPC code alone is too coarse: these are
-// FAILED_PRECONDITION on the wire, yet they clear up by themselves.
-bool TransientPrecondition(const std::string& text) {
-  return Contains(text, "in sync with leader") || Contains(text, "too many learner members") ||
-         Contains(text, "not enough started members");
-}
-
-Status FromGrpc(const grpc::Status& st, const std::string& endpoint, const std::string& what) {
-  std::string msg = fmt::format("{} at {}: {}", what, endpoint, FirstLine(st.error_message()));
-  if (TransientPrecondition(st.error_message())) return Status::Unavailable(msg);
-  switch (st.error_code()) {
-    case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-    case grpc::StatusCode::CANCELLED:
-      return Status::Unavailable(msg);
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      return Status::InvalidArgument(msg);
-    case grpc::StatusCode::NOT_FOUND:
-      return Status::NotFound(msg);
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      return Status::FailedPrecondition(msg);
-    default:
-      return Status::Internal(msg);
-  }
-}
-
-// Refused by etcd's interceptors before the request was looked at: a learner serves only Status
-// and serializable reads, and with "hasleader" set a member without a leader refuses at once.
-bool RefusedUnread(const grpc::Status& st) {
-  const std::string& text = st.error_message();
-  return st.error_code() == grpc::StatusCode::UNAVAILABLE &&
-         (Contains(text, "etcdserver: rpc not supported for learner") || Contains(text, "etcdserver: not capable") ||
-          Contains(text, "etcdserver: no leader"));
-}
-
-// A change etcd had already proposed when it gave up waiting: it may still be applied.
-bool MaybeDone(const grpc::Status& st) {
-  const std::string& text = st.error_message();
-  return st.error_code() == grpc::StatusCode::UNAVAILABLE &&
-         (Contains(text, "etcdserver: request timed out") || Contains(text, "etcdserver: leader changed") ||
-          Contains(text, "etcdserver: server stopped"));
+SystemClock::time_point ForGrpc(Clock::TimePoint t) {
+  return SystemClock::now() + std::chrono::duration_cast<SystemClock::duration>(t - RealClock().Now());
 }
 
 // Waits until the channel is connected. False at once when a connection attempt fails, so a dead
 // endpoint costs nothing, and false at the deadline for a silent one.
-bool WaitReady(grpc::Channel& channel, Clock::time_point deadline) {
+bool WaitReady(grpc::Channel& channel, SystemClock::time_point deadline) {
   grpc_connectivity_state state = channel.GetState(/*try_to_connect=*/true);
   while (state != GRPC_CHANNEL_READY) {
     if (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN) return false;
@@ -93,9 +52,9 @@ bool WaitReady(grpc::Channel& channel, Clock::time_point deadline) {
 // Waits until `until`, or less once a channel that was down connects. Waiting on the channels
 // rather than sleeping is what lets gRPC see a reconnect at all: nothing else polls them but a
 // backup poller every 5 s.
-void PauseWatching(const std::vector<grpc::Channel*>& channels, Clock::time_point until) {
+void PauseWatching(const std::vector<grpc::Channel*>& channels, SystemClock::time_point until) {
   for (size_t i = 0; i < channels.size(); ++i) {
-    auto now = Clock::now();
+    auto now = SystemClock::now();
     if (now >= until) return;
     auto slice_end = now + (until - now) / static_cast<int>(channels.size() - i);
     grpc_connectivity_state state = channels[i]->GetState(/*try_to_connect=*/true);
@@ -105,6 +64,22 @@ void PauseWatching(const std::vector<grpc::Channel*>& channels, Clock::time_poin
     if (state == GRPC_CHANNEL_READY) return;
   }
 }
+
+// The real clock, except that its waits watch the channels (PauseWatching), so a Backoff on it
+// paces the rounds of a read and ends a pause early when an endpoint comes back. A call has no stop
+// fd: its timeout bounds it.
+class ChannelWatch : public Clock {
+ public:
+  explicit ChannelWatch(std::vector<grpc::Channel*> channels) : channels_(std::move(channels)) {}
+  TimePoint Now() override { return RealClock().Now(); }
+  Result<int> Poll(std::span<pollfd>, TimePoint deadline) override {
+    PauseWatching(channels_, ForGrpc(deadline));
+    return 0;
+  }
+
+ private:
+  std::vector<grpc::Channel*> channels_;
+};
 
 // The members as etcd listed them, each name and URL checked as etcd would: they end up in etcd's
 // --initial-cluster and its config files. A listing that fails the check is not used; it is
@@ -357,22 +332,25 @@ class GrpcEtcdClient : public EtcdClient {
     for (const Target* t : targets) {
       if (!t->error.ok()) return t->error;
     }
-    const auto deadline = Clock::now() + options_.timeout;
-    milliseconds backoff = kFirstBackoff;
+    std::vector<grpc::Channel*> channels;
+    for (Target* t : targets) channels.push_back(t->channel.get());
+    ChannelWatch clock(std::move(channels));
+    const Clock::TimePoint deadline = clock.Now() + options_.timeout;
+    Backoff backoff(clock, kFirstBackoff, kMaxBackoff, deadline);
     while (true) {
       std::vector<std::string> failures;
       for (size_t i = 0; i < targets.size(); ++i) {
         Target& t = *targets[i];
-        auto now = Clock::now();
+        auto now = clock.Now();
         auto attempt_deadline = now + (deadline - now) / static_cast<int>(targets.size() - i);
-        bool ready = WaitReady(*t.channel, attempt_deadline);
-        if (!ready && Clock::now() >= attempt_deadline) {
+        bool ready = WaitReady(*t.channel, ForGrpc(attempt_deadline));
+        if (!ready && clock.Now() >= attempt_deadline) {
           failures.push_back(fmt::format("{}: no connection within {} ms", t.endpoint,
                                          std::chrono::duration_cast<milliseconds>(attempt_deadline - now).count()));
           continue;
         }
         grpc::ClientContext ctx;
-        ctx.set_deadline(attempt_deadline);
+        ctx.set_deadline(ForGrpc(attempt_deadline));
         // Fail at once on a broken connection rather than wait for it to come back: the next
         // endpoint may answer, and a change that fails so was certainly not sent.
         ctx.set_wait_for_ready(false);
@@ -380,27 +358,21 @@ class GrpcEtcdClient : public EtcdClient {
         auto stub = Service::NewStub(t.channel);
         grpc::Status st = rpc(*stub, &ctx);
         if (st.ok()) return Status::Ok();
-        bool broken = st.error_code() == grpc::StatusCode::UNAVAILABLE && !Contains(st.error_message(), "etcdserver:");
+        bool broken = ConnectionBroken(st);
         bool unanswered = broken || st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
         bool never_sent = broken && !ready;
         bool retryable = unanswered || st.error_code() == grpc::StatusCode::UNAVAILABLE;
         if (never_sent || RefusedUnread(st) || (kind == Kind::kRead && retryable)) {
-          failures.push_back(fmt::format("{}: {}", t.endpoint, FirstLine(st.error_message())));
+          failures.push_back(fmt::format("{}: {}", t.endpoint, FirstLine(st)));
           continue;
         }
-        if (unanswered || MaybeDone(st)) {
-          return Status::Unavailable(fmt::format("{} at {}: no answer, so it may or may not have been done: {}", what,
-                                                 t.endpoint, FirstLine(st.error_message())));
-        }
+        if (unanswered || MaybeDone(st)) return OutcomeUnknown(st, t.endpoint, what);
         return FromGrpc(st, t.endpoint, what);
       }
-      if (kind == Kind::kChange || Clock::now() + backoff >= deadline) {
+      // A change is never sent again; a read is, after the pause, while time is left for it.
+      if (kind == Kind::kChange || backoff.Wait() != Backoff::kRetry || clock.Now() >= deadline) {
         return Status::Unavailable(fmt::format("{}: no etcd endpoint answered: {}", what, fmt::join(failures, "; ")));
       }
-      std::vector<grpc::Channel*> channels;
-      for (Target* t : targets) channels.push_back(t->channel.get());
-      PauseWatching(channels, Clock::now() + backoff);
-      backoff = std::min(backoff * 2, kMaxBackoff);
     }
   }
 

@@ -1,7 +1,6 @@
 #include "node/member_remove.h"
 
 #include <algorithm>
-#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -10,7 +9,12 @@
 namespace quorate {
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// etcd allows a removal once its leader has been connected to the voters for 5 s: asking four
+// times a second at first, then every 2 s, finds that moment without flooding it.
+constexpr milliseconds kFirstRetry(250);
+constexpr milliseconds kMaxRetry(2000);
 
 std::string Label(const ClusterMember& m) {
   return m.name.empty() ? IdToHex(m.id) + " (unstarted)" : fmt::format("{} ({})", m.name, IdToHex(m.id));
@@ -28,8 +32,6 @@ const ClusterMember* FindId(const MemberListing& listing, MemberId id) {
   }
   return nullptr;
 }
-
-bool Mentions(const Status& s, const char* text) { return s.message().find(text) != std::string::npos; }
 
 // One line per argument, as it is handled: a script reading the output sees what happened so far.
 class Printer {
@@ -95,6 +97,40 @@ VoterHealth ProbeVoters(EtcdClient& probe, const MemberListing& listing, MemberI
     health[m.id] = why;
   }
   return health;
+}
+
+// One MemberRemove, retried while etcd refuses it as "unhealthy cluster" (for up to `retry_for`).
+// Which of removed or already removed it was; otherwise why it was not.
+Result<Printer::Outcome> RemoveOne(Clock& clock, EtcdClient& client, const ClusterMember& m, milliseconds retry_for) {
+  Backoff backoff(clock, kFirstRetry, kMaxRetry, clock.Now() + retry_for);
+  while (true) {
+    Status s = client.MemberRemove(m.id);
+    if (s.ok()) return Printer::Outcome::kRemoved;
+    if (s.IsNotFound()) return Printer::Outcome::kAlreadyRemoved;
+    switch (s.reason()) {
+      case Reason::kNotEnoughStarted:
+        return Status::FailedPrecondition(fmt::format(
+            "etcd refused to remove {}: the voters left would not have a majority of started members (etcd's "
+            "strict reconfiguration check); start the stopped members first ({})",
+            Label(m), s.message()));
+      case Reason::kOutcomeUnknown: {
+        // Whether it happened is for the membership to say, not the lost answer.
+        auto after = client.MemberList();
+        if (after.ok() && FindId(*after, m.id) == nullptr) return Printer::Outcome::kRemoved;
+        return s;
+      }
+      case Reason::kUnhealthyCluster:
+        break;
+      default:
+        return s;
+    }
+    if (backoff.Wait() != Backoff::kRetry) {
+      return Status::FailedPrecondition(fmt::format(
+          "etcd refused to remove {} for {} s: its leader has not been connected to enough voters for 5 s, so the "
+          "removal could break the active quorum; check that every voter runs, then try again ({})",
+          Label(m), std::chrono::duration_cast<std::chrono::seconds>(retry_for).count(), s.message()));
+    }
+  }
 }
 
 }  // namespace
@@ -173,7 +209,7 @@ Status CheckRemovalKeepsQuorum(const MemberListing& listing, MemberId target, co
       fmt::join(why, "; ")));
 }
 
-Status RemoveMembers(EtcdClient& client, EtcdClient& probe, const std::vector<std::string>& args,
+Status RemoveMembers(Clock& clock, EtcdClient& client, EtcdClient& probe, const std::vector<std::string>& args,
                      const RemoveOptions& options, std::ostream& out) {
   auto listing = client.MemberList();
   if (!listing.ok()) return listing.status();
@@ -197,43 +233,9 @@ Status RemoveMembers(EtcdClient& client, EtcdClient& probe, const std::vector<st
     }
     if (Status s = CheckRemovalKeepsQuorum(*listing, m.id, ProbeVoters(probe, *listing, m.id)); !s.ok()) return s;
 
-    auto deadline = SteadyClock::now() + options.retry_for;
-    auto backoff = std::chrono::milliseconds(250);
-    while (true) {
-      Status s = client.MemberRemove(m.id);
-      if (s.ok()) {
-        print.Handled(m, Printer::Outcome::kRemoved);
-        break;
-      }
-      if (s.IsNotFound()) {
-        print.Handled(m, Printer::Outcome::kAlreadyRemoved);
-        break;
-      }
-      if (Mentions(s, "not enough started members")) {
-        return Status::FailedPrecondition(fmt::format(
-            "etcd refused to remove {}: the voters left would not have a majority of started members (etcd's "
-            "strict reconfiguration check); start the stopped members first ({})",
-            Label(m), s.message()));
-      }
-      if (Mentions(s, "may or may not have been done")) {
-        // Whether it happened is for the membership to say, not the lost answer.
-        auto after = client.MemberList();
-        if (after.ok() && FindId(*after, m.id) == nullptr) {
-          print.Handled(m, Printer::Outcome::kRemoved);
-          break;
-        }
-        return s;
-      }
-      if (!Mentions(s, "unhealthy cluster")) return s;
-      if (SteadyClock::now() + backoff >= deadline) {
-        return Status::FailedPrecondition(fmt::format(
-            "etcd refused to remove {} for {} s: its leader has not been connected to enough voters for 5 s, so the "
-            "removal could break the active quorum; check that every voter runs, then try again ({})",
-            Label(m), std::chrono::duration_cast<std::chrono::seconds>(options.retry_for).count(), s.message()));
-      }
-      std::this_thread::sleep_for(backoff);
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
-    }
+    auto outcome = RemoveOne(clock, client, m, options.retry_for);
+    if (!outcome.ok()) return outcome.status();
+    print.Handled(m, *outcome);
   }
   return Status::Ok();
 }

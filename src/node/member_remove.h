@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "quorate/clock.h"
 #include "quorate/config.h"
 #include "etcd/etcd_client.h"
 #include "core/cluster.h"
@@ -50,10 +51,11 @@ struct RemoveOptions {
 // Resolves `args`, then removes the members in the order given, printing one line per member to
 // `out` as it goes (etcdctl's "Member <id> removed from cluster <cluster id>", with the name; JSON
 // lines with -w json). `client` reaches the cluster; `probe` asks each voter for its health, so its
-// timeout bounds what one voter that is down costs (it may be `client`). Errors: InvalidArgument from ResolveRemoval (nothing removed); FailedPrecondition
-// when quorum would be at risk, by our check or etcd's; what the client said otherwise. Members
-// removed before an error stay removed, and their lines are printed.
-Status RemoveMembers(EtcdClient& client, EtcdClient& probe, const std::vector<std::string>& args,
+// timeout bounds what one voter that is down costs (it may be `client`); `clock` paces the retries
+// of etcd's "unhealthy cluster" refusal. Errors: InvalidArgument from ResolveRemoval (nothing
+// removed); FailedPrecondition when quorum would be at risk, by our check or etcd's; what the
+// client said otherwise. Members removed before an error stay removed, and their lines are printed.
+Status RemoveMembers(Clock& clock, EtcdClient& client, EtcdClient& probe, const std::vector<std::string>& args,
                      const RemoveOptions& options, std::ostream& out);
 
 }  // namespace quorate

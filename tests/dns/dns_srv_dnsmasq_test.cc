@@ -2,14 +2,11 @@
 // free high port, through the provider registry exactly as `quorate discover` builds it.
 // Exits 77 (meson's "skipped") when dnsmasq is not installed.
 #define DOCTEST_CONFIG_IMPLEMENT
-#include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,11 +16,12 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "../support/ports.h"
+#include "../support/programs.h"
 #include "quorate/provider.h"
 
 extern char** environ;
@@ -71,50 +69,13 @@ const std::vector<std::string> kRecords = {
     "--host-record=etcd-0.b.clash.quorate.test,127.0.0.1",
 };
 
-// A port that was free a moment ago (bind to port 0, read it back, close).
-int FreePort(int type) {
-  int fd = socket(AF_INET, type, 0);
-  sockaddr_in addr = {};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    std::perror("picking a free port on 127.0.0.1");
-    std::exit(1);
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-bool TcpAnswers(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr = {};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  close(fd);
-  return ok;
-}
-
-std::string FindDnsmasq() {
-  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
-  std::stringstream dirs(path + ":/usr/sbin:/sbin");
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    std::string candidate = dir + "/dnsmasq";
-    if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
 // dnsmasq in the foreground (-k), stopped with SIGTERM when the tests end.
 class Dnsmasq {
  public:
   // Retries with another port when the one picked was taken in between.
   bool Start(const std::string& binary) {
     for (int attempt = 0; attempt < 5; ++attempt) {
-      port_ = FreePort(SOCK_DGRAM);
+      port_ = FreePort("127.0.0.1", SOCK_DGRAM);
       if (Spawn(binary)) return true;
     }
     return false;
@@ -266,7 +227,7 @@ TEST_CASE("dnsmasq: no records at all is NotFound, naming both record names") {
 
 // Each try waits `timeout`, doubled per retry by c-ares: 200ms + 400ms with retries=1.
 TEST_CASE("no DNS server on the port: Unavailable within the timeout, naming server and record") {
-  int port = FreePort(SOCK_DGRAM);
+  int port = FreePort("127.0.0.1", SOCK_DGRAM);
   auto start = std::chrono::steady_clock::now();
   auto spec = ParseDiscoverySpec(fmt::format(
       "provider=dns-srv domain=http.quorate.test server=127.0.0.1:{} timeout=200ms retries=1", port));
@@ -282,15 +243,8 @@ TEST_CASE("no DNS server on the port: Unavailable within the timeout, naming ser
 }
 
 TEST_CASE("a DNS server that never answers: Unavailable after the timeout") {
-  // A bound UDP socket that nobody reads: queries vanish instead of being refused.
-  int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in addr = {};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  int port = ntohs(addr.sin_port);
+  SilentListener silent("127.0.0.1", SOCK_DGRAM);
+  int port = silent.port();
   auto spec = ParseDiscoverySpec(fmt::format(
       "provider=dns-srv domain=http.quorate.test server=127.0.0.1:{} timeout=200ms retries=1", port));
   REQUIRE(spec.ok());
@@ -299,7 +253,6 @@ TEST_CASE("a DNS server that never answers: Unavailable after the timeout") {
   auto start = std::chrono::steady_clock::now();
   auto members = (*provider)->Discover();
   auto elapsed = std::chrono::steady_clock::now() - start;
-  close(fd);
   REQUIRE(members.status().IsUnavailable());
   CHECK(Mentions(members.status(), fmt::format("127.0.0.1:{}", port)));
   CHECK(Mentions(members.status(), "_etcd-server-ssl._tcp.http.quorate.test"));
@@ -313,7 +266,7 @@ TEST_CASE("a DNS server that never answers: Unavailable after the timeout") {
 }  // namespace quorate
 
 int main(int argc, char** argv) {
-  std::string binary = quorate::FindDnsmasq();
+  std::string binary = quorate::FindProgram("dnsmasq", "/usr/sbin:/sbin");
   if (binary.empty()) {
     std::printf(
         "SKIP: dnsmasq not found on PATH, /usr/sbin or /sbin (Debian: apt-get install dnsmasq-base)\n");

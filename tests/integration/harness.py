@@ -610,32 +610,55 @@ class Writer(threading.Thread):
         return self
 
 
-class ClusterIdWatch(threading.Thread):
-    """Asks every node's etcd for its cluster ID, on its peer URL and its client URL, every 0.3 s
-    until stopped; records every (cluster ID, node) it sees. Nodes that do not answer are skipped."""
+class Sampler(threading.Thread):
+    """Calls sample() every `interval` seconds until finish(), and once more after finish() was
+    called: a test stops its sampler when the condition it waited for holds, and the last sample
+    must see that state, not one from before it (a node that came back a moment ago, say)."""
 
-    def __init__(self, cluster, nodes=None):
+    def __init__(self, interval):
         super().__init__(daemon=True)
-        self.cluster, self.nodes = cluster, nodes or cluster.nodes
-        self.seen = {}  # cluster ID -> set of node names
+        self.interval = interval
         self._halt = threading.Event()
 
+    def sample(self):
+        raise NotImplementedError
+
     def run(self):
-        while not self._halt.is_set():
-            for n in self.nodes:
-                peer = peer_members(n)  # etcd answers on its peer URL before it has quorum
-                if peer and peer[0]:
-                    self.seen.setdefault(peer[0], set()).add(n.name)
-                r = run(["etcdctl", "--endpoints", n.client_url, "--dial-timeout", "1s", "--command-timeout", "2s",
-                         "endpoint", "status", "-w", "json"], prefix=self.cluster.prefix, check_rc=None, timeout=10)
-                if r.returncode == 0:
-                    for st in json.loads(r.stdout):
-                        self.seen.setdefault(to_hex(st["Status"]["header"]["cluster_id"]), set()).add(n.name)
-            self._halt.wait(0.3)
+        while True:
+            last = self._halt.is_set()  # read before the pass: that pass starts after finish()
+            self.sample()
+            if last:
+                return
+            self._halt.wait(self.interval)
 
     def finish(self):
         self._halt.set()
         self.join()
+
+
+class ClusterIdWatch(Sampler):
+    """Asks every node's etcd for its cluster ID, on its peer URL and its client URL, every 0.3 s
+    until stopped, and once more over every node after; records every (cluster ID, node) it sees.
+    Nodes that do not answer are skipped."""
+
+    def __init__(self, cluster, nodes=None):
+        super().__init__(0.3)
+        self.cluster, self.nodes = cluster, nodes or cluster.nodes
+        self.seen = {}  # cluster ID -> set of node names
+
+    def sample(self):
+        for n in self.nodes:
+            peer = peer_members(n)  # etcd answers on its peer URL before it has quorum
+            if peer and peer[0]:
+                self.seen.setdefault(peer[0], set()).add(n.name)
+            r = run(["etcdctl", "--endpoints", n.client_url, "--dial-timeout", "1s", "--command-timeout", "2s",
+                     "endpoint", "status", "-w", "json"], prefix=self.cluster.prefix, check_rc=None, timeout=10)
+            if r.returncode == 0:
+                for st in json.loads(r.stdout):
+                    self.seen.setdefault(to_hex(st["Status"]["header"]["cluster_id"]), set()).add(n.name)
+
+    def finish(self):
+        super().finish()
         return self.seen
 
 

@@ -5,46 +5,41 @@ answers, and on a replaced member while it is a learner); /metrics is Prometheus
 import json
 import os
 import signal
-import threading
 import urllib.request
 
-from harness import (Cluster, check, log, main, member_ids, parse_prometheus, require, run_together, stop_together,
-                     wait_healthy, wait_until)
+from harness import (Cluster, Sampler, check, log, main, member_ids, parse_prometheus, require, run_together,
+                     stop_together, wait_healthy, wait_until)
 
 LABELS = frozenset()
 
 
-class Sampler(threading.Thread):
+class ReadySampler(Sampler):
     """Reads the node's /readyz and /healthz, then etcd's entry for its peer URL (from `endpoints`),
-    again and again: each sample is (readyz, healthz, entry). Promotion only goes one way, so an
-    entry read after /readyz said 200 must be a voter, and a learner entry read after a 503 shows
-    the 503 was given to a learner."""
+    again and again, and once more after finish(): each sample is (readyz, healthz, entry).
+    Promotion only goes one way, so an entry read after /readyz said 200 must be a voter, and a
+    learner entry read after a 503 shows the 503 was given to a learner."""
 
     def __init__(self, c, node, endpoints, always_list=True):
-        super().__init__(daemon=True)
+        super().__init__(0.02)
         self.c, self.node, self.endpoints, self.always_list = c, node, endpoints, always_list
         self.samples = []
-        self.halt = threading.Event()
 
-    def run(self):
-        while not self.halt.is_set():
-            ready = self.node.http("/readyz")
-            health = self.node.http("/healthz")
-            entry = None
-            # Without a quorum yet, etcdctl would wait out its dial timeout: at bootstrap the listing
-            # is only needed to check a 200.
-            r = None
-            if self.always_list or ready[0] == 200:
-                r = self.c.etcdctl("member", "list", "-w", "json", endpoints=self.endpoints, check_rc=None)
-            if r is not None and r.returncode == 0:
-                entry = next((m for m in json.loads(r.stdout)["members"]
-                              if self.node.peer_url in m.get("peerURLs", [])), None)
-            self.samples.append((ready, health, entry))
-            self.halt.wait(0.02)
+    def sample(self):
+        ready = self.node.http("/readyz")
+        health = self.node.http("/healthz")
+        entry = None
+        # Without a quorum yet, etcdctl would wait out its dial timeout: at bootstrap the listing
+        # is only needed to check a 200.
+        r = None
+        if self.always_list or ready[0] == 200:
+            r = self.c.etcdctl("member", "list", "-w", "json", endpoints=self.endpoints, check_rc=None)
+        if r is not None and r.returncode == 0:
+            entry = next((m for m in json.loads(r.stdout)["members"]
+                          if self.node.peer_url in m.get("peerURLs", [])), None)
+        self.samples.append((ready, health, entry))
 
     def finish(self):
-        self.halt.set()
-        self.join()
+        super().finish()
         return self.samples
 
 
@@ -95,7 +90,7 @@ def test():
     check(n1.http("/readyz")[0] == 0, "something already listens on the status port")
 
     log("bootstrap: /readyz on n1 from the start")
-    boot = Sampler(c, n1, c.endpoints(), always_list=False)
+    boot = ReadySampler(c, n1, c.endpoints(), always_list=False)
     boot.start()
     run_together(c.nodes)
     try:
@@ -121,7 +116,7 @@ def test():
     n3.stop()
     n3.wipe()
     check(n3.http("/readyz")[0] == 0, "n3's status port still answers after quorate stopped")
-    watch = Sampler(c, n3, c.endpoints([n1, n2]))
+    watch = ReadySampler(c, n3, c.endpoints([n1, n2]))
     watch.start()
     n3.run()
     try:

@@ -3,14 +3,11 @@
 // s3rver checks the access key id but not SigV4 signatures, so the signer is held to AWS's
 // published examples in the unit tests instead. Exits 77 (meson's "skipped") without node or s3rver.
 #define DOCTEST_CONFIG_IMPLEMENT
-#include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,11 +19,12 @@
 #include <fstream>
 #include <iterator>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "../support/ports.h"
+#include "../support/programs.h"
 #include "quorate/provider.h"
 #include "quorate/s3.h"
 
@@ -40,49 +38,13 @@ using Keys = std::vector<std::string>;
 
 constexpr const char* kBucket = "quorate";
 
-// A TCP port on 127.0.0.1 that was free a moment ago; the kernel picks from the high range.
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr = {};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    std::perror("picking a free port on 127.0.0.1");
-    std::exit(1);
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-bool TcpAnswers(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr = {};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  close(fd);
-  return ok;
-}
-
-std::string OnPath(const std::string& name) {
-  std::stringstream dirs(std::getenv("PATH") ? std::getenv("PATH") : "");
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    std::string candidate = dir + "/" + name;
-    if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
 // The copy scripts/deps installs beside package.json first, then one on PATH.
 std::string FindS3rver() {
   if (const char* dir = std::getenv("QUORATE_S3RVER_DIR")) {
     std::string local = std::string(dir) + "/node_modules/.bin/s3rver";
     if (access(local.c_str(), X_OK) == 0) return local;
   }
-  return OnPath("s3rver");
+  return FindProgram("s3rver");
 }
 
 class S3rver {
@@ -259,22 +221,12 @@ TEST_CASE("nothing listening: Unavailable after 3 quick tries") {
 }
 
 TEST_CASE("a server that never answers: Unavailable within the timeout") {
-  // Listening but never accepting: the kernel completes the handshake and nobody ever replies.
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr = {};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(listen(fd, 16) == 0);
-  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  auto vfs =
-      OpenS3Vfs(fmt::format("s3://{}/x?endpoint=http://127.0.0.1:{}&timeout=700ms", kBucket, ntohs(addr.sin_port)));
+  SilentListener silent;
+  auto vfs = OpenS3Vfs(fmt::format("s3://{}/x?endpoint={}&timeout=700ms", kBucket, silent.url()));
   REQUIRE(vfs.ok());
   auto start = std::chrono::steady_clock::now();
   Status write = (*vfs)->Write("k", "x");
   auto elapsed = std::chrono::steady_clock::now() - start;
-  close(fd);
   CHECK(write.IsUnavailable());
   CHECK_MESSAGE(Mentions(write, "within 700 ms"), write.message());
   CHECK(elapsed >= 600ms);
@@ -333,7 +285,7 @@ TEST_CASE("s3rver: the s3 provider agrees 3 members") {
 }  // namespace quorate
 
 int main(int argc, char** argv) {
-  if (quorate::OnPath("node").empty()) {
+  if (quorate::FindProgram("node").empty()) {
     std::printf("SKIP: node is not on PATH; s3rver needs Node.js (scripts/deps installs nodejs and npm)\n");
     return 77;
   }

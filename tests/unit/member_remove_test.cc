@@ -5,7 +5,9 @@
 #include <sstream>
 #include <string>
 
+#include "etcd/etcd_errors.h"
 #include "node/member_remove.h"
+#include "testing/fake_clock.h"
 
 namespace quorate {
 namespace {
@@ -182,6 +184,7 @@ class FakeCluster : public EtcdClient {
   }
   Status MemberRemove(MemberId id) override {
     removals.push_back(id);
+    removal_times.push_back(clock.Now());
     if (!remove_errors.empty()) {
       Status s = remove_errors.front();
       remove_errors.erase(remove_errors.begin());
@@ -216,6 +219,8 @@ class FakeCluster : public EtcdClient {
   std::set<MemberId> down;
   std::vector<Status> remove_errors;  // answered, in turn, before removals start to work
   std::vector<MemberId> removals;     // every MemberRemove call
+  std::vector<Clock::TimePoint> removal_times;
+  FakeClock clock;
   bool lose_answer = false;           // the removals that fail happen all the same
 
  private:
@@ -229,7 +234,7 @@ Status Remove(FakeCluster& fake, const std::vector<std::string>& args, std::stri
   options.format = format;
   options.ignore_not_found = ignore_not_found;
   options.retry_for = std::chrono::milliseconds(600);
-  Status s = RemoveMembers(fake, fake, args, options, text);
+  Status s = RemoveMembers(fake.clock, fake, fake, args, options, text);
   *out = text.str();
   return s;
 }
@@ -289,40 +294,59 @@ TEST_CASE("member remove checks each removal against the membership the previous
   CHECK(out == "Member 105 (n5) removed from cluster c1\nMember 101 (n1) removed from cluster c1\n");
 }
 
+// etcd's answer to MemberRemove 103, classified as the gRPC client classifies it.
+Status Refused(grpc::StatusCode code, const std::string& text) {
+  return FromGrpc(grpc::Status(code, text), "http://x", "MemberRemove 103");
+}
+
+Status Unanswered(const std::string& text) {
+  return OutcomeUnknown(grpc::Status(grpc::StatusCode::UNAVAILABLE, text), "http://x", "MemberRemove 103");
+}
+
 TEST_CASE("member remove maps etcd's refusals") {
   FakeCluster fake(Voters(3));
   std::string out;
   SUBCASE("too few started members: etcd's strict reconfig check, not retried") {
-    fake.remove_errors = {Status::Unavailable(
-        "MemberRemove 103 at http://x: etcdserver: re-configuration failed due to not enough started members")};
+    fake.remove_errors = {Refused(grpc::StatusCode::FAILED_PRECONDITION,
+                                  "etcdserver: re-configuration failed due to not enough started members")};
     Status s = Remove(fake, {"n3"}, &out);
     CHECK(s.code() == Status::Code::kFailedPrecondition);
     CHECK(s.message().find("strict reconfiguration check") != std::string::npos);
+    CHECK(s.message().find("etcdserver: re-configuration failed") != std::string::npos);
     CHECK(fake.removals.size() == 1);
   }
   SUBCASE("unhealthy cluster: retried while it clears") {
-    fake.remove_errors = {Status::Unavailable("MemberRemove 103 at http://x: etcdserver: unhealthy cluster")};
+    fake.remove_errors = {Refused(grpc::StatusCode::UNAVAILABLE, "etcdserver: unhealthy cluster")};
     CHECK(Remove(fake, {"n3"}, &out).ok());
     CHECK(fake.removals.size() == 2);
   }
-  SUBCASE("unhealthy cluster for good: a refusal after the retry time") {
-    fake.remove_errors.assign(20, Status::Unavailable("MemberRemove 103 at http://x: etcdserver: unhealthy cluster"));
+  SUBCASE("unhealthy cluster for good: a refusal after the retry time, asked at 0, 250 and 600 ms") {
+    fake.remove_errors.assign(20, Refused(grpc::StatusCode::UNAVAILABLE, "etcdserver: unhealthy cluster"));
+    auto start = fake.clock.Now();
     Status s = Remove(fake, {"n3"}, &out);
     CHECK(s.code() == Status::Code::kFailedPrecondition);
     CHECK(s.message().find("connected to enough voters") != std::string::npos);
     CHECK(fake.MemberList()->members.size() == 3);
+    CHECK(fake.removal_times == std::vector<Clock::TimePoint>{start, start + std::chrono::milliseconds(250),
+                                                               start + std::chrono::milliseconds(600)});
   }
   SUBCASE("no answer, but the member is gone: it was removed") {
-    fake.remove_errors = {Status::Unavailable("MemberRemove 103 at http://x: no answer, so it may or may not have "
-                                              "been done: etcdserver: server stopped")};
+    fake.remove_errors = {Unanswered("etcdserver: server stopped")};
     fake.lose_answer = true;
     CHECK(Remove(fake, {"n3"}, &out).ok());
     CHECK(out == "Member 103 (n3) removed from cluster c1\n");
   }
   SUBCASE("no answer, and the member is still there: the error") {
-    fake.remove_errors = {Status::Unavailable("MemberRemove 103 at http://x: no answer, so it may or may not have "
-                                              "been done: etcdserver: request timed out")};
+    fake.remove_errors = {Unanswered("etcdserver: request timed out")};
+    Status s = Remove(fake, {"n3"}, &out);
+    CHECK(s.IsUnavailable());
+    CHECK(s.message().find("may or may not have been done") != std::string::npos);
+    CHECK(fake.removals.size() == 1);
+  }
+  SUBCASE("the reason decides, not the words: other Unavailable errors are not retried") {
+    fake.remove_errors = {Status::Unavailable("MemberRemove 103 at http://x: etcdserver: unhealthy cluster")};
     CHECK(Remove(fake, {"n3"}, &out).IsUnavailable());
+    CHECK(fake.removals.size() == 1);
   }
   SUBCASE("removed by someone else meanwhile: said so, exit 0") {
     fake.remove_errors = {Status::NotFound("MemberRemove 103 at http://x: etcdserver: member not found")};

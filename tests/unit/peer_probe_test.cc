@@ -1,27 +1,15 @@
 #include <doctest/doctest.h>
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 #include <httplib.h>
 
 #include "etcd/peer_probe.h"
+#include "../support/ports.h"
 #include "../support/test_certs.h"
 
 namespace quorate {
@@ -75,90 +63,6 @@ class FakePeer {
   Answer answer_;
   int port_ = 0;
   std::thread thread_;
-};
-
-// A port on `ip` that was free a moment ago: etcd cannot be told to pick its own.
-int FreePort(const std::string& ip) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  REQUIRE(inet_pton(AF_INET, ip.c_str(), &addr.sin_addr) == 1);
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  socklen_t len = sizeof addr;
-  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-bool OnPath(const std::string& program) {
-  std::stringstream path(std::getenv("PATH") ? std::getenv("PATH") : "");
-  for (std::string dir; std::getline(path, dir, ':');) {
-    if (!dir.empty() && access((dir + "/" + program).c_str(), X_OK) == 0) return true;
-  }
-  return false;
-}
-
-// A real single-node etcd in a temp data dir; killed and its directory removed on destruction,
-// and killed by the kernel should this test process die first.
-class EtcdNode {
- public:
-  EtcdNode(const std::string& name, const std::string& peer_url, const std::string& client_url,
-           const std::string& initial_cluster, const std::string& token) {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "quorate-probe-etcd-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    dir_ = tmpl;
-    std::vector<std::string> args = {"etcd",
-                                     "--name=" + name,
-                                     "--data-dir=" + dir_ + "/data",
-                                     "--listen-peer-urls=" + peer_url,
-                                     "--initial-advertise-peer-urls=" + peer_url,
-                                     "--listen-client-urls=" + client_url,
-                                     "--advertise-client-urls=" + client_url,
-                                     "--initial-cluster=" + initial_cluster,
-                                     "--initial-cluster-token=" + token,
-                                     "--initial-cluster-state=new"};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::string log = dir_ + "/etcd.log";
-    pid_t parent = getpid();
-    pid_ = fork();
-    REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      // Only fd-level calls here: stdio would flush the parent's buffered output a second time.
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(127);
-      int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd >= 0) {
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-      }
-      execvp("etcd", argv.data());
-      _exit(127);
-    }
-  }
-  ~EtcdNode() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    std::filesystem::remove_all(dir_);
-  }
-  bool Exited() {
-    if (pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == pid_) pid_ = 0;
-    return pid_ == 0;
-  }
-  std::string Log() const {
-    std::ifstream in(dir_ + "/etcd.log");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-
- private:
-  std::string dir_;
-  pid_t pid_ = 0;
 };
 
 }  // namespace
@@ -294,22 +198,11 @@ TEST_CASE("probing a peer URL over HTTP") {
 }
 
 TEST_CASE("probing a peer that accepts but never answers gives up after the timeout") {
-  // listen() without accept(): the kernel completes the connection, nobody ever reads or writes.
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(listen(fd, 16) == 0);
-  socklen_t len = sizeof addr;
-  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  std::string url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
-
+  SilentListener listener;
+  const std::string url = listener.url();
   auto start = Clock::now();
   auto silent = ProbeMembers(url, {}, milliseconds(300));
   CHECK(Clock::now() - start < seconds(2));
-  close(fd);
   CHECK(silent.status().IsUnavailable());
   CHECK(silent.status().message() ==
         url + "/members not answering: no answer (connection closed, or silent for 300 ms)");
@@ -364,63 +257,6 @@ TEST_CASE("probing a peer URL over mutual TLS") {
   bad = ProbeMembers(url, no_ca, seconds(2));
   CHECK(bad.status().IsInvalidArgument());
   CHECK(bad.status().message().find("no-such-ca.crt") != std::string::npos);
-}
-
-// Waits until etcd's peer endpoint answers with `members` members, `started` of them started.
-Result<ClusterView> ProbeUntil(EtcdNode& etcd, const std::string& peer_url, size_t members, size_t started) {
-  auto deadline = Clock::now() + seconds(15);
-  Result<ClusterView> view = Status::Unavailable("not probed yet");
-  while (Clock::now() < deadline) {
-    REQUIRE_MESSAGE(!etcd.Exited(), ("etcd exited early:\n" + etcd.Log()));
-    view = ProbeMembers(peer_url, {}, milliseconds(500));
-    if (view.ok() && view->members.size() == members &&
-        std::count_if(view->members.begin(), view->members.end(),
-                      [](const ClusterMember& m) { return m.started(); }) == static_cast<ptrdiff_t>(started)) {
-      break;
-    }
-    std::this_thread::sleep_for(milliseconds(50));
-  }
-  REQUIRE_MESSAGE(view.ok(), (view.status().message() + "\netcd log:\n" + etcd.Log()));
-  return view;
-}
-
-TEST_CASE("probing a real etcd 3.4 peer URL, before quorum and once started") {
-  if (!OnPath("etcd")) {
-    MESSAGE("etcd not on PATH: real-etcd probe skipped");
-    return;
-  }
-  // 127.0.1.1 is this test's own loopback address; ports are picked free so that two engineers'
-  // test runs on one machine do not collide.
-  auto url = [] { return "http://127.0.1.1:" + std::to_string(FreePort("127.0.1.1")); };
-  const std::string token = "quorate-probe-test";
-
-  SUBCASE("a single node starts and publishes its client URL") {
-    const std::string peer_url = url(), client_url = url();
-    const MemberId id = ComputeMemberId({peer_url}, token);
-    EtcdNode etcd("infra1", peer_url, client_url, "infra1=" + peer_url, token);
-    auto view = ProbeUntil(etcd, peer_url, 1, 1);
-    CHECK(view->cluster_id == ComputeClusterId({id}));
-    const ClusterMember& m = view->members[0];
-    CHECK(m.id == id);
-    CHECK(m.name == "infra1");
-    CHECK(m.peer_urls == std::vector<std::string>{peer_url});
-    CHECK(m.client_urls == std::vector<std::string>{client_url});
-    CHECK_FALSE(m.is_learner);
-  }
-  SUBCASE("one node of two has no quorum, yet its peer URL lists the initial cluster") {
-    const std::string peer1 = url(), client1 = url(), peer2 = url();
-    const MemberId id1 = ComputeMemberId({peer1}, token), id2 = ComputeMemberId({peer2}, token);
-    EtcdNode etcd("infra1", peer1, client1, "infra1=" + peer1 + ",infra2=" + peer2, token);
-    auto view = ProbeUntil(etcd, peer1, 2, 0);
-    CHECK(view->cluster_id == ComputeClusterId({id1, id2}));
-    // Members of the initial cluster carry their names from --initial-cluster before they start.
-    for (const ClusterMember& m : view->members) {
-      INFO(m.name);
-      CHECK(((m.id == id1 && m.name == "infra1" && m.peer_urls == std::vector<std::string>{peer1}) ||
-             (m.id == id2 && m.name == "infra2" && m.peer_urls == std::vector<std::string>{peer2})));
-      CHECK_FALSE(m.is_learner);
-    }
-  }
 }
 
 }  // namespace quorate
