@@ -18,6 +18,7 @@
 #include "quorate/log.h"
 #include "status/status_server.h"
 #include "node/signal_watcher.h"
+#include "node/stray_etcd.h"
 #include "node/supervisor.h"
 
 namespace quorate {
@@ -164,6 +165,7 @@ Status WaitForStopSignal() {
 }  // namespace
 
 Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_args) {
+  if (Status s = StopStrayEtcd(config.data_dir); !s.ok()) return s;
   Metrics metrics;
   MemberHealth health;
   InitJob job(config, InitJob::AgentMode::kAlways);
