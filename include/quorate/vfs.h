@@ -3,6 +3,7 @@
 // seam only, so they behave the same on both backends.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,8 +18,9 @@ class Vfs {
   // The full keys (as Read takes them) below `prefix`, a key read as a directory ("a" lists "a/b"
   // and "a/c/d", never "ab"; "" lists everything), sorted. Every page of a listing is read.
   virtual Result<std::vector<std::string>> List(const std::string& prefix) = 0;
-  // NotFound when absent.
-  virtual Result<std::string> Read(const std::string& key) = 0;
+  // NotFound when absent; DataLoss when it holds more than `max_bytes` (refused before the whole of
+  // it is read) or is not a record at all (a FIFO planted in a shared directory).
+  virtual Result<std::string> Read(const std::string& key, size_t max_bytes) = 0;
   // Writes only if `key` is absent: true when this call created it, false when it was there.
   // Only when exclusive_create() is true do racing writers get exactly one true between them.
   virtual Result<bool> CreateIfAbsent(const std::string& key, const std::string& content) = 0;

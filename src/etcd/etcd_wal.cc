@@ -3,12 +3,13 @@
 #include <dirent.h>
 
 #include <algorithm>
-#include <fstream>
 #include <functional>
 #include <optional>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "quorate/fs.h"
 
 namespace quorate {
 namespace {
@@ -117,12 +118,9 @@ Result<WalIdentity> ReadWalIdentity(const std::string& data_dir) {
   }
   if (files.empty()) return Status::NotFound(fmt::format("{} holds no WAL file", dir));
   std::string path = dir + "/" + *std::min_element(files.begin(), files.end());
-  std::ifstream in(path, std::ios::binary);
-  std::string head(kHeadBytes, '\0');
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<size_t>(in.gcount()));
-  if (head.empty()) return Status::DataLoss(fmt::format("cannot read {}", path));
-  auto id = ParseWalIdentity(head);
+  auto head = ReadFileHead(path, kHeadBytes);
+  if (!head.ok()) return Status::DataLoss(head.status().message());
+  auto id = ParseWalIdentity(*head);
   if (!id.ok()) return id.status().Prefixed(path);
   return id;
 }

@@ -1,19 +1,21 @@
 #include "node/process.h"
 
 #include <fcntl.h>
+#include <linux/close_range.h>
+#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <map>
 #include <mutex>
-#include <set>
-
-extern char** environ;
 
 namespace quorate {
 namespace {
@@ -92,43 +94,89 @@ class RealChild : public ChildProcess {
   std::optional<ExitStatus> exit_status_;
 };
 
-// posix_spawn's attribute objects, released on every path out of Start.
-struct SpawnSetup {
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attr;
-  int log_fd = -1;
-  SpawnSetup() {
-    posix_spawn_file_actions_init(&actions);
-    posix_spawnattr_init(&attr);
+// Where execvp would find `program`, looked up before fork: after it, only async-signal-safe
+// calls may run in the child, and a lookup there allocates.
+Result<std::string> FindProgram(const std::string& program) {
+  if (program.find('/') != std::string::npos) return program;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (size_t start = 0; start <= dirs.size();) {
+    size_t colon = std::min(dirs.find(':', start), dirs.size());
+    std::string dir = dirs.substr(start, colon - start);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
+    struct stat st;
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    start = colon + 1;
   }
-  ~SpawnSetup() {
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-    if (log_fd >= 0) ::close(log_fd);
+  return Status::NotFound("start " + program + ": no such program on PATH (" + dirs + ")");
+}
+
+// Closes the descriptor it holds on every path out of Start.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  ~UniqueFd() { reset(); }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  void reset(int fd = -1) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
   }
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
 };
 
-class SpawnLauncher : public ProcessLauncher {
+[[noreturn]] void FailChild(int error_fd, int err) {
+  ssize_t ignored = ::write(error_fd, &err, sizeof err);
+  (void)ignored;
+  ::_exit(127);
+}
+
+// The child's side of Start, between fork and exec: async-signal-safe calls only. A failure is
+// reported through `error_fd` as an errno and the child exits 127.
+[[noreturn]] void ExecChild(pid_t parent, int error_fd, int log_fd, const char* path, char* const* argv,
+                            char* const* envp) {
+  auto fail = [error_fd](int err) { FailChild(error_fd, err); };
+  if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) fail(errno);
+  // quorate died before the line above: the signal will never come, so do not start at all.
+  if (::getppid() != parent) ::_exit(127);
+  // quorate blocks or catches signals of its own; the child must see SIGTERM/SIGINT as a fresh
+  // process would (ignored dispositions and the mask survive exec, handlers do not).
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (log_fd >= 0 && (::dup2(log_fd, STDOUT_FILENO) < 0 || ::dup2(log_fd, STDERR_FILENO) < 0)) fail(errno);
+  // Sockets opened without CLOEXEC (by libraries) would otherwise keep quorate's ports bound in
+  // the child after quorate is gone. The error pipe closes at exec by itself.
+  if (::syscall(SYS_close_range, STDERR_FILENO + 1, ~0U, CLOSE_RANGE_CLOEXEC) != 0) fail(errno);
+  ::execve(path, argv, envp);
+  FailChild(error_fd, errno);
+}
+
+class ForkLauncher : public ProcessLauncher {
  public:
   Result<std::unique_ptr<ChildProcess>> Start(const LaunchSpec& spec) override {
     if (spec.argv.empty()) return Status::InvalidArgument("start: no program given (empty argv)");
     const std::string& program = spec.argv[0];
-
-    std::set<std::string> overridden;
+    std::vector<std::string> env_strings;
     for (const auto& [name, value] : spec.env) {
       if (name.empty() || name.find('=') != std::string::npos) {
         return Status::InvalidArgument("start " + program + ": '" + name +
                                        "' is not an environment variable name");
       }
-      overridden.insert(name);
+      env_strings.push_back(name + "=" + value);
     }
-    overridden.insert(spec.unset_env.begin(), spec.unset_env.end());
-    std::vector<std::string> env_strings;
-    for (char** e = environ; *e != nullptr; ++e) {
-      std::string entry = *e;
-      if (overridden.count(entry.substr(0, entry.find('='))) == 0) env_strings.push_back(entry);
-    }
-    for (const auto& [name, value] : spec.env) env_strings.push_back(name + "=" + value);
+    auto path = FindProgram(program);
+    if (!path.ok()) return path.status();
 
     std::vector<char*> argv;
     for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
@@ -137,30 +185,31 @@ class SpawnLauncher : public ProcessLauncher {
     for (auto& e : env_strings) envp.push_back(e.data());
     envp.push_back(nullptr);
 
-    SpawnSetup setup;
+    UniqueFd log_fd;
     if (!spec.log_path.empty()) {
-      setup.log_fd = ::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-      if (setup.log_fd < 0) return Status::FromErrno(errno, "open log file " + spec.log_path);
-      posix_spawn_file_actions_adddup2(&setup.actions, setup.log_fd, STDOUT_FILENO);
-      posix_spawn_file_actions_adddup2(&setup.actions, setup.log_fd, STDERR_FILENO);
+      log_fd.reset(::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+      if (!log_fd) return Status::FromErrno(errno, "open log file " + spec.log_path);
     }
-    // Sockets opened without CLOEXEC (by libraries) would otherwise keep quorate's ports bound
-    // in etcd after quorate is gone.
-    posix_spawn_file_actions_addclosefrom_np(&setup.actions, STDERR_FILENO + 1);
-    // quorate blocks or catches signals of its own; etcd must see SIGTERM/SIGINT as a fresh
-    // process would (ignored dispositions and the mask survive exec, handlers do not).
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setsigmask(&setup.attr, &none);
-    posix_spawnattr_setsigdefault(&setup.attr, &all);
-    posix_spawnattr_setflags(&setup.attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    int error_pipe[2];
+    if (::pipe2(error_pipe, O_CLOEXEC) != 0) return Status::FromErrno(errno, "pipe for starting " + program);
+    UniqueFd error_read(error_pipe[0]), error_write(error_pipe[1]);
 
-    // Held from spawn to registration, so ReapOrphans cannot take this child's status unseen.
+    // Held from fork to registration, so ReapOrphans cannot take this child's status unseen.
     std::lock_guard lock(RegistryMutex());
-    pid_t pid = 0;
-    int rc = posix_spawnp(&pid, program.c_str(), &setup.actions, &setup.attr, argv.data(), envp.data());
-    if (rc != 0) return Status::FromErrno(rc, "start " + program);
+    const pid_t parent = ::getpid();
+    pid_t pid = ::fork();
+    if (pid < 0) return Status::FromErrno(errno, "fork to start " + program);
+    if (pid == 0) ExecChild(parent, error_write.get(), log_fd.get(), path->c_str(), argv.data(), envp.data());
+    error_write.reset();
+    // Empty at exec (the pipe is CLOEXEC), or the errno of the step that failed.
+    int child_errno = 0;
+    ssize_t n;
+    while ((n = ::read(error_read.get(), &child_errno, sizeof child_errno)) < 0 && errno == EINTR) {
+    }
+    if (n > 0) {
+      ::waitpid(pid, nullptr, 0);
+      return Status::FromErrno(child_errno, "start " + program);
+    }
     int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
     if (pidfd < 0) {
       int err = errno;
@@ -199,7 +248,7 @@ Result<std::optional<ExitStatus>> ChildProcess::Wait(Clock::Duration timeout, Cl
 }
 
 ProcessLauncher& RealProcessLauncher() {
-  static SpawnLauncher launcher;
+  static ForkLauncher launcher;
   return launcher;
 }
 

@@ -35,14 +35,13 @@ struct ExitStatus {
 std::string SignalName(int signal);
 
 struct LaunchSpec {
-  // argv[0] is a path, or a name looked up on PATH.
+  // argv[0] is a path, or a name looked up on quorate's PATH.
   std::vector<std::string> argv;
-  // Set on top of quorate's own environment, replacing variables of the same name.
+  // The child's whole environment: nothing of quorate's own is passed unless it is listed here, so
+  // no credential quorate was given reaches the child by accident (etcd_env.h builds etcd's).
   std::vector<std::pair<std::string, std::string>> env;
-  // stdout and stderr are appended to this file (created 0644); empty: they are quorate's own.
+  // stdout and stderr are appended to this file (created 0600); empty: they are quorate's own.
   std::string log_path;
-  // Variables of quorate's own environment the child does not get.
-  std::vector<std::string> unset_env = {};
 };
 
 class ChildProcess {
@@ -68,11 +67,14 @@ class ProcessLauncher {
   // Starts `spec`: NotFound/Internal naming the program when it cannot be executed (a missing
   // binary is an error here, not an exit code 127 later); Internal naming the log file when it
   // cannot be opened. The child stays in quorate's process group, so a terminal's Ctrl-C reaches
-  // both, and starts with default signal dispositions and an empty signal mask.
+  // both, and starts with default signal dispositions and an empty signal mask. It gets SIGTERM
+  // when quorate dies, even by SIGKILL (a parent-death signal), so no etcd runs on unsupervised:
+  // Linux sends it when the *thread* that called Start ends, so call it from one that lives as
+  // long as the child should (the supervisor's).
   virtual Result<std::unique_ptr<ChildProcess>> Start(const LaunchSpec& spec) = 0;
 };
 
-// posix_spawn and a pidfd (Linux 5.3 or later).
+// fork and exec, and a pidfd (Linux 5.3 or later).
 ProcessLauncher& RealProcessLauncher();
 
 // Reaps every exited child, as PID 1 (or a subreaper) must, since orphans are re-parented to it.

@@ -13,10 +13,12 @@
 #include "core/bucket.h"
 #include "etcd/etcd_client.h"
 #include "etcd/etcd_config.h"
+#include "node/etcd_env.h"
 #include "node/init.h"
 #include "quorate/log.h"
 #include "status/status_server.h"
 #include "node/signal_watcher.h"
+#include "node/stray_etcd.h"
 #include "node/supervisor.h"
 
 namespace quorate {
@@ -163,6 +165,7 @@ Status WaitForStopSignal() {
 }  // namespace
 
 Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_args) {
+  if (Status s = StopStrayEtcd(config.data_dir); !s.ok()) return s;
   Metrics metrics;
   MemberHealth health;
   InitJob job(config, InitJob::AgentMode::kAlways);
@@ -176,7 +179,7 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   std::vector<std::string> argv = EtcdArgv(config, *outcome, extra_etcd_args);
   SupervisorOptions options;
   options.spec.argv = argv;
-  options.spec.unset_env = EtcdVariablesShadowedBy(argv);
+  options.spec.env = EtcdEnvironmentFor(argv);
   options.on_start = [&](const ChildProcess& child) {
     job.SetRunning(true);
     spdlog::info("etcd started (pid {}): {}", child.pid(), fmt::join(argv, " "));
@@ -208,7 +211,7 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     upkeep.SetSelf(again->self);
     argv = EtcdArgv(config, *again, extra_etcd_args);
     spec.argv = argv;
-    spec.unset_env = EtcdVariablesShadowedBy(argv);
+    spec.env = EtcdEnvironmentFor(argv);
     return Status::Ok();
   };
   Supervisor supervisor(std::move(options));

@@ -124,11 +124,14 @@ Status Supervisor::Run() {
   }
 
   LaunchSpec spec = options_.spec;
-  Clock::Duration backoff = options_.initial_backoff;
+  // A first crash is restarted at once: etcd with sound data heals fastest that way. Only a crash
+  // soon after a restart shows a loop, and those wait initial_backoff, doubling to the cap.
+  Clock::Duration backoff = Clock::Duration::zero();
   // Waits out the backoff, answering signals; true when a stop came meanwhile.
   auto pause = [&]() -> Result<bool> {
     Clock::TimePoint until = clock_.Now() + backoff;
-    backoff = std::min(backoff * 2, options_.max_backoff);
+    backoff =
+        backoff == Clock::Duration::zero() ? options_.initial_backoff : std::min(backoff * 2, options_.max_backoff);
     for (;;) {
       auto waited = WaitFor(nullptr, until, true);
       if (!waited.ok()) return waited.status();
@@ -173,7 +176,7 @@ Status Supervisor::Run() {
     }
 
     if (!ended.requested) {
-      if (ended.uptime >= options_.reset_after) backoff = options_.initial_backoff;
+      if (ended.uptime >= options_.reset_after) backoff = Clock::Duration::zero();
       ended.restart_in = backoff;
     }
     if (options_.on_exit) options_.on_exit(ended);

@@ -1,7 +1,8 @@
 // Keeps etcd running under `quorate run` (DESIGN §5). One child at a time: restarted when it exits
-// by itself, after a capped exponential backoff; stopped on SIGTERM/SIGINT or Stop() by forwarding
-// the signal, waiting a grace period, then SIGKILL; orphans reaped when quorate is PID 1. Run() owns
-// the loop and the thread it is called on; Stop() and stats() may be called from any thread.
+// by itself, at once the first time and after a capped exponential backoff when it keeps crashing;
+// stopped on SIGTERM/SIGINT or Stop() by forwarding the signal, waiting a grace period, then
+// SIGKILL; orphans reaped when quorate is PID 1. Run() owns the loop and the thread it is called
+// on; Stop() and stats() may be called from any thread.
 #pragma once
 
 #include <unistd.h>
@@ -30,8 +31,8 @@ struct SupervisorExit {
 
 struct SupervisorOptions {
   LaunchSpec spec;
-  // Waits before restarts double from initial_backoff up to max_backoff; a run that lasted
-  // reset_after or longer starts them over.
+  // The first restart is at once; the waits before the next ones double from initial_backoff up
+  // to max_backoff. A run that lasted reset_after or longer starts them over: its crash is a first.
   Clock::Duration initial_backoff = std::chrono::seconds(1);
   Clock::Duration max_backoff = std::chrono::seconds(30);
   Clock::Duration reset_after = std::chrono::seconds(60);

@@ -1,6 +1,8 @@
 // quorate's HTTP status endpoints (DESIGN §5) on --status-listen: /healthz, /readyz and Prometheus
 // /metrics. Metrics is what the rest of quorate updates (from any thread); the server only reads
-// it and asks the caller's checks, so it knows nothing of etcd or the supervisor.
+// it and asks the caller's checks, so it knows nothing of etcd or the supervisor. It answers a
+// liveness probe whatever other clients do: a slow or silent connection is dropped after 2 s and
+// never holds up another one.
 #pragma once
 
 #include <chrono>
@@ -51,7 +53,7 @@ struct StatusChecks {
 class StatusServer {
  public:
   // Binds `listen` ("ip:port", "[v6]:port"; port 0 picks a free one) and serves on a thread of its
-  // own. InvalidArgument naming --status-listen when the address is malformed; Unavailable naming
+  // own, one request per connection (HTTP/1.1 GET and HEAD, "Connection: close"). InvalidArgument naming --status-listen when the address is malformed; Unavailable naming
   // it when it cannot be bound. `metrics` must outlive the server.
   static Result<std::unique_ptr<StatusServer>> Start(const std::string& listen, Metrics& metrics,
                                                      StatusChecks checks);

@@ -1,15 +1,15 @@
 #include "quorate/fs.h"
 
 #include <fcntl.h>
+#include <sys/types.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -25,21 +25,72 @@ Status FsyncPath(const std::string& path, int flags) {
   return rc == 0 ? Status::Ok() : Status::FromErrno(err, "fsync " + path);
 }
 
+const char* KindOf(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+// O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever. The type is checked on
+// the open descriptor, so nothing can be swapped in between the check and the read.
+Result<std::string> ReadRegular(const std::string& path, size_t max_bytes, bool whole) {
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "read " + path);
+  auto done = [fd](Result<std::string> r) {
+    close(fd);
+    return r;
+  };
+  struct stat st;
+  if (fstat(fd, &st) != 0) return done(Status::FromErrno(errno, "stat " + path));
+  if (!S_ISREG(st.st_mode)) {
+    return done(Status::DataLoss(fmt::format("{} is {}, not a file quorate can read", path, KindOf(st.st_mode))));
+  }
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (whole && size > max_bytes) return done(TooLargeToRead(path, size, max_bytes));
+  // One byte past the cap shows a file that grew after fstat.
+  const size_t limit = whole ? max_bytes + 1 : max_bytes;
+  std::string out(std::min<uint64_t>(size, limit), '\0');
+  size_t got = 0;
+  for (;;) {
+    if (got == out.size()) {
+      if (got == limit) break;
+      out.resize(std::min(limit, got + 4096));
+    }
+    ssize_t n = read(fd, out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return done(Status::FromErrno(errno, "read " + path));
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  out.resize(got);
+  if (whole && got > max_bytes) return done(TooLargeToRead(path, got, max_bytes));
+  return done(std::move(out));
+}
+
 }  // namespace
 
-Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::FromErrno(errno, "read " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Status::FromErrno(errno, "read " + path);
-  return ss.str();
+Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
+  return ReadRegular(path, max_bytes, /*whole=*/true);
+}
+
+Result<std::string> ReadFileHead(const std::string& path, size_t max_bytes) {
+  return ReadRegular(path, max_bytes, /*whole=*/false);
+}
+
+Status TooLargeToRead(const std::string& where, uint64_t size, size_t max_bytes) {
+  return Status::DataLoss(fmt::format("{} is {} bytes, more than the {} quorate accepts there: it is not a file meant "
+                                      "for quorate; move it aside",
+                                      where, size, max_bytes));
 }
 
 Result<std::string> WriteHiddenTemp(const std::string& path, const std::string& content, int mode) {
   std::filesystem::path p(path);
   std::string dir = p.parent_path().empty() ? "." : p.parent_path().string();
-  if (Status s = MakeDirs(dir); !s.ok()) return s;
+  // Those who may read the file may reach it.
+  if (Status s = MakeDirs(dir, mode | ((mode & 0444) >> 2)); !s.ok()) return s;
   thread_local std::mt19937_64 random{std::random_device{}()};
   std::string tmp;
   int fd = -1;
@@ -83,10 +134,17 @@ Status WriteFileAtomic(const std::string& path, const std::string& content, int 
   return SyncDir(std::filesystem::path(path).parent_path().string());
 }
 
-Status MakeDirs(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::create_directories(path, ec);
-  if (ec) return Status::FromErrno(ec.value(), "create directory " + path);
+Status MakeDirs(const std::string& path, int mode) {
+  std::filesystem::path partial;
+  for (const auto& part : std::filesystem::path(path)) {
+    partial /= part;
+    if (part.empty() || mkdir(partial.c_str(), static_cast<mode_t>(mode)) == 0) continue;
+    int err = errno;
+    struct stat st;
+    // EEXIST, or EACCES on a parent that exists but is not ours to write.
+    if (stat(partial.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;
+    return Status::FromErrno(err, "create directory " + partial.string());
+  }
   return Status::Ok();
 }
 

@@ -46,16 +46,7 @@ Result<Rendezvous> Rendezvous::Create(Vfs& vfs, std::string token, size_t size) 
 
 std::string Rendezvous::Where() const { return fmt::format("{}/{}", vfs_->Describe(), token_); }
 
-Result<std::string> Rendezvous::ReadBounded(const std::string& key) {
-  auto text = vfs_->Read(key);
-  if (!text.ok()) return text.status();
-  if (text->size() > kMaxRecordBytes) {
-    return Status::DataLoss(
-        fmt::format("{}/{} is {} bytes, more than any quorate record ({}): it is not ours; remove it", vfs_->Describe(),
-                    key, text->size(), kMaxRecordBytes));
-  }
-  return text;
-}
+Result<std::string> Rendezvous::ReadBounded(const std::string& key) { return vfs_->Read(key, kMaxRecordBytes); }
 
 Result<Rendezvous::Registration> Rendezvous::ReadRegistration(const std::string& key) {
   auto text = ReadBounded(key);

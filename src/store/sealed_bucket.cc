@@ -12,15 +12,12 @@ std::string SealedKey(const std::string& token) { return token + "/sealed"; }
 
 Result<std::optional<Bucket>> ReadFrom(Vfs& vfs, const std::string& token) {
   std::string key = SealedKey(token);
-  auto text = vfs.Read(key);
+  auto text = vfs.Read(key, kMaxRecordBytes);
   if (!text.ok()) {
     if (text.status().IsNotFound()) return std::optional<Bucket>();
     return text.status();
   }
   std::string where = fmt::format("{}/{}", vfs.Describe(), key);
-  if (text->size() > kMaxRecordBytes) {
-    return Status::DataLoss(fmt::format("member bucket {} is corrupt: larger than {} bytes", where, kMaxRecordBytes));
-  }
   auto bucket = DecodeBucket(*text, where);
   if (!bucket.ok()) return bucket.status();
   if (bucket->members.token() != token) {

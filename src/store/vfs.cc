@@ -66,9 +66,9 @@ class DirectoryVfs : public Vfs {
     return keys;
   }
 
-  Result<std::string> Read(const std::string& key) override {
+  Result<std::string> Read(const std::string& key, size_t max_bytes) override {
     if (Status s = ValidateKey(key); !s.ok()) return s;
-    return ReadFile(PathOf(key));
+    return ReadFile(PathOf(key), max_bytes);
   }
 
   Result<bool> CreateIfAbsent(const std::string& key, const std::string& content) override {
@@ -96,20 +96,24 @@ class DirectoryVfs : public Vfs {
 
   Status Write(const std::string& key, const std::string& content) override {
     if (Status s = ValidateKey(key); !s.ok()) return s;
-    return WriteFileAtomic(PathOf(key), content);
+    return WriteFileAtomic(PathOf(key), content, kRecordMode);
   }
 
   bool exclusive_create() const override { return true; }
   std::string Describe() const override { return "file://" + root_; }
 
  private:
+  // Readable by all: the quorate processes sharing the directory may run as other users on other
+  // hosts, and a record holds names and URLs only, never a secret.
+  static constexpr int kRecordMode = 0644;
+
   std::string PathOf(const std::string& key) const { return root_ + "/" + key; }
   static std::string DirOf(const std::string& path) { return path.substr(0, path.rfind('/')); }
 
   // A hidden, fsynced copy of `content` beside `key`'s final name.
   Result<std::string> WriteTemp(const std::string& key, const std::string& content) {
     if (Status s = ValidateKey(key); !s.ok()) return s;
-    return WriteHiddenTemp(PathOf(key), content);
+    return WriteHiddenTemp(PathOf(key), content, kRecordMode);
   }
 
   std::string root_;

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "quorate/config.h"
+#include "quorate/fs.h"
 #include "quorate/s3.h"
 
 namespace quorate {
@@ -358,11 +359,12 @@ class S3Vfs : public Vfs {
     return keys;
   }
 
-  Result<std::string> Read(const std::string& key) override {
+  Result<std::string> Read(const std::string& key, size_t max_bytes) override {
     if (Status s = ValidateKey(key); !s.ok()) return s;
     Call call{"GET", FullKey(key), {}, "", {}};
     auto r = Send(call);
     if (!r.ok()) return r.status();
+    if (r->status == 200 && r->body.size() > max_bytes) return TooLargeToRead(Url(call.key), r->body.size(), max_bytes);
     if (r->status == 200) return std::move(r->body);
     if (r->status == 404 && r->error.code != "NoSuchBucket") {
       return Status::NotFound(fmt::format("{} does not exist", Url(call.key)));

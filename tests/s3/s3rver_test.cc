@@ -25,6 +25,7 @@
 
 #include "../support/ports.h"
 #include "../support/programs.h"
+#include "quorate/fs.h"
 #include "quorate/provider.h"
 #include "quorate/s3.h"
 
@@ -146,19 +147,19 @@ TEST_CASE("s3rver: create if absent, read, replace") {
   auto again = vfs->CreateIfAbsent("tok/members/n1", "two");
   REQUIRE(again.ok());
   CHECK_FALSE(*again);
-  CHECK(*vfs->Read("tok/members/n1") == "one");
+  CHECK(*vfs->Read("tok/members/n1", kMaxLocalFileBytes) == "one");
 
   REQUIRE(vfs->Write("tok/members/n1", "three").ok());
-  CHECK(*vfs->Read("tok/members/n1") == "three");
+  CHECK(*vfs->Read("tok/members/n1", kMaxLocalFileBytes) == "three");
   // Bytes a text-minded layer would mangle come back as they went.
   const std::string binary("{\"a\":\"\x01\xff\"}\0tail", 14);
   REQUIRE(vfs->Write("tok/raw", binary).ok());
-  CHECK(*vfs->Read("tok/raw") == binary);
+  CHECK(*vfs->Read("tok/raw", kMaxLocalFileBytes) == binary);
 }
 
 TEST_CASE("s3rver: a missing key is NotFound, naming it") {
   auto vfs = Open("basic");
-  auto missing = vfs->Read("tok/members/nobody");
+  auto missing = vfs->Read("tok/members/nobody", kMaxLocalFileBytes);
   CHECK(missing.status().IsNotFound());
   CHECK_MESSAGE(Mentions(missing.status(), "s3://quorate/basic/tok/members/nobody"), missing.status().message());
 }
@@ -184,7 +185,7 @@ TEST_CASE("s3rver: listings read every page, below a folder-like prefix only") {
 TEST_CASE("s3rver: a bucket that does not exist is a clear error, naming it") {
   auto vfs = OpenS3Vfs(fmt::format("s3://nosuchbucket/x?endpoint={}", g_s3->endpoint()));
   REQUIRE(vfs.ok());
-  auto read = (*vfs)->Read("k");
+  auto read = (*vfs)->Read("k", kMaxLocalFileBytes);
   CHECK(read.status().IsInvalidArgument());
   CHECK_MESSAGE(Mentions(read.status(), "bucket 'nosuchbucket' does not exist"), read.status().message());
   CHECK(Mentions(read.status(), "NoSuchBucket"));
@@ -212,7 +213,7 @@ TEST_CASE("nothing listening: Unavailable after 3 quick tries") {
   auto vfs = OpenS3Vfs(fmt::format("s3://{}/x?endpoint=http://127.0.0.1:{}&timeout=2s", kBucket, port));
   REQUIRE(vfs.ok());
   auto start = std::chrono::steady_clock::now();
-  auto read = (*vfs)->Read("k");
+  auto read = (*vfs)->Read("k", kMaxLocalFileBytes);
   auto elapsed = std::chrono::steady_clock::now() - start;
   CHECK(read.status().IsUnavailable());
   CHECK_MESSAGE(Mentions(read.status(), "failed 3 times"), read.status().message());

@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -8,6 +10,7 @@
 
 #include "etcd/etcd_wal.h"
 #include "quorate/fs.h"
+#include "testing/fifo_trap.h"
 
 namespace quorate {
 namespace {
@@ -50,6 +53,27 @@ TEST_CASE("ReadWalIdentity reads the first WAL file of a data dir") {
   REQUIRE(MakeDirs(dir + "/member/wal").ok());
   std::ofstream(dir + "/member/wal/0000000000000000-0000000000000000.wal", std::ios::binary) << Head();
   std::ofstream(dir + "/member/wal/0.tmp", std::ios::binary) << "not a WAL";
+  auto id = ReadWalIdentity(dir);
+  CHECK((id.ok() && IdToHex(id->member_id) == "d900b5d72e088c74"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a FIFO planted as the first WAL file is refused at once; a preallocated WAL is read by its head") {
+  char tmpl[] = "/tmp/quorate-wal-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  std::string dir = tmpl;
+  REQUIRE(MakeDirs(dir + "/member/wal").ok());
+  const std::string fifo = dir + "/member/wal/0000000000000000-0000000000000000.wal";
+  REQUIRE(MakeFifo(fifo));
+  Result<WalIdentity> got = Status::Internal("not read");
+  CHECK(FinishesWithin(std::chrono::seconds(5), fifo, [&] { got = ReadWalIdentity(dir); }));
+  CHECK(got.status().code() == Status::Code::kDataLoss);
+  CHECK(got.status().message().find("is a FIFO") != std::string::npos);
+
+  // etcd preallocates 64 MB: a sparse 1 GiB one shows that only the head is read.
+  REQUIRE(std::filesystem::remove(fifo));
+  std::ofstream(fifo, std::ios::binary) << Head();
+  REQUIRE(::truncate(fifo.c_str(), off_t{1} << 30) == 0);
   auto id = ReadWalIdentity(dir);
   CHECK((id.ok() && IdToHex(id->member_id) == "d900b5d72e088c74"));
   std::filesystem::remove_all(dir);

@@ -1,7 +1,12 @@
 #include <doctest/doctest.h>
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -71,24 +76,51 @@ TEST_CASE("waiting times out while the child runs, and destroying it kills it") 
   CHECK(::kill(pid, 0) != 0);
 }
 
-TEST_CASE("extra environment is passed through, replacing quorate's own, and output goes to the log") {
-  ::setenv("QUORATE_TEST_REPLACED", "old", 1);
-  ::setenv("QUORATE_TEST_KEPT", "kept", 1);
-  ::setenv("QUORATE_TEST_UNSET", "unset", 1);
+TEST_CASE("the child gets exactly the environment given, nothing of quorate's own, and output goes to the log") {
+  ::setenv("QUORATE_TEST_SECRET", "secret", 1);
   std::string log = TempPath("env.log");
   std::filesystem::remove(log);
-  auto child = MustStart({{"/bin/sh", "-c",
-                           "echo \"$QUORATE_TEST_NEW/$QUORATE_TEST_REPLACED/$QUORATE_TEST_KEPT/${QUORATE_TEST_UNSET-gone}\"; "
-                           "echo to-stderr >&2"},
-                          {{"QUORATE_TEST_NEW", "new"}, {"QUORATE_TEST_REPLACED", "replaced"}},
-                          log,
-                          {"QUORATE_TEST_UNSET"}});
+  auto child = MustStart({{"/bin/sh", "-c", "echo \"$QUORATE_TEST_GIVEN/${QUORATE_TEST_SECRET-not passed}\"; echo to-stderr >&2"},
+                          {{"QUORATE_TEST_GIVEN", "given"}},
+                          log});
   CHECK(MustExit(*child).success());
-  CHECK(ReadFile(log) == "new/replaced/kept/gone\nto-stderr\n");
-  ::unsetenv("QUORATE_TEST_UNSET");
+  CHECK(ReadFile(log) == "given/not passed\nto-stderr\n");
+  struct stat st;
+  REQUIRE(::stat(log.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
   std::filesystem::remove(log);
-  ::unsetenv("QUORATE_TEST_REPLACED");
-  ::unsetenv("QUORATE_TEST_KEPT");
+  ::unsetenv("QUORATE_TEST_SECRET");
+}
+
+TEST_CASE("a child gets SIGTERM when the process that started it dies, even by SIGKILL") {
+  // A stand-in for quorate: a process that starts a child through the launcher, reports its pid, and
+  // is then SIGKILLed, as `kill -9` of quorate run.
+  int report[2];
+  REQUIRE(::pipe(report) == 0);
+  pid_t quorate = ::fork();
+  REQUIRE(quorate >= 0);
+  if (quorate == 0) {
+    ::close(report[0]);
+    auto child = RealProcessLauncher().Start({{"sleep", "30"}, {}, ""});
+    pid_t pid = child.ok() ? (*child)->pid() : -1;
+    ssize_t ignored = ::write(report[1], &pid, sizeof pid);
+    (void)ignored;
+    ::pause();
+    ::_exit(0);
+  }
+  ::close(report[1]);
+  pid_t orphan = 0;
+  REQUIRE(::read(report[0], &orphan, sizeof orphan) == sizeof orphan);
+  ::close(report[0]);
+  REQUIRE(orphan > 0);
+  int orphan_fd = static_cast<int>(::syscall(SYS_pidfd_open, orphan, 0));
+  REQUIRE(orphan_fd >= 0);
+  ::kill(quorate, SIGKILL);
+  ::waitpid(quorate, nullptr, 0);
+  // The orphan is re-parented (to init, which reaps it): its pidfd turns readable when it exits.
+  pollfd p{orphan_fd, POLLIN, 0};
+  CHECK(::poll(&p, 1, 10000) == 1);
+  ::close(orphan_fd);
 }
 
 TEST_CASE("a child gets default signal handling even when quorate blocks SIGTERM") {

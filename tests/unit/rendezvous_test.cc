@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/bucket.h"
+#include "quorate/fs.h"
 #include "quorate/provider.h"
 #include "quorate/rendezvous.h"
 #include "quorate/vfs.h"
@@ -23,6 +24,9 @@ namespace quorate {
 namespace {
 
 namespace fs = std::filesystem;
+
+// What the tests read back, the oversized records included.
+constexpr size_t kWhole = kMaxLocalFileBytes;
 
 struct TempDir {
   TempDir() {
@@ -48,10 +52,11 @@ class MemVfs : public Vfs {
     }
     return keys;
   }
-  Result<std::string> Read(const std::string& key) override {
+  Result<std::string> Read(const std::string& key, size_t max_bytes) override {
     std::lock_guard lock(mu_);
     auto it = objects_.find(key);
     if (it == objects_.end()) return Status::NotFound("no " + key);
+    if (it->second.size() > max_bytes) return TooLargeToRead(Describe() + "/" + key, it->second.size(), max_bytes);
     return it->second;
   }
   Result<bool> CreateIfAbsent(const std::string& key, const std::string& content) override {
@@ -137,7 +142,7 @@ void RunInOrder(Vfs& vfs, const std::string& token, const std::vector<int>& orde
     REQUIRE_MESSAGE(got.ok(), got.status().message());
     CHECK(*got == expected->members());
   }
-  auto text = vfs.Read(token + "/sealed");
+  auto text = vfs.Read(token + "/sealed", kWhole);
   REQUIRE(text.ok());
   auto bucket = DecodeBucket(*text, "sealed");
   REQUIRE(bucket.ok());
@@ -176,24 +181,24 @@ TEST_CASE("the seal is a pure function of the registrations") {
   // Registrations carry their own time; copy them so both stores hold the same records.
   auto keys = a.List("tok/members");
   REQUIRE(keys.ok());
-  for (const auto& key : *keys) b.SetForTest(key, *a.Read(key));
+  for (const auto& key : *keys) b.SetForTest(key, *a.Read(key, kWhole));
   REQUIRE(Make(a, "tok", 3).Seal().ok());
   REQUIRE(Make(b, "tok", 3).Seal().ok());
-  CHECK(*a.Read("tok/sealed") == *b.Read("tok/sealed"));
-  CHECK(a.Read("tok/sealed")->find("\"createdAt\": \"\"") == std::string::npos);
+  CHECK(*a.Read("tok/sealed", kWhole) == *b.Read("tok/sealed", kWhole));
+  CHECK(a.Read("tok/sealed", kWhole)->find("\"createdAt\": \"\"") == std::string::npos);
 }
 
 TEST_CASE("registering again is idempotent; another node with the same name is refused") {
   MemVfs vfs(true);
   Rendezvous r = Make(vfs, "tok", 3);
   REQUIRE(r.Register(Node(1)).ok());
-  const std::string record = *vfs.Read("tok/members/n1");
+  const std::string record = *vfs.Read("tok/members/n1", kWhole);
   // A restart: same name, same peer URLs, even with other client URLs and another object.
   Member restarted = Node(1);
   restarted.client_urls = {"http://127.0.0.1:12379"};
   CHECK(Make(vfs, "tok", 3).Register(restarted).ok());
   CHECK(r.Register(Node(1)).ok());
-  CHECK(*vfs.Read("tok/members/n1") == record);
+  CHECK(*vfs.Read("tok/members/n1", kWhole) == record);
 
   Member impostor = Node(1);
   impostor.peer_urls = {"http://127.0.0.9:2380"};
@@ -201,7 +206,7 @@ TEST_CASE("registering again is idempotent; another node with the same name is r
   CHECK(s.IsInvalidArgument());
   CHECK(s.message().find("'n1' is already registered") != std::string::npos);
   CHECK(s.message().find("another --name") != std::string::npos);
-  CHECK(*vfs.Read("tok/members/n1") == record);
+  CHECK(*vfs.Read("tok/members/n1", kWhole) == record);
   CHECK(vfs.History("tok/members/n1").size() == 1);
 }
 
@@ -240,7 +245,7 @@ TEST_CASE("a node outside a full sealed set is extra; one past a raised size may
           "extra: the sealed set (n1, n2, n3) in mem:///tok does not include n4; raise --cluster-size or remove a "
           "member");
     // Its registration stays, as any other, but the seal does not move.
-    CHECK(vfs.Read("tok/members/n4").ok());
+    CHECK(vfs.Read("tok/members/n4", kWhole).ok());
     CHECK(vfs.History("tok/sealed").size() == 1);
 
     auto raised = Make(vfs, "tok", 4).Discover(Node(4));
@@ -292,7 +297,7 @@ TEST_CASE("corrupt, truncated and foreign seals are reported and never overwritt
   for (const Case& c : {Case{"truncated", good.substr(0, good.size() / 2), "not valid JSON"},
                         Case{"garbage", "\x01\x02 not a bucket", "not valid JSON"}, Case{"empty", "", "not valid JSON"},
                         Case{"foreign", foreign, "foreign: it was sealed for token 'other'"},
-                        Case{"huge", std::string(kMaxRecordBytes + 1, ' '), "more than any quorate record"}}) {
+                        Case{"huge", std::string(kMaxRecordBytes + 1, ' '), "quorate accepts there"}}) {
     CAPTURE(c.what);
     TempDir dir;
     auto vfs = OpenDir(dir.path);
@@ -303,7 +308,7 @@ TEST_CASE("corrupt, truncated and foreign seals are reported and never overwritt
     CHECK(got.status().code() == Status::Code::kDataLoss);
     CHECK(got.status().message().find(dir.path + "/tok/sealed") != std::string::npos);
     CHECK(got.status().message().find(c.says) != std::string::npos);
-    CHECK(*vfs->Read("tok/sealed") == c.content);
+    CHECK(*vfs->Read("tok/sealed", kWhole) == c.content);
   }
 }
 
@@ -323,7 +328,7 @@ TEST_CASE("corrupt registrations are reported by key and never overwritten") {
            Case{"bad URL", "tok/members/n2", R"({"name":"n2","peerURLs":["127.0.0.2:2380"]})", "bad URL"},
            Case{"no peer URL", "tok/members/n2", R"({"name":"n2","peerURLs":[]})", "no peer URL"},
            Case{"number URL", "tok/members/n2", R"({"name":"n2","peerURLs":[7]})", "non-string"},
-           Case{"huge", "tok/members/n2", std::string(kMaxRecordBytes + 1, 'x'), "more than any quorate record"},
+           Case{"huge", "tok/members/n2", std::string(kMaxRecordBytes + 1, 'x'), "quorate accepts there"},
            Case{"nested", "tok/members/n2/x", "{}", "is not a registration"},
        }) {
     CAPTURE(c.what);
@@ -335,7 +340,7 @@ TEST_CASE("corrupt registrations are reported by key and never overwritten") {
     CHECK(got.status().code() == Status::Code::kDataLoss);
     CHECK(got.status().message().find("mem:///" + c.key) != std::string::npos);
     CHECK(got.status().message().find(c.says) != std::string::npos);
-    CHECK(*vfs.Read(c.key) == c.content);
+    CHECK(*vfs.Read(c.key, kWhole) == c.content);
     CHECK(vfs.History("tok/sealed").empty());
   }
   // The owner of a corrupt registration is told too, and does not replace it.
@@ -344,7 +349,7 @@ TEST_CASE("corrupt registrations are reported by key and never overwritten") {
   Status s = Make(vfs, "tok", 2).Register(Node(2));
   CHECK(s.code() == Status::Code::kDataLoss);
   CHECK(s.message().find("remove it and restart node 'n2'") != std::string::npos);
-  CHECK(*vfs.Read("tok/members/n2") == half);
+  CHECK(*vfs.Read("tok/members/n2", kWhole) == half);
 }
 
 TEST_CASE("a file in the directory that is no registration is reported") {
@@ -435,7 +440,7 @@ TEST_CASE("6 nodes race for 5 seats in a directory, 20 times: one sealed set, ex
     const auto& names = *sets.begin();
     CHECK(names.size() == 5);
     CHECK(std::find(names.begin(), names.end(), Node(extra + 1).name) == names.end());
-    auto bucket = DecodeBucket(*OpenDir(dir.path)->Read(token + "/sealed"), "sealed");
+    auto bucket = DecodeBucket(*OpenDir(dir.path)->Read(token + "/sealed", kWhole), "sealed");
     REQUIRE(bucket.ok());
     for (int t = 0; t < 6; ++t) {
       if (t != extra) CHECK(r.members[t] == bucket->members.members());
@@ -453,7 +458,7 @@ TEST_CASE("6 nodes race for 5 seats on a store without exclusive create, 20 time
     struct Handle : Vfs {
       explicit Handle(MemVfs& v) : v_(v) {}
       Result<std::vector<std::string>> List(const std::string& p) override { return v_.List(p); }
-      Result<std::string> Read(const std::string& k) override { return v_.Read(k); }
+      Result<std::string> Read(const std::string& k, size_t max_bytes) override { return v_.Read(k, max_bytes); }
       Result<bool> CreateIfAbsent(const std::string& k, const std::string& c) override {
         return v_.CreateIfAbsent(k, c);
       }

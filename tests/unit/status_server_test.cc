@@ -2,8 +2,16 @@
 
 #include <httplib.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cctype>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <map>
 #include <set>
 #include <sstream>
@@ -245,6 +253,95 @@ TEST_CASE("without checks the server says what is missing") {
   REQUIRE(ready);
   CHECK(ready->status == 503);
   CHECK(ready->body == "no readiness check is configured\n");
+}
+
+// A client connected to 127.0.0.1:`port` that sends its request line, then one header byte at a
+// time, never finishing: the slow client of issue 15 item 9.
+int Dribbler(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  const std::string start = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+  REQUIRE(::send(fd, start.data(), start.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(start.size()));
+  return fd;
+}
+
+TEST_CASE("/healthz answers every probe within 1s while 16 clients dribble their headers") {
+  Metrics metrics;
+  Probe probe;
+  auto server = StatusServer::Start("127.0.0.1:0", metrics, probe.Checks());
+  REQUIRE(server.ok());
+  const int port = (*server)->port();
+  std::vector<int> slow;
+  for (int i = 0; i < 16; ++i) slow.push_back(Dribbler(port));
+  // One byte per connection every 100 ms: quicker than any per-read timeout, for as long as the
+  // probes go on.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread dribble([&] {
+    std::unique_lock lock(mu);
+    while (!cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return done; })) {
+      for (int fd : slow) ::send(fd, "a", 1, MSG_NOSIGNAL);
+    }
+  });
+  int answered = 0;
+  for (int i = 0; i < 20; ++i) {
+    httplib::Client client("127.0.0.1", port);
+    client.set_connection_timeout(std::chrono::seconds(1));
+    client.set_read_timeout(std::chrono::seconds(1));
+    client.set_write_timeout(std::chrono::seconds(1));
+    auto started = std::chrono::steady_clock::now();
+    auto health = client.Get("/healthz");
+    CAPTURE(i);
+    CHECK(health);
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(1));
+    if (health && health->status == 200) ++answered;
+  }
+  CHECK(answered == 20);
+  {
+    std::lock_guard lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  dribble.join();
+  for (int fd : slow) ::close(fd);
+}
+
+TEST_CASE("a client that never finishes its headers is dropped after its deadline") {
+  Metrics metrics;
+  auto server = StatusServer::Start("127.0.0.1:0", metrics, {});
+  REQUIRE(server.ok());
+  int fd = Dribbler((*server)->port());
+  timeval limit{10, 0};
+  REQUIRE(::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit) == 0);
+  auto started = std::chrono::steady_clock::now();
+  char byte;
+  // The server closes it: end of stream, well before the 10 s this read would wait.
+  CHECK(::recv(fd, &byte, 1, 0) == 0);
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(5));
+  ::close(fd);
+}
+
+TEST_CASE("requests other than GET and HEAD of a known path get 404, 405 or 400") {
+  Metrics metrics;
+  auto server = StatusServer::Start("127.0.0.1:0", metrics, {});
+  REQUIRE(server.ok());
+  httplib::Client client("127.0.0.1", (*server)->port());
+  auto posted = client.Post("/healthz", "x", "text/plain");
+  REQUIRE(posted);
+  CHECK(posted->status == 405);
+  auto head = client.Head("/metrics");
+  REQUIRE(head);
+  CHECK(head->status == 200);
+  CHECK(head->body.empty());
+  auto queried = client.Get("/readyz?verbose");
+  REQUIRE(queried);
+  CHECK(queried->status == 503);
 }
 
 }  // namespace

@@ -43,7 +43,7 @@ std::vector<Clock::Duration> Seconds(std::initializer_list<int> s) {
   return out;
 }
 
-TEST_CASE("crashes are restarted after a backoff doubling from 1s to a 30s cap") {
+TEST_CASE("a first crash is restarted at once, repeated ones after a backoff doubling from 1s to a 30s cap") {
   FakeRig rig;
   for (int i = 0; i < 8; ++i) rig.launcher.Plan(FakeRun::ExitAfter(seconds(1), ExitStatus::Exited(1)));
   Supervisor* sup = nullptr;
@@ -57,7 +57,7 @@ TEST_CASE("crashes are restarted after a backoff doubling from 1s to a 30s cap")
 
   REQUIRE(rig.exits.size() == 9);
   rig.exits.pop_back();  // the requested stop
-  CHECK(rig.Backoffs() == Seconds({1, 2, 4, 8, 16, 30, 30, 30}));
+  CHECK(rig.Backoffs() == Seconds({0, 1, 2, 4, 8, 16, 30, 30}));
   for (const auto& e : rig.exits) {
     CHECK(e.status == std::optional(ExitStatus::Exited(1)));
     CHECK(e.uptime == seconds(1));
@@ -80,15 +80,16 @@ TEST_CASE("crashes are restarted after a backoff doubling from 1s to a 30s cap")
 TEST_CASE("Alive says whether the child runs and how it last ended") {
   FakeRig rig;
   rig.launcher.Plan(FakeRun::ExitAfter(seconds(1), ExitStatus::Exited(2)));
-  Supervisor supervisor(rig.options);
-  CHECK(supervisor.Alive().message() == "etcd has not been started yet");
   std::vector<Status> seen;
-  Supervisor* sup = &supervisor;
+  Supervisor* sup = nullptr;
   rig.clock.At(rig.clock.Now() + milliseconds(500), [&] { seen.push_back(sup->Alive()); });
-  rig.clock.At(rig.clock.Now() + milliseconds(1500), [&] {
+  rig.options.on_exit = [&](const SupervisorExit&) {
     seen.push_back(sup->Alive());
     sup->Stop();
-  });
+  };
+  Supervisor supervisor(rig.options);
+  sup = &supervisor;
+  CHECK(supervisor.Alive().message() == "etcd has not been started yet");
   REQUIRE(supervisor.Run().ok());
   REQUIRE(seen.size() == 2);
   CHECK(seen[0].ok());
@@ -96,7 +97,7 @@ TEST_CASE("Alive says whether the child runs and how it last ended") {
   CHECK(seen[1].message() == "etcd is not running; it last ended with exit code 2");
 }
 
-TEST_CASE("a run that stayed up 60s starts the backoff over") {
+TEST_CASE("a crash after a run of 60s or more counts as a first crash: restarted at once") {
   FakeRig rig;
   for (int i = 0; i < 3; ++i) rig.launcher.Plan(FakeRun::ExitAfter(seconds(1), ExitStatus::Exited(1)));
   rig.launcher.Plan(FakeRun::ExitAfter(seconds(70), ExitStatus::Signaled(SIGSEGV)));
@@ -109,7 +110,9 @@ TEST_CASE("a run that stayed up 60s starts the backoff over") {
   Supervisor supervisor(rig.options);
   sup = &supervisor;
   REQUIRE(supervisor.Run().ok());
-  CHECK(rig.Backoffs() == Seconds({1, 2, 4, 1, 2}));
+  CHECK(rig.Backoffs() == Seconds({0, 1, 2, 0, 1}));
+  const auto& starts = rig.launcher.starts();
+  CHECK(starts[4].at - starts[3].at == seconds(70));
   CHECK(rig.exits[3].uptime == seconds(70));
   // Stopped during the backoff: nothing more was started.
   CHECK(rig.launcher.starts().size() == 5);
@@ -209,7 +212,7 @@ TEST_CASE("the first start failing ends Run; a failed restart is retried with ba
     REQUIRE(rig.exits.size() == 3);
     CHECK_FALSE(rig.exits[1].status.has_value());
     CHECK(rig.exits[1].start_error.message() == "start etcd: Resource temporarily unavailable");
-    CHECK(rig.Backoffs() == Seconds({1, 2, 0}));
+    CHECK(rig.Backoffs() == Seconds({0, 1, 0}));
     CHECK(supervisor.stats().restarts == 1);
   }
 }
@@ -250,10 +253,10 @@ TEST_CASE("before_restart may defer a restart with Unavailable: asked again afte
   const auto& starts = rig.launcher.starts();
   REQUIRE(starts.size() == 2);
   REQUIRE(asked.size() == 3);
-  // Exit at 1s, backoff 1s, deferred for 2s, then 4s: started again at 8s.
-  CHECK(asked[0] - starts[0].at == seconds(2));
-  CHECK(asked[1] - asked[0] == seconds(2));
-  CHECK(asked[2] - asked[1] == seconds(4));
+  // Exit at 1s, asked at once, deferred for 1s, then 2s: started again at 4s.
+  CHECK(asked[0] - starts[0].at == seconds(1));
+  CHECK(asked[1] - asked[0] == seconds(1));
+  CHECK(asked[2] - asked[1] == seconds(2));
   CHECK(starts[1].at == asked[2]);
   CHECK(supervisor.stats().restarts == 1);
 }
@@ -316,7 +319,7 @@ TEST_CASE("real: a child killed with SIGKILL is restarted, then stopped with SIG
   REQUIRE(supervisor.Run().ok());
   REQUIRE(exits.size() == 2);
   CHECK(exits[0].status == std::optional(ExitStatus::Signaled(SIGKILL)));
-  CHECK(exits[0].restart_in == milliseconds(10));
+  CHECK(exits[0].restart_in == Clock::Duration::zero());
   CHECK(exits[1].requested);
   CHECK(exits[1].status == std::optional(ExitStatus::Signaled(SIGTERM)));
   CHECK(supervisor.stats().restarts == 1);

@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -9,7 +11,9 @@
 #include <latch>
 #include <thread>
 
+#include "quorate/fs.h"
 #include "quorate/vfs.h"
+#include "testing/fifo_trap.h"
 
 namespace quorate {
 namespace {
@@ -88,17 +92,17 @@ TEST_CASE("the directory backend reads, creates, writes and lists") {
   TempDir dir;
   auto vfs = Open(dir.path);
 
-  CHECK(vfs->Read("a/b").status().IsNotFound());
+  CHECK(vfs->Read("a/b", kMaxLocalFileBytes).status().IsNotFound());
   auto created = vfs->CreateIfAbsent("a/b", "one");
   REQUIRE(created.ok());
   CHECK(*created);
   created = vfs->CreateIfAbsent("a/b", "two");
   REQUIRE(created.ok());
   CHECK_FALSE(*created);
-  CHECK(*vfs->Read("a/b") == "one");
+  CHECK(*vfs->Read("a/b", kMaxLocalFileBytes) == "one");
 
   REQUIRE(vfs->Write("a/b", "three").ok());
-  CHECK(*vfs->Read("a/b") == "three");
+  CHECK(*vfs->Read("a/b", kMaxLocalFileBytes) == "three");
   REQUIRE(vfs->Write("a/c/d", "four").ok());
   REQUIRE(vfs->Write("ab", "five").ok());
 
@@ -124,7 +128,7 @@ TEST_CASE("the directory backend refuses bad keys and writes nothing") {
   for (const std::string& bad : {std::string("../x"), std::string("/etc/passwd"), std::string("a/../../x"),
                                  std::string("a\nb"), std::string(600, 'k')}) {
     CAPTURE(bad);
-    CHECK(vfs->Read(bad).status().IsInvalidArgument());
+    CHECK(vfs->Read(bad, kMaxLocalFileBytes).status().IsInvalidArgument());
     CHECK(vfs->CreateIfAbsent(bad, "x").status().IsInvalidArgument());
     CHECK(vfs->Write(bad, "x").IsInvalidArgument());
     CHECK(vfs->List(bad).status().IsInvalidArgument());
@@ -165,9 +169,36 @@ TEST_CASE("racing CreateIfAbsent on a directory: exactly one writer wins, and it
     for (auto& th : threads) th.join();
     CHECK(errors == 0);
     REQUIRE(winners == 1);
-    CHECK(*Open(dir.path)->Read(key) == std::string(4096, static_cast<char>('a' + winner)));
+    CHECK(*Open(dir.path)->Read(key, kMaxLocalFileBytes) == std::string(4096, static_cast<char>('a' + winner)));
   }
   CHECK(AllFiles(dir.path).size() == kRounds);
+}
+
+TEST_CASE("the directory backend refuses a planted FIFO at once, and a huge record before reading it") {
+  TempDir dir;
+  auto vfs = Open(dir.path);
+  fs::create_directories(dir.path + "/tok/members");
+  const std::string fifo = dir.path + "/tok/sealed";
+  REQUIRE(MakeFifo(fifo));
+  Result<std::string> got = Status::Internal("not read");
+  CHECK(FinishesWithin(std::chrono::seconds(5), fifo, [&] { got = vfs->Read("tok/sealed", 64 * 1024); }));
+  CHECK(got.status().code() == Status::Code::kDataLoss);
+  CHECK(got.status().message().find("is a FIFO") != std::string::npos);
+  // A FIFO is no record: List leaves it out.
+  CHECK(vfs->List("tok")->empty());
+
+  // A sparse 1 GiB registration (no disk used) is refused from its size, with the caller's cap.
+  const std::string huge = dir.path + "/tok/members/n1";
+  int fd = ::open(huge.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(::ftruncate(fd, off_t{1} << 30) == 0);
+  ::close(fd);
+  auto registration = vfs->Read("tok/members/n1", 64 * 1024);
+  CHECK(registration.status().code() == Status::Code::kDataLoss);
+  CHECK(registration.status().message().find("is 1073741824 bytes, more than the 65536") != std::string::npos);
+  REQUIRE(vfs->Write("tok/members/n2", std::string(64 * 1024, 'x')).ok());
+  CHECK(vfs->Read("tok/members/n2", 64 * 1024)->size() == 64 * 1024);
+  CHECK(vfs->Read("tok/members/n2", 64 * 1024 - 1).status().code() == Status::Code::kDataLoss);
 }
 
 }  // namespace quorate

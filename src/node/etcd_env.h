@@ -1,0 +1,26 @@
+// The environment etcd runs with under `quorate run` (DESIGN §5): the ETCD_* variables the operator
+// set for etcd and the basics a Go program needs, nothing else of quorate's, so no cloud or API
+// credential given to quorate reaches etcd; and none of the ETCD_* variables that would fight the
+// flags quorate computed (etcd refuses --initial-cluster beside ETCD_DISCOVERY, and ignores every
+// flag when ETCD_CONFIG_FILE is set).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace quorate {
+
+struct EtcdEnvironment {
+  std::vector<std::pair<std::string, std::string>> env;
+  // The ETCD_* variables of quorate's environment etcd does not get, sorted.
+  std::vector<std::string> dropped;
+};
+
+// From `parent` ("NAME=value" entries, as in environ) for etcd started with `argv`.
+EtcdEnvironment SelectEtcdEnvironment(const std::vector<std::string>& argv, const std::vector<std::string>& parent);
+
+// The same from quorate's own environment, with one log line naming what was dropped, if anything.
+std::vector<std::pair<std::string, std::string>> EtcdEnvironmentFor(const std::vector<std::string>& argv);
+
+}  // namespace quorate

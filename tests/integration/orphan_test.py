@@ -1,0 +1,80 @@
+"""Issue 15 item 8, orphaned etcd. (1) kill -9 of `quorate run` on one of 3 nodes: its etcd exits by
+itself (the parent-death signal), nothing runs on that data dir unsupervised. (2) What an older
+quorate would have left: an etcd started by hand on that data dir with quorate's config, still
+running when a new `quorate run` starts there. The new quorate stops it (one line naming its pid),
+is healthy within seconds with exactly one etcd on the data dir, its own child, and its SIGTERM
+leaves no etcd behind."""
+import os
+import signal
+
+from harness import (Cluster, check, log, log_since, log_size, main, require, run_together, stop_together,
+                     wait_healthy, wait_until)
+
+
+def etcds_on(data_dir):
+    """Pids of the etcd processes whose command line names `data_dir` (zombies have none)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/comm") as f:
+                if f.read().strip() != "etcd":
+                    continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if any(data_dir in a for a in argv):
+            pids.append(int(entry))
+    return pids
+
+
+def parent_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def test():
+    require("etcd")
+    require("etcdctl")
+    c = Cluster(3)
+    n1 = c.nodes[0]
+    run_together(c.nodes)
+    wait_healthy(c)
+
+    # (1) The parent-death signal: etcd goes with its quorate.
+    etcd = n1.etcd_pid()
+    check(etcd, "no etcd child under n1's quorate run")
+    log(f"kill -9 n1's quorate run (pid {n1.quorate.pid}) only, not its etcd (pid {etcd})")
+    os.kill(n1.quorate.pid, signal.SIGKILL)
+    n1.quorate.wait()
+    n1.quorate = None
+    wait_until(lambda: not etcds_on(n1.data_dir), 10, f"n1's etcd (pid {etcd}) to exit after its quorate died")
+
+    # (2) An orphan an older quorate would have left: etcd on n1's data dir with quorate's config.
+    n1.start_etcd()
+    orphan = n1.etcd.pid
+    wait_healthy(c, nodes=c.nodes[1:])
+    check(etcds_on(n1.data_dir) == [orphan], f"etcds on n1's data dir before the new quorate: {etcds_on(n1.data_dir)}")
+    offset = log_size(n1)
+    n1.run()
+    n1.etcd.wait(timeout=20)
+    log(f"the orphan etcd (pid {orphan}) exited: {n1.etcd.returncode}")
+    n1.etcd = None
+    wait_healthy(c, timeout=15)
+    text = log_since(n1, offset)
+    check(f"etcd pid {orphan}" in text and "stopping it" in text,
+          f"n1's log does not name the orphan it stopped:\n{text[-3000:]}")
+    check("address already in use" not in text, f"n1's new etcd met the orphan's ports:\n{text[-3000:]}")
+    running = etcds_on(n1.data_dir)
+    check(len(running) == 1 and parent_of(running[0]) == n1.quorate.pid,
+          f"etcds on n1's data dir: {running}, wanted one child of quorate pid {n1.quorate.pid}")
+
+    codes = stop_together(c.nodes)
+    check(all(rc == 0 for rc in codes.values()), f"quorate run exit codes on SIGTERM: {codes}")
+    check(not etcds_on(n1.data_dir), f"an etcd outlived n1's quorate: {etcds_on(n1.data_dir)}")
+
+
+if __name__ == "__main__":
+    main(test)
