@@ -30,6 +30,8 @@ Status TooLargeToRead(const std::string& where, uint64_t size, size_t max_bytes)
 Result<std::string> WriteHiddenTemp(const std::string& path, const std::string& content, int mode = 0600);
 // WriteHiddenTemp, rename over `path`, fsync the directory.
 Status WriteFileAtomic(const std::string& path, const std::string& content, int mode = 0600);
+// WriteFileAtomic unless `path` already holds exactly `content`: true when it wrote.
+Result<bool> WriteFileIfChanged(const std::string& path, const std::string& content, int mode = 0600);
 Status SyncDir(const std::string& dir);
 // Creates the missing directories of `path` with `mode`; existing ones keep theirs.
 Status MakeDirs(const std::string& path, int mode = 0700);

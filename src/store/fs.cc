@@ -134,6 +134,14 @@ Status WriteFileAtomic(const std::string& path, const std::string& content, int 
   return SyncDir(std::filesystem::path(path).parent_path().string());
 }
 
+Result<bool> WriteFileIfChanged(const std::string& path, const std::string& content, int mode) {
+  // Compared with what is there (read as any local state is: no FIFO, a size cap), so a node
+  // restarting etcd with nothing changed writes nothing, which a full disk would refuse.
+  if (auto current = ReadFile(path, content.size()); current.ok() && *current == content) return false;
+  if (Status s = WriteFileAtomic(path, content, mode); !s.ok()) return s;
+  return true;
+}
+
 Status MakeDirs(const std::string& path, int mode) {
   std::filesystem::path partial;
   for (const auto& part : std::filesystem::path(path)) {

@@ -107,4 +107,25 @@ TEST_CASE("local state is private: directories 0700, files 0600, whatever the um
   CHECK(blocked.message().find(state + "/bucket.json") != std::string::npos);
 }
 
+TEST_CASE("WriteFileIfChanged writes only when the content differs, and leaves the same file alone") {
+  TempDir dir;
+  std::string path = dir.path + "/etcd.env";
+  REQUIRE(WriteFileIfChanged(path, "A=1\n").value());
+  struct stat before;
+  REQUIRE(stat(path.c_str(), &before) == 0);
+  CHECK_FALSE(WriteFileIfChanged(path, "A=1\n").value());
+  struct stat after;
+  REQUIRE(stat(path.c_str(), &after) == 0);
+  CHECK(after.st_ino == before.st_ino);  // not replaced by a rename
+  CHECK(WriteFileIfChanged(path, "A=2\n").value());
+  CHECK(ReadFile(path).value() == "A=2\n");
+  // A directory the writer cannot create into: an unchanged file still needs no write at all.
+  REQUIRE(chmod(dir.path.c_str(), 0500) == 0);
+  if (geteuid() != 0) {
+    CHECK_FALSE(WriteFileIfChanged(path, "A=2\n").value());
+    CHECK_FALSE(WriteFileIfChanged(path, "A=3\n").ok());
+  }
+  REQUIRE(chmod(dir.path.c_str(), 0700) == 0);
+}
+
 }  // namespace quorate
