@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/bucket.h"
-#include "quorate/config.h"
+#include "cli/options.h"
 #include "etcd/etcd_client.h"
 #include "node/init.h"
 #include "quorate/log.h"

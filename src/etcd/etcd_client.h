@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "quorate/config.h"
+#include "core/config.h"
 #include "quorate/member.h"
 #include "core/cluster.h"
 #include "quorate/status.h"

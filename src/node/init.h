@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "quorate/config.h"
+#include "core/config.h"
 #include "quorate/member.h"
 #include "core/planner.h"
 #include "quorate/provider.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "quorate/config.h"
+#include "core/config.h"
 #include "etcd/etcd_client.h"
 #include "core/cluster.h"
 #include "quorate/status.h"
