@@ -1,25 +1,23 @@
 #include "cli/cli.h"
 
 #include <iostream>
-#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
-#include "core/bucket.h"
 #include "cli/options.h"
+#include "cli/output.h"
+#include "core/bucket.h"
 #include "etcd/etcd_client.h"
 #include "node/init.h"
+#include "node/member_remove.h"
+#include "node/run.h"
 #include "quorate/log.h"
 #include "quorate/member.h"
-#include "node/member_remove.h"
 #include "quorate/provider.h"
-#include "node/run.h"
-#include "store/sealed_bucket.h"
-#include "core/table.h"
 #include "quorate/text.h"
+#include "store/sealed_bucket.h"
 
 namespace quorate {
 namespace {
@@ -65,36 +63,6 @@ struct Command {
   const char* positional = nullptr;
   const char* positional_help = nullptr;
 };
-
-std::string MembersJson(const MemberSet& set) {
-  nlohmann::json members = nlohmann::json::array();
-  for (const auto& m : set.members()) {
-    members.push_back({{"id", IdToHex(set.IdOf(m))},
-                       {"name", m.name},
-                       {"peerURLs", m.peer_urls},
-                       {"clientURLs", m.client_urls}});
-  }
-  nlohmann::json doc = {{"clusterID", IdToHex(set.cluster_id())}, {"token", set.token()}, {"members", members}};
-  return doc.dump(2) + "\n";
-}
-
-std::string FormatDiscovered(const MemberSet& set, OutputFormat format) {
-  if (format == OutputFormat::kJson) return MembersJson(set);
-  auto join = [](const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ",")); };
-  if (format == OutputFormat::kTable) {
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& m : set.members()) {
-      rows.push_back({IdToHex(set.IdOf(m)), m.name, join(m.peer_urls), join(m.client_urls)});
-    }
-    return fmt::format("cluster {} (token {}, {} members)\n", IdToHex(set.cluster_id()), set.token(), set.size()) +
-           RenderTable({"ID", "NAME", "PEER ADDRS", "CLIENT ADDRS"}, rows);
-  }
-  std::string out = fmt::format("cluster {}, token {}, {} members\n", IdToHex(set.cluster_id()), set.token(), set.size());
-  for (const auto& m : set.members()) {
-    out += fmt::format("{}, {}, {}, {}\n", IdToHex(set.IdOf(m)), m.name, join(m.peer_urls), join(m.client_urls));
-  }
-  return out;
-}
 
 int Discover(const Config& config, const Words&) {
   auto provider = ProviderFromConfig(config);
@@ -148,9 +116,9 @@ int Init(const Config& config, const Words&) {
   return 0;
 }
 
-int Version(const Config& config, const Words&) {
+std::string EtcdVersion(const std::string& etcd_path) {
   std::string etcd = "not found";
-  std::string cmd = config.etcd_path + " --version 2>/dev/null";
+  std::string cmd = etcd_path + " --version 2>/dev/null";
   if (FILE* p = popen(cmd.c_str(), "r")) {
     char line[256];
     while (fgets(line, sizeof line, p) != nullptr) {
@@ -159,13 +127,11 @@ int Version(const Config& config, const Words&) {
     }
     pclose(p);
   }
-  if (config.output == OutputFormat::kJson) {
-    std::cout << nlohmann::json{{"quorate", QUORATE_VERSION}, {"etcd", etcd}, {"etcdPath", config.etcd_path}}.dump()
-              << "\n";
-  } else {
-    std::cout << "quorate version: " << QUORATE_VERSION << "\netcd version: " << etcd << " (" << config.etcd_path
-              << ")\n";
-  }
+  return etcd;
+}
+
+int Version(const Config& config, const Words&) {
+  std::cout << FormatVersions(EtcdVersion(config.etcd_path), config.etcd_path, config.output);
   return 0;
 }
 
@@ -193,8 +159,8 @@ int MemberRemove(const Config& config, const Words& words) {
   auto probe = MakeEtcdClient({config.endpoints, config.etcdctl_tls, std::chrono::seconds(2)});
   RemoveOptions options;
   options.ignore_not_found = config.ignore_not_found;
-  options.format = config.output;
-  Status s = RemoveMembers(*client, *probe, words.args, options, std::cout);
+  RemovalPrinter printer(config.output, std::cout);
+  Status s = RemoveMembers(*client, *probe, words.args, options, printer);
   return s.ok() ? 0 : Fail(s);
 }
 

@@ -60,6 +60,4 @@ class InitJob {
   std::unique_ptr<State> state_;
 };
 
-std::string FormatInitOutcome(const InitOutcome& outcome, OutputFormat format);
-
 }  // namespace quorate

@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
 namespace quorate {
 namespace {
@@ -30,44 +29,6 @@ const ClusterMember* FindId(const MemberListing& listing, MemberId id) {
 }
 
 bool Mentions(const Status& s, const char* text) { return s.message().find(text) != std::string::npos; }
-
-// One line per argument, as it is handled: a script reading the output sees what happened so far.
-class Printer {
- public:
-  enum class Outcome { kRemoved, kAlreadyRemoved };
-
-  Printer(OutputFormat format, ClusterId cluster, std::ostream& out) : format_(format), cluster_(cluster), out_(out) {}
-
-  void Handled(const ClusterMember& m, Outcome outcome) {
-    bool removed = outcome == Outcome::kRemoved;
-    if (format_ == OutputFormat::kJson) {
-      Json({{"id", IdToHex(m.id)},
-            {"name", m.name},
-            {"clusterID", IdToHex(cluster_)},
-            {"result", removed ? "removed" : "already removed"}});
-      return;
-    }
-    std::string name = m.name.empty() ? "" : fmt::format(" ({})", m.name);
-    out_ << fmt::format("Member {}{} {} cluster {}\n", IdToHex(m.id), name,
-                        removed ? "removed from" : "was already removed from", IdToHex(cluster_))
-         << std::flush;
-  }
-
-  void NotAMember(const std::string& arg) {
-    if (format_ == OutputFormat::kJson) {
-      Json({{"member", arg}, {"clusterID", IdToHex(cluster_)}, {"result", "not a member"}});
-      return;
-    }
-    out_ << fmt::format("{}: not a member of cluster {}; nothing to remove\n", arg, IdToHex(cluster_)) << std::flush;
-  }
-
- private:
-  void Json(const nlohmann::ordered_json& line) { out_ << line.dump() << "\n" << std::flush; }
-
-  OutputFormat format_;
-  ClusterId cluster_;
-  std::ostream& out_;
-};
 
 // Maintenance.Status on each client URL of every voter but `except`, until one answers as that voter.
 VoterHealth ProbeVoters(EtcdClient& probe, const MemberListing& listing, MemberId except) {
@@ -174,17 +135,17 @@ Status CheckRemovalKeepsQuorum(const MemberListing& listing, MemberId target, co
 }
 
 Status RemoveMembers(EtcdClient& client, EtcdClient& probe, const std::vector<std::string>& args,
-                     const RemoveOptions& options, std::ostream& out) {
+                     const RemoveOptions& options, RemovalReport& report) {
   auto listing = client.MemberList();
   if (!listing.ok()) return listing.status();
   auto targets = ResolveRemoval(*listing, args, options.ignore_not_found);
   if (!targets.ok()) return targets.status();
-  Printer print(options.format, listing->cluster_id, out);
+  const ClusterId cluster = listing->cluster_id;
 
   bool first = true;
   for (const auto& target : *targets) {
     if (!target.member) {
-      print.NotAMember(target.arg);
+      report.NotAMember(cluster, target.arg);
       continue;
     }
     const ClusterMember& m = *target.member;
@@ -192,7 +153,7 @@ Status RemoveMembers(EtcdClient& client, EtcdClient& probe, const std::vector<st
     if (!first && !(listing = client.MemberList()).ok()) return listing.status();
     first = false;
     if (FindId(*listing, m.id) == nullptr) {
-      print.Handled(m, Printer::Outcome::kAlreadyRemoved);
+      report.Handled(cluster, m, RemovalReport::Outcome::kAlreadyRemoved);
       continue;
     }
     if (Status s = CheckRemovalKeepsQuorum(*listing, m.id, ProbeVoters(probe, *listing, m.id)); !s.ok()) return s;
@@ -202,11 +163,11 @@ Status RemoveMembers(EtcdClient& client, EtcdClient& probe, const std::vector<st
     while (true) {
       Status s = client.MemberRemove(m.id);
       if (s.ok()) {
-        print.Handled(m, Printer::Outcome::kRemoved);
+        report.Handled(cluster, m, RemovalReport::Outcome::kRemoved);
         break;
       }
       if (s.IsNotFound()) {
-        print.Handled(m, Printer::Outcome::kAlreadyRemoved);
+        report.Handled(cluster, m, RemovalReport::Outcome::kAlreadyRemoved);
         break;
       }
       if (Mentions(s, "not enough started members")) {
@@ -219,7 +180,7 @@ Status RemoveMembers(EtcdClient& client, EtcdClient& probe, const std::vector<st
         // Whether it happened is for the membership to say, not the lost answer.
         auto after = client.MemberList();
         if (after.ok() && FindId(*after, m.id) == nullptr) {
-          print.Handled(m, Printer::Outcome::kRemoved);
+          report.Handled(cluster, m, RemovalReport::Outcome::kRemoved);
           break;
         }
         return s;
