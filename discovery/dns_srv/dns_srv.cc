@@ -12,7 +12,7 @@
 #include <map>
 #include <set>
 
-#include "quorate/config.h"
+#include "quorate/duration.h"
 #include "quorate/provider.h"
 
 namespace quorate::dns_srv {

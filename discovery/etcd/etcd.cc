@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "quorate/config.h"
+#include "quorate/tls.h"
 #include "etcd/etcd_client.h"
 #include "quorate/provider.h"
 

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "quorate/config.h"
+#include "quorate/duration.h"
 #include "quorate/fs.h"
 
 namespace quorate::k8s {

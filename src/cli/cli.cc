@@ -1,25 +1,28 @@
 #include "cli/cli.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <iostream>
-#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
+#include "cli/options.h"
+#include "cli/output.h"
 #include "core/bucket.h"
-#include "quorate/config.h"
 #include "etcd/etcd_client.h"
 #include "node/init.h"
+#include "node/member_remove.h"
+#include "node/process.h"
+#include "node/run.h"
 #include "quorate/log.h"
 #include "quorate/member.h"
-#include "node/member_remove.h"
 #include "quorate/provider.h"
-#include "node/run.h"
-#include "store/sealed_bucket.h"
-#include "core/table.h"
 #include "quorate/text.h"
+#include "store/sealed_bucket.h"
 
 namespace quorate {
 namespace {
@@ -65,36 +68,6 @@ struct Command {
   const char* positional = nullptr;
   const char* positional_help = nullptr;
 };
-
-std::string MembersJson(const MemberSet& set) {
-  nlohmann::json members = nlohmann::json::array();
-  for (const auto& m : set.members()) {
-    members.push_back({{"id", IdToHex(set.IdOf(m))},
-                       {"name", m.name},
-                       {"peerURLs", m.peer_urls},
-                       {"clientURLs", m.client_urls}});
-  }
-  nlohmann::json doc = {{"clusterID", IdToHex(set.cluster_id())}, {"token", set.token()}, {"members", members}};
-  return doc.dump(2) + "\n";
-}
-
-std::string FormatDiscovered(const MemberSet& set, OutputFormat format) {
-  if (format == OutputFormat::kJson) return MembersJson(set);
-  auto join = [](const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ",")); };
-  if (format == OutputFormat::kTable) {
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& m : set.members()) {
-      rows.push_back({IdToHex(set.IdOf(m)), m.name, join(m.peer_urls), join(m.client_urls)});
-    }
-    return fmt::format("cluster {} (token {}, {} members)\n", IdToHex(set.cluster_id()), set.token(), set.size()) +
-           RenderTable({"ID", "NAME", "PEER ADDRS", "CLIENT ADDRS"}, rows);
-  }
-  std::string out = fmt::format("cluster {}, token {}, {} members\n", IdToHex(set.cluster_id()), set.token(), set.size());
-  for (const auto& m : set.members()) {
-    out += fmt::format("{}, {}, {}, {}\n", IdToHex(set.IdOf(m)), m.name, join(m.peer_urls), join(m.client_urls));
-  }
-  return out;
-}
 
 int Discover(const Config& config, const Words&) {
   auto provider = ProviderFromConfig(config);
@@ -148,24 +121,50 @@ int Init(const Config& config, const Words&) {
   return 0;
 }
 
-int Version(const Config& config, const Words&) {
-  std::string etcd = "not found";
-  std::string cmd = config.etcd_path + " --version 2>/dev/null";
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char line[256];
-    while (fgets(line, sizeof line, p) != nullptr) {
-      std::string l(line);
-      if (l.rfind("etcd Version: ", 0) == 0) etcd = l.substr(14, l.find_last_not_of("\r\n") - 13);
+// The version etcd --version states, or "not found". The binary runs without a shell and gets a few
+// seconds to answer; its output goes into a pipe, so a binary that floods it blocks once the pipe is
+// full instead of filling memory, and only the start of it is read.
+std::string EtcdVersion(const std::string& etcd_path) {
+  constexpr auto kDeadline = std::chrono::seconds(5);
+  constexpr size_t kMaxOutputBytes = 4096;
+  const std::string kNotFound = "not found";
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) return kNotFound;
+  // The launcher appends the child's stdout and stderr to a path; this one opens the pipe's write end.
+  close(pipe_fds[1]);
+  const int read_fd = pipe_fds[0];
+  {
+    auto child = RealProcessLauncher().Start(
+        {{etcd_path, "--version"}, {}, fmt::format("/proc/self/fd/{}", read_fd)});
+    if (!child.ok()) {
+      close(read_fd);
+      return kNotFound;
     }
-    pclose(p);
+    auto exit = (*child)->Wait(kDeadline);
+    if (exit.ok() && !*exit) {
+      spdlog::warn("{} --version did not answer within {} s", Printable(etcd_path), kDeadline.count());
+    }
+  }  // a child still running is killed and reaped here
+  std::string output(kMaxOutputBytes, '\0');
+  ssize_t n = read(read_fd, output.data(), output.size());
+  close(read_fd);
+  output.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  constexpr std::string_view kPrefix = "etcd Version: ";
+  for (size_t start = 0; start < output.size();) {
+    size_t end = std::min(output.find('\n', start), output.size());
+    std::string_view line = std::string_view(output).substr(start, end - start);
+    if (line.starts_with(kPrefix)) {
+      line.remove_prefix(kPrefix.size());
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      return Printable(line, 64);
+    }
+    start = end + 1;
   }
-  if (config.output == OutputFormat::kJson) {
-    std::cout << nlohmann::json{{"quorate", QUORATE_VERSION}, {"etcd", etcd}, {"etcdPath", config.etcd_path}}.dump()
-              << "\n";
-  } else {
-    std::cout << "quorate version: " << QUORATE_VERSION << "\netcd version: " << etcd << " (" << config.etcd_path
-              << ")\n";
-  }
+  return kNotFound;
+}
+
+int Version(const Config& config, const Words&) {
+  std::cout << FormatVersions(EtcdVersion(config.etcd_path), config.etcd_path, config.output);
   return 0;
 }
 
@@ -193,8 +192,8 @@ int MemberRemove(const Config& config, const Words& words) {
   auto probe = MakeEtcdClient({config.endpoints, config.etcdctl_tls, std::chrono::seconds(2)});
   RemoveOptions options;
   options.ignore_not_found = config.ignore_not_found;
-  options.format = config.output;
-  Status s = RemoveMembers(RealClock(), *client, *probe, words.args, options, std::cout);
+  RemovalPrinter printer(config.output, std::cout);
+  Status s = RemoveMembers(RealClock(), *client, *probe, words.args, options, printer);
   return s.ok() ? 0 : Fail(s);
 }
 

@@ -7,6 +7,7 @@
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include "core/json.h"
 #include "quorate/text.h"
 
 namespace quorate {
@@ -37,7 +38,7 @@ class JsonFormatter : public spdlog::formatter {
                               spdlog::level::to_string_view(msg.level).size())},
         {"msg", Printable(std::string_view(msg.payload.data(), msg.payload.size()), kMaxLogBytes)},
     };
-    std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::string text = JsonText(line) + "\n";
     dest.append(text.data(), text.data() + text.size());
   }
   std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<JsonFormatter>(); }

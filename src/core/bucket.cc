@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json.h"
 #include "quorate/fs.h"
 
 namespace quorate {
@@ -51,7 +52,7 @@ std::string EncodeBucket(const Bucket& bucket) {
                 {"state", bucket.cluster.state},
                 {"createdAt", bucket.cluster.created_at}}},
               {"members", members}};
-  return doc.dump(2) + "\n";
+  return JsonText(doc, 2) + "\n";
 }
 
 Result<Bucket> DecodeBucket(std::string_view text, std::string_view source) {

@@ -6,14 +6,17 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "quorate/text.h"
+
 namespace quorate {
 
 Result<DiscoverySpec> ParseDiscoverySpec(std::string_view text) {
   DiscoverySpec spec;
   spec.text = std::string(text);
   auto bad = [&](const std::string& why) {
-    return Status::InvalidArgument(fmt::format("--discovery '{}': {}", text, why));
+    return Status::InvalidArgument(fmt::format("--discovery '{}': {}", Printable(text, 128), why));
   };
+  bool provider_given = false;
   size_t i = 0;
   while (i < text.size()) {
     while (i < text.size() && text[i] == ' ') ++i;
@@ -40,6 +43,9 @@ Result<DiscoverySpec> ParseDiscoverySpec(std::string_view text) {
       i = end;
     }
     if (key == "provider") {
+      // One spec names one provider: a second one would be silently dropped.
+      if (provider_given) return bad("key 'provider' given twice");
+      provider_given = true;
       spec.provider = value;
     } else if (!spec.params.emplace(key, value).second) {
       return bad(fmt::format("key '{}' given twice", key));

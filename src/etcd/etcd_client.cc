@@ -11,7 +11,6 @@
 #include "etcd_rpc.grpc.pb.h"
 #include "quorate/clock.h"
 #include "quorate/fs.h"
-#include "core/table.h"
 #include "quorate/text.h"
 
 namespace quorate {
@@ -380,38 +379,10 @@ class GrpcEtcdClient : public EtcdClient {
   std::vector<Target> targets_;
 };
 
-std::string Joined(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ",")); }
-
 }  // namespace
 
 std::unique_ptr<EtcdClient> MakeEtcdClient(const EtcdClientOptions& options) {
   return std::make_unique<GrpcEtcdClient>(options);
-}
-
-std::string FormatMemberList(const MemberListing& listing, OutputFormat format) {
-  if (format == OutputFormat::kJson) {
-    // Keys in etcdctl's order, for a reader comparing the two.
-    nlohmann::ordered_json members = nlohmann::ordered_json::array();
-    for (const auto& m : listing.members) {
-      members.push_back({{"id", IdToHex(m.id)},
-                         {"name", m.name},
-                         {"peerURLs", m.peer_urls},
-                         {"clientURLs", m.client_urls},
-                         {"isLearner", m.is_learner}});
-    }
-    return nlohmann::ordered_json{{"clusterID", IdToHex(listing.cluster_id)}, {"members", members}}.dump(2) + "\n";
-  }
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& m : listing.members) {
-    rows.push_back({IdToHex(m.id), m.started() ? "started" : "unstarted", m.name, Joined(m.peer_urls),
-                    Joined(m.client_urls), m.is_learner ? "true" : "false"});
-  }
-  if (format == OutputFormat::kTable) {
-    return RenderTable({"ID", "STATUS", "NAME", "PEER ADDRS", "CLIENT ADDRS", "IS LEARNER"}, rows);
-  }
-  std::string out;
-  for (const auto& r : rows) out += fmt::format("{}\n", fmt::join(r, ", "));
-  return out;
 }
 
 }  // namespace quorate

@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "quorate/config.h"
 #include "quorate/member.h"
 #include "core/cluster.h"
 #include "quorate/status.h"
@@ -85,9 +84,5 @@ class EtcdClient {
 
 // Never fails here: a bad endpoint or an unreadable TLS file is the InvalidArgument of every call.
 std::unique_ptr<EtcdClient> MakeEtcdClient(const EtcdClientOptions& options);
-
-// `member list` in etcdctl 3.4's shapes: simple and table as etcdctl prints them; json with IDs as
-// hex strings and "clusterID", as quorate's other JSON output.
-std::string FormatMemberList(const MemberListing& listing, OutputFormat format);
 
 }  // namespace quorate

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "quorate/config.h"
+#include "core/config.h"
 #include "quorate/member.h"
 
 namespace quorate {

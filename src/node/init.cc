@@ -573,26 +573,4 @@ Result<InitOutcome> InitJob::Run() {
   return out;
 }
 
-std::string FormatInitOutcome(const InitOutcome& o, OutputFormat format) {
-  if (format == OutputFormat::kJson) {
-    nlohmann::json j = {{"decision", ActionName(o.decision.action)},
-                        {"reason", o.decision.reason},
-                        {"name", o.self.name},
-                        {"memberID", IdToHex(o.member_id)},
-                        {"clusterID", IdToHex(o.cluster_id)},
-                        {"initialCluster", o.initial_cluster},
-                        {"initialClusterState", o.decision.initial_cluster_state},
-                        {"bucket", o.bucket_path},
-                        {"etcdConfig", o.etcd_config_path},
-                        {"etcdEnv", o.etcd_env_path}};
-    return j.dump() + "\n";
-  }
-  return fmt::format(
-      "decision: {}\nreason: {}\nmember: {} ({}) in cluster {}\ninitial cluster ({}): {}\nwrote: {} {} {}\n"
-      "start etcd with: etcd --config-file {}\n",
-      ActionName(o.decision.action), o.decision.reason, o.self.name, IdToHex(o.member_id), IdToHex(o.cluster_id),
-      o.decision.initial_cluster_state, o.initial_cluster, o.bucket_path, o.etcd_config_path, o.etcd_env_path,
-      o.etcd_config_path);
-}
-
 }  // namespace quorate

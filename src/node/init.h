@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "quorate/config.h"
+#include "core/config.h"
 #include "quorate/member.h"
 #include "core/planner.h"
 #include "quorate/provider.h"
@@ -59,7 +59,5 @@ class InitJob {
   AgentMode agent_mode_;
   std::unique_ptr<State> state_;
 };
-
-std::string FormatInitOutcome(const InitOutcome& outcome, OutputFormat format);
 
 }  // namespace quorate

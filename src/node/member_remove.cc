@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
 namespace quorate {
 namespace {
@@ -33,43 +32,6 @@ const ClusterMember* FindId(const MemberListing& listing, MemberId id) {
   return nullptr;
 }
 
-// One line per argument, as it is handled: a script reading the output sees what happened so far.
-class Printer {
- public:
-  enum class Outcome { kRemoved, kAlreadyRemoved };
-
-  Printer(OutputFormat format, ClusterId cluster, std::ostream& out) : format_(format), cluster_(cluster), out_(out) {}
-
-  void Handled(const ClusterMember& m, Outcome outcome) {
-    bool removed = outcome == Outcome::kRemoved;
-    if (format_ == OutputFormat::kJson) {
-      Json({{"id", IdToHex(m.id)},
-            {"name", m.name},
-            {"clusterID", IdToHex(cluster_)},
-            {"result", removed ? "removed" : "already removed"}});
-      return;
-    }
-    std::string name = m.name.empty() ? "" : fmt::format(" ({})", m.name);
-    out_ << fmt::format("Member {}{} {} cluster {}\n", IdToHex(m.id), name,
-                        removed ? "removed from" : "was already removed from", IdToHex(cluster_))
-         << std::flush;
-  }
-
-  void NotAMember(const std::string& arg) {
-    if (format_ == OutputFormat::kJson) {
-      Json({{"member", arg}, {"clusterID", IdToHex(cluster_)}, {"result", "not a member"}});
-      return;
-    }
-    out_ << fmt::format("{}: not a member of cluster {}; nothing to remove\n", arg, IdToHex(cluster_)) << std::flush;
-  }
-
- private:
-  void Json(const nlohmann::ordered_json& line) { out_ << line.dump() << "\n" << std::flush; }
-
-  OutputFormat format_;
-  ClusterId cluster_;
-  std::ostream& out_;
-};
 
 // Maintenance.Status on each client URL of every voter but `except`, until one answers as that voter.
 VoterHealth ProbeVoters(EtcdClient& probe, const MemberListing& listing, MemberId except) {
@@ -101,12 +63,12 @@ VoterHealth ProbeVoters(EtcdClient& probe, const MemberListing& listing, MemberI
 
 // One MemberRemove, retried while etcd refuses it as "unhealthy cluster" (for up to `retry_for`).
 // Which of removed or already removed it was; otherwise why it was not.
-Result<Printer::Outcome> RemoveOne(Clock& clock, EtcdClient& client, const ClusterMember& m, milliseconds retry_for) {
+Result<RemovalReport::Outcome> RemoveOne(Clock& clock, EtcdClient& client, const ClusterMember& m, milliseconds retry_for) {
   Backoff backoff(clock, kFirstRetry, kMaxRetry, clock.Now() + retry_for);
   while (true) {
     Status s = client.MemberRemove(m.id);
-    if (s.ok()) return Printer::Outcome::kRemoved;
-    if (s.IsNotFound()) return Printer::Outcome::kAlreadyRemoved;
+    if (s.ok()) return RemovalReport::Outcome::kRemoved;
+    if (s.IsNotFound()) return RemovalReport::Outcome::kAlreadyRemoved;
     switch (s.reason()) {
       case Reason::kNotEnoughStarted:
         return Status::FailedPrecondition(fmt::format(
@@ -116,7 +78,7 @@ Result<Printer::Outcome> RemoveOne(Clock& clock, EtcdClient& client, const Clust
       case Reason::kOutcomeUnknown: {
         // Whether it happened is for the membership to say, not the lost answer.
         auto after = client.MemberList();
-        if (after.ok() && FindId(*after, m.id) == nullptr) return Printer::Outcome::kRemoved;
+        if (after.ok() && FindId(*after, m.id) == nullptr) return RemovalReport::Outcome::kRemoved;
         return s;
       }
       case Reason::kUnhealthyCluster:
@@ -210,17 +172,17 @@ Status CheckRemovalKeepsQuorum(const MemberListing& listing, MemberId target, co
 }
 
 Status RemoveMembers(Clock& clock, EtcdClient& client, EtcdClient& probe, const std::vector<std::string>& args,
-                     const RemoveOptions& options, std::ostream& out) {
+                     const RemoveOptions& options, RemovalReport& report) {
   auto listing = client.MemberList();
   if (!listing.ok()) return listing.status();
   auto targets = ResolveRemoval(*listing, args, options.ignore_not_found);
   if (!targets.ok()) return targets.status();
-  Printer print(options.format, listing->cluster_id, out);
+  const ClusterId cluster = listing->cluster_id;
 
   bool first = true;
   for (const auto& target : *targets) {
     if (!target.member) {
-      print.NotAMember(target.arg);
+      report.NotAMember(cluster, target.arg);
       continue;
     }
     const ClusterMember& m = *target.member;
@@ -228,14 +190,14 @@ Status RemoveMembers(Clock& clock, EtcdClient& client, EtcdClient& probe, const 
     if (!first && !(listing = client.MemberList()).ok()) return listing.status();
     first = false;
     if (FindId(*listing, m.id) == nullptr) {
-      print.Handled(m, Printer::Outcome::kAlreadyRemoved);
+      report.Handled(cluster, m, RemovalReport::Outcome::kAlreadyRemoved);
       continue;
     }
     if (Status s = CheckRemovalKeepsQuorum(*listing, m.id, ProbeVoters(probe, *listing, m.id)); !s.ok()) return s;
 
     auto outcome = RemoveOne(clock, client, m, options.retry_for);
     if (!outcome.ok()) return outcome.status();
-    print.Handled(m, *outcome);
+    report.Handled(cluster, m, *outcome);
   }
   return Status::Ok();
 }

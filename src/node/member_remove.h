@@ -7,12 +7,10 @@
 #include <chrono>
 #include <map>
 #include <optional>
-#include <ostream>
 #include <string>
 #include <vector>
 
 #include "quorate/clock.h"
-#include "quorate/config.h"
 #include "etcd/etcd_client.h"
 #include "core/cluster.h"
 #include "quorate/status.h"
@@ -42,20 +40,29 @@ Status CheckRemovalKeepsQuorum(const MemberListing& listing, MemberId target, co
 
 struct RemoveOptions {
   bool ignore_not_found = false;
-  OutputFormat format = OutputFormat::kSimple;
   // How long etcd's transient "unhealthy cluster" refusal is retried: its leader must have been
   // connected to the voters for 5 s (etcd's HealthInterval) before it allows a removal.
   std::chrono::milliseconds retry_for{20000};
 };
 
-// Resolves `args`, then removes the members in the order given, printing one line per member to
-// `out` as it goes (etcdctl's "Member <id> removed from cluster <cluster id>", with the name; JSON
-// lines with -w json). `client` reaches the cluster; `probe` asks each voter for its health, so its
-// timeout bounds what one voter that is down costs (it may be `client`); `clock` paces the retries
-// of etcd's "unhealthy cluster" refusal. Errors: InvalidArgument from ResolveRemoval (nothing
-// removed); FailedPrecondition when quorum would be at risk, by our check or etcd's; what the
-// client said otherwise. Members removed before an error stay removed, and their lines are printed.
+// What RemoveMembers did with each argument, told as it happens, so a script reading the printed
+// lines sees what happened so far. The CLI prints it (cli/output.h).
+class RemovalReport {
+ public:
+  enum class Outcome { kRemoved, kAlreadyRemoved };
+  virtual ~RemovalReport() = default;
+  virtual void Handled(ClusterId cluster, const ClusterMember& member, Outcome outcome) = 0;
+  // An argument the cluster does not list, skipped with ignore_not_found.
+  virtual void NotAMember(ClusterId cluster, const std::string& arg) = 0;
+};
+
+// Resolves `args`, then removes the members in the order given, telling `report` about each as it
+// goes. `client` reaches the cluster; `probe` asks each voter for its health, so its timeout bounds
+// what one voter that is down costs (it may be `client`); `clock` paces the retries of etcd's
+// "unhealthy cluster" refusal. Errors: InvalidArgument from ResolveRemoval (nothing removed);
+// FailedPrecondition when quorum would be at risk, by our check or etcd's; what the client said
+// otherwise. Members removed before an error stay removed, and their lines are printed.
 Status RemoveMembers(Clock& clock, EtcdClient& client, EtcdClient& probe, const std::vector<std::string>& args,
-                     const RemoveOptions& options, std::ostream& out);
+                     const RemoveOptions& options, RemovalReport& report);
 
 }  // namespace quorate

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "quorate/config.h"
+#include "core/config.h"
 #include "quorate/status.h"
 
 namespace quorate {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/bucket.h"
+#include "core/json.h"
 
 namespace quorate {
 namespace {
@@ -129,7 +130,7 @@ Status Rendezvous::Register(const Member& self) {
               {"peerURLs", self.peer_urls},
               {"clientURLs", self.client_urls},
               {"registeredAt", NowRfc3339()}};
-  std::string text = doc.dump() + "\n";
+  std::string text = JsonText(doc) + "\n";
   if (text.size() > kMaxRecordBytes) {
     return Status::InvalidArgument(fmt::format("member '{}' has {} bytes of URLs: at most {} fit a registration",
                                                self.name, text.size(), kMaxRecordBytes));

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <thread>
 
-#include "quorate/config.h"
+#include "quorate/duration.h"
 #include "quorate/fs.h"
 #include "quorate/s3.h"
 

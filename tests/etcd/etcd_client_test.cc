@@ -7,6 +7,7 @@
 
 #include "../support/etcd_node.h"
 #include "../support/ports.h"
+#include "cli/output.h"
 #include "etcd/etcd_client.h"
 
 namespace quorate {

@@ -1,6 +1,10 @@
-"""Issue 2: every bad input exits 2 with one line on stderr naming what is wrong, and writes nothing."""
+"""Issue 2: every bad input exits 2 with one line on stderr naming what is wrong, and writes nothing.
+Issue 15 items 3 and 11: the same for hostile input (a config file that is a directory or a billion
+laughs, a --timeout that overflows, a name or token with control characters, bytes that are not
+UTF-8), and `version --etcd` runs the binary without a shell, within a deadline."""
 import os
 import stat
+import time
 
 from harness import QUORATE, Cluster, Dns, Netns, check, log, main, run
 
@@ -24,14 +28,20 @@ def changes(before, after):
             "changed": sorted(k for k in set(before) & set(after) if before[k] != after[k])}
 
 
-def expect_bad(c, argv, mention, prefix=(), env=None):
+def expect_bad(c, argv, mention, prefix=(), env=None, within=None):
+    """`mention` is a string, or a list of strings that must all be in the line; `within` bounds
+    the seconds it may take."""
     before = tree(c.dir)
+    started = time.monotonic()
     r = run([QUORATE] + argv, prefix=prefix, env=env)
+    took = time.monotonic() - started
     lines = [line for line in r.stderr.splitlines() if line.strip()]
-    what = " ".join(argv)
-    check(r.returncode == 2, f"`quorate {what}` exited {r.returncode}, wanted 2; stderr: {r.stderr}")
-    check(len(lines) == 1, f"`quorate {what}` printed {len(lines)} lines on stderr, wanted one: {r.stderr}")
-    check(mention in lines[0], f"`quorate {what}`: '{lines[0]}' does not mention '{mention}'")
+    what = repr(" ".join(argv)[:300])
+    check(r.returncode == 2, f"`quorate {what}` exited {r.returncode}, wanted 2; stderr: {r.stderr[:2000]}")
+    check(len(lines) == 1, f"`quorate {what}` printed {len(lines)} lines on stderr, wanted one: {r.stderr[:2000]}")
+    for m in [mention] if isinstance(mention, str) else mention:
+        check(m in lines[0], f"`quorate {what}`: '{lines[0]}' does not mention '{m}'")
+    check(within is None or took < within, f"`quorate {what}` took {took:.1f} s, wanted under {within} s")
     after = tree(c.dir)
     check(after == before, f"`quorate {what}` wrote something: {changes(before, after)}")
     log(f"exit 2: {lines[0]}")
@@ -48,6 +58,42 @@ def test():
         f.write("name: n1\nclustr-size: 3\n")
     base = ["init", "--name", "n1", "--data-dir", n.data_dir, "--agent-listen", f"{n.ip}:0"]
     ic = c.initial_cluster()
+
+    def config_file(name, text):
+        path = os.path.join(c.dir, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    config_dir = os.path.join(c.dir, "config.d")
+    os.makedirs(config_dir)
+    key_list = config_file("key-list.yaml", "name: n1\n[cluster-size]: 3\n")
+    value_list = config_file("value-list.yaml", "data-dir: [a, b]\nname: [n1]\n")
+    value_map = config_file("value-map.yaml", "name:\n  first: n1\n")
+    # A billion laughs: nine levels of nine aliases each, padded to the 130 KiB of the attack file.
+    laughs = ["a: &a [" + ", ".join(["lol"] * 9) + "]"]
+    for level in "bcdefghi":
+        prev = chr(ord(level) - 1)
+        laughs.append(f"{level}: &{level} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    laughs_text = "\n".join(laughs) + "\n"
+    laughs_text += "# padding\n" * ((130 * 1024 - len(laughs_text)) // 10)
+    laughs_file = config_file("laughs.yaml", laughs_text)
+    hostile = [
+        (base + ["--initial-cluster", ic, "--config", config_dir], [config_dir, "not a regular file"], None),
+        (base + ["--initial-cluster", ic, "--config", key_list], [key_list, "line 2"], None),
+        (base + ["--initial-cluster", ic, "--config", value_list], [value_list, "data-dir (line 1)"], None),
+        (base + ["--initial-cluster", ic, "--config", value_map], [value_map, "name"], None),
+        (base + ["--initial-cluster", ic, "--config", laughs_file], [laughs_file, "anchor"], 10),
+        (base + ["--initial-cluster", ic, "--timeout", "3000000h"], ["--timeout", "24h"], None),
+        # The line break alone is what is refused, before the name is looked up among the members.
+        (["init", "--name", "n1\nx", "--data-dir", n.data_dir, "--initial-cluster", f"n1={n.peer_url}",
+          "--agent-listen", f"{n.ip}:0"], ["--name", "control character"], None),
+        (base + ["--initial-cluster", ic, "--initial-cluster-token", "tok\x1b[31m"], "--initial-cluster-token", None),
+        (base + ["--discovery", "provider=static members=n1=http://127.0.0.1:2380 provider=file"], "given twice", None),
+        (["discover", "-w", "json", "--initial-cluster", os.fsdecode(b"\xff=http://127.0.0.1:1")], "not UTF-8", None),
+    ]
+    for argv, mention, within in hostile:
+        expect_bad(c, argv, mention, within=within)
     cases = [
         (base + ["--initial-cluster", ic, "--cluster-size", "three"], "--cluster-size"),
         (base + ["--initial-cluster", ic, "--timeout", "soon"], "--timeout"),
@@ -103,6 +149,19 @@ def test():
     expect_bad(c, ["init", "--name", "n9", "--data-dir", used.data_dir, "--initial-cluster", ic], "n9")
     expect_bad(c, base + ["--initial-cluster", ic], "QUORATE_CLUSTER_SIZE",
                env=dict(os.environ, QUORATE_CLUSTER_SIZE="-3"))
+
+    # version --etcd runs the binary itself, not a shell command line, and gives it a deadline.
+    planted = os.path.join(c.dir, "planted")
+    r = run([QUORATE, "version", "--etcd", f"etcd; touch {planted}"], check_rc=0)
+    check("etcd version: not found" in r.stdout and not os.path.exists(planted),
+          f"version --etcd ran a shell: {r.stdout} {os.path.exists(planted)}")
+    silent = config_file("silent-etcd", "#!/bin/sh\nexec sleep 60\n")
+    os.chmod(silent, 0o755)
+    started = time.monotonic()
+    r = run([QUORATE, "version", "--etcd", silent], check_rc=0, timeout=30)
+    took = time.monotonic() - started
+    check("etcd version: not found" in r.stdout and took < 15, f"version waited {took:.1f} s for a silent etcd: {r.stdout}")
+    log(f"version --etcd: no shell, and a silent binary is given up on after {took:.1f} s")
 
     # Discovery answers that are wrong, from a real DNS server.
     netns = Netns()

@@ -1,11 +1,18 @@
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <set>
 
-#include "quorate/config.h"
+#include "cli/options.h"
+#include "quorate/duration.h"
+#include "quorate/provider.h"
 
 namespace quorate {
 namespace {
@@ -101,6 +108,147 @@ TEST_CASE("bad YAML files are refused with the line") {
     std::remove(file.c_str());
   }
   CHECK(ResolveConfig(kKeys, {{"config", "/nonexistent/q.yaml"}}, {}).status().IsInvalidArgument());
+}
+
+TEST_CASE("every option row binds its value, and keys are unique") {
+  std::set<std::string> keys;
+  for (const auto& opt : AllOptions()) {
+    CAPTURE(opt.key);
+    CHECK(static_cast<bool>(opt.bind));
+    CHECK(keys.insert(opt.key).second);
+  }
+}
+
+TEST_CASE("a value is bound from its row: kinds, defaults and the options that go together") {
+  auto c = ResolveConfig({"endpoints", "write-out", "agent-port", "timeout", "client-cert-auth", "log-level"},
+                         {{"endpoints", "10.0.0.1:2379,https://h:2379"}, {"write-out", "json"}, {"client-cert-auth", "true"}},
+                         {{"QUORATE_AGENT_PORT", "2999"}});
+  REQUIRE(c.ok());
+  CHECK(c->endpoints == std::vector<std::string>{"http://10.0.0.1:2379", "https://h:2379"});
+  CHECK(c->output == OutputFormat::kJson);
+  CHECK(c->agent_port == 2999);
+  CHECK(c->timeout == std::chrono::minutes(5));
+  CHECK(c->client_tls.client_cert_auth);
+  CHECK(c->log_level == "info");
+  // A key the command does not declare keeps Config's own value, whatever the environment says.
+  auto undeclared = ResolveConfig({"name"}, {}, {{"QUORATE_AGENT_PORT", "2999"}, {"QUORATE_WRITE_OUT", "json"}});
+  REQUIRE(undeclared.ok());
+  CHECK(undeclared->agent_port == 2382);
+  CHECK(undeclared->output == OutputFormat::kSimple);
+  CHECK(undeclared->initial_cluster_token.empty());
+
+  auto half = ResolveConfig({"cert", "key"}, {{"cert", "/dev/null"}}, {});
+  REQUIRE_FALSE(half.ok());
+  CHECK(half.status().message() == "--cert and --key go together: give both or neither");
+}
+
+TEST_CASE("names and tokens that could break a file or a log line are bad input") {
+  struct Case {
+    FlagValues flags;
+    std::string expect;
+  };
+  std::vector<Case> cases = {
+      {{{"name", "n1\nETCD_FORCE_NEW_CLUSTER=true"}}, "--name"},
+      {{{"name", "n1\n"}}, "--name"},
+      {{{"name", "\xff"}}, "not UTF-8"},
+      {{{"name", std::string(300, 'n')}}, "longer than"},
+      {{{"initial-cluster-token", "tok\n"}}, "--initial-cluster-token"},
+      {{{"initial-cluster-token", "tok\x1b[31m"}}, "--initial-cluster-token"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.expect);
+    auto r = ResolveConfig(kKeys, c.flags, {});
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().IsInvalidArgument());
+    CHECK(r.status().message().find(c.expect) != std::string::npos);
+    CHECK(r.status().message().find_first_of("\n\x1b") == std::string::npos);
+  }
+  CHECK(ResolveConfig(kKeys, {{"name", "n\xc3\xa9"}, {"initial-cluster-token", "t\xc3\xa9 1"}}, {}).ok());
+}
+
+TEST_CASE("a value echoed in an error is escaped and cut") {
+  std::string huge(128 * 1024, 'x');
+  huge[5] = '\n';
+  for (const char* key : {"cluster-size", "timeout", "agent-listen", "write-out", "log-level", "ignore-not-found"}) {
+    CAPTURE(key);
+    auto r = ResolveConfig({key}, {{key, huge}}, {});
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find('\n') == std::string::npos);
+    CHECK(r.status().message().size() < 1024);
+    CHECK(r.status().message().find("--" + std::string(key)) != std::string::npos);
+  }
+}
+
+TEST_CASE("durations are capped, so a deadline computed from one cannot overflow") {
+  CHECK(*ParseDuration("24h", "x") == std::chrono::hours(24));
+  for (const char* text : {"25h", "1441m", "86401s", "3000000h", "999999999h"}) {
+    CAPTURE(text);
+    auto d = ParseDuration(text, "--timeout");
+    REQUIRE_FALSE(d.ok());
+    CHECK(d.status().IsInvalidArgument());
+    CHECK(d.status().message().find("24h") != std::string::npos);
+  }
+  auto r = ResolveConfig(kKeys, {{"timeout", "3000000h"}}, {});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("--timeout") != std::string::npos);
+}
+
+TEST_CASE("a config file that is not a small plain map of options is refused fast, naming file and key") {
+  auto refused = [](const std::string& path, const std::string& expect) {
+    CAPTURE(expect);
+    auto start = std::chrono::steady_clock::now();
+    auto r = ResolveConfig(kKeys, {{"config", path}}, {});
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().IsInvalidArgument());
+    CHECK(r.status().message().find("--config " + path) != std::string::npos);
+    CHECK(r.status().message().find(expect) != std::string::npos);
+    CHECK(r.status().message().find('\n') == std::string::npos);
+  };
+  char dir[] = "/tmp/quorate-config-dir-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  refused(dir, "not a regular file");
+  rmdir(dir);
+
+  struct Case {
+    std::string text;
+    std::string expect;
+  };
+  std::string laughs = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  for (char k = 'b'; k <= 'i'; ++k) {
+    laughs += fmt::format("{}: &{} [*{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}]\n", k, k, char(k - 1), char(k - 1),
+                          char(k - 1), char(k - 1), char(k - 1), char(k - 1), char(k - 1), char(k - 1), char(k - 1));
+  }
+  while (laughs.size() < 130 * 1024) laughs += "# padding, as the attack file had\n";
+  std::vector<Case> cases = {
+      {"[name]: n1\n", "line 1: a key must be an option name"},
+      {"{a: 1}: n1\n", "line 1: a key must be an option name"},
+      {"name: [n1, n2]\n", "name (line 1): takes one value"},
+      {"timeout:\n  a: 1\n", "timeout (line 1): takes one value"},
+      {"listen-peer-urls: {a: 1}\n", "listen-peer-urls (line 1): must be a value or a list of values"},
+      {"listen-peer-urls: [[http://a:1]]\n", "a list or map inside a value"},
+      {"name: &n n1\ndata-dir: *n\n", "an anchor"},
+      {"data-dir: *n\n", "not valid YAML"},
+      {laughs, "an anchor"},
+      {"name: " + std::string(100000, '[') + "\n", "--config"},
+      {std::string((1 << 20) + 1, '#'), "bytes, more than"},
+  };
+  for (const auto& c : cases) {
+    std::string file = WriteTemp(c.text);
+    refused(file, c.expect);
+    std::remove(file.c_str());
+  }
+}
+
+TEST_CASE("a discovery spec names one provider") {
+  auto spec = ParseDiscoverySpec("provider=static provider=file path=/x");
+  REQUIRE_FALSE(spec.ok());
+  CHECK(spec.status().IsInvalidArgument());
+  CHECK(spec.status().message().find("'provider' given twice") != std::string::npos);
+  CHECK(ParseDiscoverySpec("provider=file path=/x").ok());
+  auto raw = ParseDiscoverySpec("provider=static\n foo");
+  REQUIRE_FALSE(raw.ok());
+  CHECK(raw.status().message().find('\n') == std::string::npos);
 }
 
 TEST_CASE("durations") {

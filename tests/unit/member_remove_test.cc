@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 
+#include "cli/output.h"
 #include "etcd/etcd_errors.h"
 #include "node/member_remove.h"
 #include "testing/fake_clock.h"
@@ -231,10 +232,10 @@ Status Remove(FakeCluster& fake, const std::vector<std::string>& args, std::stri
               OutputFormat format = OutputFormat::kSimple, bool ignore_not_found = false) {
   std::ostringstream text;
   RemoveOptions options;
-  options.format = format;
   options.ignore_not_found = ignore_not_found;
   options.retry_for = std::chrono::milliseconds(600);
-  Status s = RemoveMembers(fake.clock, fake, fake, args, options, text);
+  RemovalPrinter printer(format, text);
+  Status s = RemoveMembers(fake.clock, fake, fake, args, options, printer);
   *out = text.str();
   return s;
 }

@@ -1,15 +1,13 @@
-// Everything a command can be told, resolved from flags, ETCD_*/QUORATE_* environment variables and
-// a YAML --config file, in that order of precedence, then defaults. Every value is validated here,
-// so the rest of quorate never sees malformed input; errors name where the bad value came from.
+// Everything a command is told, as the jobs read it. The CLI fills it from flags, ETCD_*/QUORATE_*
+// environment variables and a YAML --config file and validates every value (cli/options.h), so the
+// rest of quorate never sees malformed input.
 #pragma once
 
 #include <chrono>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "quorate/status.h"
 #include "quorate/tls.h"
 
 namespace quorate {
@@ -50,28 +48,5 @@ struct Config {
   TlsFiles etcdctl_tls;  // --cacert, --cert, --key
   bool ignore_not_found = false;  // member remove: skip a MEMBER the cluster does not list
 };
-
-// A command's options: which keys it accepts. Keys are flag names without dashes ("data-dir"),
-// also the YAML keys; the environment variable is derived (ETCD_DATA_DIR, QUORATE_CLUSTER_SIZE).
-struct OptionDef {
-  const char* key;
-  const char* env;  // full variable name, or nullptr for none
-  const char* help;
-  bool is_bool = false;
-  const char* default_value = nullptr;
-};
-const std::vector<OptionDef>& AllOptions();
-const OptionDef* FindOption(const std::string& key);
-
-// The raw strings given on the command line, keyed by option key.
-using FlagValues = std::map<std::string, std::string>;
-
-// Resolves every option of `keys` from flags > environment > YAML file > default, then validates.
-// `env` is injectable so tests do not depend on the process environment.
-Result<Config> ResolveConfig(const std::vector<std::string>& keys, const FlagValues& flags,
-                             const std::map<std::string, std::string>& env);
-std::map<std::string, std::string> ProcessEnvironment();
-
-Result<std::chrono::milliseconds> ParseDuration(const std::string& text, const std::string& what);
 
 }  // namespace quorate

@@ -1,0 +1,20 @@
+// Durations as the operator writes them (500ms, 90s, 5m, 1h; a bare number is seconds), for the
+// CLI's --timeout and a provider's or store's timeout= key. Capped, so that a deadline computed
+// from one (now + duration, in nanoseconds) cannot overflow.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "quorate/status.h"
+
+namespace quorate {
+
+// The longest wait quorate accepts anywhere.
+inline constexpr std::chrono::hours kMaxDuration{24};
+
+// InvalidArgument naming `what` (the flag or key) when `text` is not a positive duration of at
+// most kMaxDuration.
+Result<std::chrono::milliseconds> ParseDuration(const std::string& text, const std::string& what);
+
+}  // namespace quorate

@@ -1,0 +1,488 @@
+#include "cli/options.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include "quorate/duration.h"
+#include "quorate/member.h"
+#include "quorate/text.h"
+
+extern char** environ;
+
+namespace quorate {
+namespace {
+
+// How much of a value an error message quotes: enough to recognise it, never a whole file.
+constexpr size_t kQuotedBytes = 128;
+// quorate's config file is a few dozen lines; anything this large is not one.
+constexpr off_t kMaxConfigBytes = 1 << 20;
+// A top-level map of option: value, where a value may be a list of plain values.
+constexpr int kMaxYamlDepth = 2;
+
+std::string Quoted(const std::string& value) { return Printable(value, kQuotedBytes); }
+
+Result<int> ParseInt(const Sourced& v, int min, int max) {
+  int n = 0;
+  const char* end = v.value.data() + v.value.size();
+  auto [ptr, ec] = std::from_chars(v.value.data(), end, n);
+  if (v.value.empty() || ec != std::errc() || ptr != end || n < min || n > max) {
+    return Status::InvalidArgument(
+        fmt::format("{}: '{}' is not a whole number from {} to {}", v.source, Quoted(v.value), min, max));
+  }
+  return n;
+}
+
+Result<bool> ParseBool(const Sourced& v) {
+  if (v.value == "true" || v.value == "1") return true;
+  if (v.value == "false" || v.value == "0") return false;
+  return Status::InvalidArgument(fmt::format("{}: '{}' is not true or false", v.source, Quoted(v.value)));
+}
+
+// The kinds of option. Each binder leaves Config alone for an empty value (as if not given), but
+// for the kinds that refuse one.
+Binder NonEmpty(Binder bind) {
+  return [bind = std::move(bind)](const Sourced& v, Config& c) { return v.value.empty() ? Status::Ok() : bind(v, c); };
+}
+
+Binder Text(std::string Config::*field) {
+  return NonEmpty([field](const Sourced& v, Config& c) {
+    c.*field = v.value;
+    return Status::Ok();
+  });
+}
+
+Binder UrlList(std::vector<std::string> Config::*field) {
+  return NonEmpty([field](const Sourced& v, Config& c) {
+    auto urls = ParseUrlList(v.value, v.source);
+    if (!urls.ok()) return urls.status();
+    c.*field = std::move(*urls);
+    return Status::Ok();
+  });
+}
+
+// etcdctl accepts bare host:port endpoints, as http://.
+Binder Endpoints(std::vector<std::string> Config::*field) {
+  return NonEmpty([field](const Sourced& v, Config& c) {
+    std::string normalized;
+    std::stringstream ss(v.value);
+    for (std::string part; std::getline(ss, part, ',');) {
+      if (!normalized.empty()) normalized += ',';
+      normalized += part.find("://") == std::string::npos ? "http://" + part : part;
+    }
+    return UrlList(field)({normalized, v.source}, c);
+  });
+}
+
+Binder Flag(bool Config::*field) {
+  return NonEmpty([field](const Sourced& v, Config& c) {
+    auto b = ParseBool(v);
+    if (!b.ok()) return b.status();
+    c.*field = *b;
+    return Status::Ok();
+  });
+}
+
+Binder Whole(int Config::*field, int min, int max) {
+  return NonEmpty([=](const Sourced& v, Config& c) {
+    auto n = ParseInt(v, min, max);
+    if (!n.ok()) return n.status();
+    c.*field = *n;
+    return Status::Ok();
+  });
+}
+
+Binder Count(std::optional<size_t> Config::*field, int min, int max) {
+  return NonEmpty([=](const Sourced& v, Config& c) {
+    auto n = ParseInt(v, min, max);
+    if (!n.ok()) return n.status();
+    c.*field = static_cast<size_t>(*n);
+    return Status::Ok();
+  });
+}
+
+Binder Duration(std::chrono::milliseconds Config::*field) {
+  return NonEmpty([field](const Sourced& v, Config& c) {
+    auto d = ParseDuration(v.value, v.source);
+    if (!d.ok()) return d.status();
+    c.*field = *d;
+    return Status::Ok();
+  });
+}
+
+Binder HostPort(std::string Config::*field) {
+  return NonEmpty([field](const Sourced& v, Config& c) {
+    size_t colon = v.value.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+      return Status::InvalidArgument(fmt::format("{}: '{}' is not host:port", v.source, Quoted(v.value)));
+    }
+    if (auto port = ParseInt({v.value.substr(colon + 1), v.source}, 0, 65535); !port.ok()) return port.status();
+    c.*field = v.value;
+    return Status::Ok();
+  });
+}
+
+// One of `choices`, each with the value it stores.
+template <typename T>
+Binder OneOf(T Config::*field, std::vector<std::pair<const char*, T>> choices, const char* expected) {
+  return NonEmpty([=](const Sourced& v, Config& c) {
+    for (const auto& [word, value] : choices) {
+      if (v.value == word) {
+        c.*field = value;
+        return Status::Ok();
+      }
+    }
+    return Status::InvalidArgument(fmt::format("{}: '{}' is not {}", v.source, Quoted(v.value), expected));
+  });
+}
+
+Binder Words(std::string Config::*field, std::vector<const char*> words, const char* expected) {
+  std::vector<std::pair<const char*, std::string>> choices;
+  for (const char* w : words) choices.emplace_back(w, w);
+  return OneOf(field, std::move(choices), expected);
+}
+
+Binder TlsFile(TlsFiles Config::*tls, std::string TlsFiles::*file) {
+  return NonEmpty([=](const Sourced& v, Config& c) {
+    if (access(v.value.c_str(), R_OK) != 0) {
+      return Status::InvalidArgument(fmt::format("{}: cannot read file '{}'", v.source, Quoted(v.value)));
+    }
+    c.*tls.*file = v.value;
+    return Status::Ok();
+  });
+}
+
+Binder TlsFlag(TlsFiles Config::*tls) {
+  return NonEmpty([tls](const Sourced& v, Config& c) {
+    auto b = ParseBool(v);
+    if (!b.ok()) return b.status();
+    (c.*tls).client_cert_auth = *b;
+    return Status::Ok();
+  });
+}
+
+// The name goes into the data dir's path and into --initial-cluster, so it is stricter than etcd.
+Status CheckName(const Sourced& v) {
+  if (v.value.find_first_of("=,/ \t") != std::string::npos) {
+    return Status::InvalidArgument(
+        fmt::format("{}: name '{}' must not contain '=', ',', '/' or spaces", v.source, Quoted(v.value)));
+  }
+  return CheckMemberName(v.value, v.source + ": name");
+}
+
+Binder Name() {
+  return NonEmpty([](const Sourced& v, Config& c) {
+    if (Status s = CheckName(v); !s.ok()) return s;
+    c.name = v.value;
+    return Status::Ok();
+  });
+}
+
+// The token seeds the cluster and member IDs and reaches etcd's config: printable, and never empty.
+Binder Token() {
+  return [](const Sourced& v, Config& c) {
+    if (v.value.empty()) return Status::InvalidArgument(fmt::format("{}: the token must not be empty", v.source));
+    if (!IsPrintable(v.value)) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: the token '{}' holds control characters or bytes that are not UTF-8", v.source, Quoted(v.value)));
+    }
+    c.initial_cluster_token = v.value;
+    return Status::Ok();
+  };
+}
+
+OptionDef Row(const char* key, const char* env, const char* help, Binder bind, const char* default_value = nullptr) {
+  return OptionDef{key, env, help, default_value, std::move(bind), /*is_bool=*/false, /*is_list=*/false};
+}
+OptionDef ListRow(const char* key, const char* env, const char* help, Binder bind,
+                  const char* default_value = nullptr) {
+  return OptionDef{key, env, help, default_value, std::move(bind), /*is_bool=*/false, /*is_list=*/true};
+}
+OptionDef BoolRow(const char* key, const char* env, const char* help, Binder bind) {
+  return OptionDef{key, env, help, nullptr, std::move(bind), /*is_bool=*/true, /*is_list=*/false};
+}
+
+// The file's shape before its nodes are built: aliases and anchors are refused (quorate's options
+// never need them, and expanding them is how a small file costs gigabytes), and so is nesting deeper
+// than a list of values.
+class ShapeCheck : public YAML::EventHandler {
+ public:
+  std::string problem;
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { Node(mark, anchor); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Refuse(mark, "an alias (*name)"); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor, const std::string&) override {
+    Node(mark, anchor);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    Open(mark, anchor);
+  }
+  void OnSequenceEnd() override { --depth_; }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    Open(mark, anchor);
+  }
+  void OnMapEnd() override { --depth_; }
+
+ private:
+  void Node(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    if (anchor != YAML::NullAnchor) Refuse(mark, "an anchor (&name)");
+  }
+  void Open(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    Node(mark, anchor);
+    if (++depth_ > kMaxYamlDepth) Refuse(mark, "a list or map inside a value");
+  }
+  void Refuse(const YAML::Mark& mark, const char* what) {
+    if (problem.empty()) {
+      problem = fmt::format("line {}, column {}: {}, which quorate's options never need", mark.line + 1,
+                            mark.column + 1, what);
+    }
+  }
+  int depth_ = 0;
+};
+
+Result<std::string> ReadConfigFile(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    return Status::InvalidArgument(fmt::format("--config: cannot read '{}'", Quoted(path)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Status::InvalidArgument(fmt::format("--config {}: not a regular file", Quoted(path)));
+  }
+  if (st.st_size > kMaxConfigBytes) {
+    return Status::InvalidArgument(fmt::format("--config {}: {} bytes, more than the {} a config file may hold",
+                                               Quoted(path), st.st_size, kMaxConfigBytes));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string text(static_cast<size_t>(kMaxConfigBytes) + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad() || in.gcount() > kMaxConfigBytes) {
+    return Status::InvalidArgument(fmt::format("--config: cannot read '{}'", Quoted(path)));
+  }
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
+}
+
+// YAML scalars and lists of scalars become the same strings a flag would carry.
+Result<std::map<std::string, Sourced>> LoadYaml(const std::string& path) {
+  auto text = ReadConfigFile(path);
+  if (!text.ok()) return text.status();
+  const std::string file = Quoted(path);
+  std::map<std::string, Sourced> values;
+  // yaml-cpp reports what it cannot parse, or convert, by throwing: all of it stops here.
+  try {
+    std::istringstream stream(*text);
+    YAML::Parser parser(stream);
+    ShapeCheck shape;
+    parser.HandleNextDocument(shape);
+    if (!shape.problem.empty()) return Status::InvalidArgument(fmt::format("--config {}: {}", file, shape.problem));
+
+    YAML::Node root = YAML::Load(*text);
+    if (root.IsNull()) return values;
+    if (!root.IsMap()) {
+      return Status::InvalidArgument(fmt::format("--config {}: the top level must be a map of option: value", file));
+    }
+    for (const auto& entry : root) {
+      int line = entry.first.Mark().line + 1;
+      if (!entry.first.IsScalar()) {
+        return Status::InvalidArgument(
+            fmt::format("--config {}: line {}: a key must be an option name, not a list or a map", file, line));
+      }
+      std::string key = entry.first.Scalar();
+      const OptionDef* opt = FindOption(key);
+      if (opt == nullptr || key == "config") {
+        return Status::InvalidArgument(
+            fmt::format("--config {}: unknown option '{}' (line {})", file, Quoted(key), line));
+      }
+      std::string source = fmt::format("--config {}: {} (line {})", file, key, line);
+      const YAML::Node& node = entry.second;
+      std::string value;
+      if (node.IsScalar()) {
+        value = node.Scalar();
+      } else if (!opt->is_list) {
+        return Status::InvalidArgument(source + ": takes one value, not a list or a map");
+      } else if (node.IsSequence()) {
+        for (const auto& item : node) {
+          if (!item.IsScalar()) return Status::InvalidArgument(source + ": list items must be plain values");
+          if (!value.empty()) value += ',';
+          value += item.Scalar();
+        }
+      } else {
+        return Status::InvalidArgument(source + ": must be a value or a list of values");
+      }
+      values[key] = {value, source};
+    }
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(fmt::format("--config {}: not valid YAML: line {}, column {}: {}", file,
+                                               e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+  return values;
+}
+
+std::string Hostname() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "default";
+  return buf;
+}
+
+// The defaults that derive from other options, and the options that go together.
+Status Finish(Config& c) {
+  if (c.name.empty()) {
+    c.name = Hostname();
+    if (Status s = CheckName({c.name, "the host name (the default of --name)"}); !s.ok()) return s;
+  }
+  if (c.data_dir.empty()) c.data_dir = c.name + ".etcd";
+  if (c.state_dir.empty()) c.state_dir = c.data_dir + "/quorate";
+  struct Pair {
+    const TlsFiles& tls;
+    const char *cert, *key;
+  };
+  for (const Pair& p : {Pair{c.client_tls, "cert-file", "key-file"},
+                        Pair{c.peer_tls, "peer-cert-file", "peer-key-file"}, Pair{c.etcdctl_tls, "cert", "key"}}) {
+    if (p.tls.cert_file.empty() != p.tls.key_file.empty()) {
+      return Status::InvalidArgument(fmt::format("--{} and --{} go together: give both or neither", p.cert, p.key));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const std::vector<OptionDef>& AllOptions() {
+  using C = Config;
+  static const std::vector<OptionDef> kOptions = {
+      // etcd's flags.
+      Row("name", "ETCD_NAME", "member name (default: the host name)", Name()),
+      Row("data-dir", "ETCD_DATA_DIR", "etcd data directory (default: <name>.etcd)", Text(&C::data_dir)),
+      ListRow("initial-advertise-peer-urls", "ETCD_INITIAL_ADVERTISE_PEER_URLS",
+              "this member's peer URLs (default: from discovery)", UrlList(&C::initial_advertise_peer_urls)),
+      ListRow("advertise-client-urls", "ETCD_ADVERTISE_CLIENT_URLS",
+              "this member's client URLs (default: from discovery)", UrlList(&C::advertise_client_urls)),
+      ListRow("listen-peer-urls", "ETCD_LISTEN_PEER_URLS",
+              "URLs etcd listens on for peers (default: the advertised ones)", UrlList(&C::listen_peer_urls)),
+      ListRow("listen-client-urls", "ETCD_LISTEN_CLIENT_URLS",
+              "URLs etcd listens on for clients (default: the advertised ones)", UrlList(&C::listen_client_urls)),
+      ListRow("initial-cluster", "ETCD_INITIAL_CLUSTER", "static discovery: name=peerURL,...",
+              Text(&C::initial_cluster)),
+      Row("initial-cluster-token", "ETCD_INITIAL_CLUSTER_TOKEN", "cluster token, seeds the IDs", Token(),
+          "etcd-cluster"),
+      Row("discovery-srv", "ETCD_DISCOVERY_SRV", "DNS SRV discovery: the domain", Text(&C::discovery_srv)),
+      Row("discovery-srv-name", "ETCD_DISCOVERY_SRV_NAME", "DNS SRV discovery: service name suffix",
+          Text(&C::discovery_srv_name)),
+      Row("cert-file", "ETCD_CERT_FILE", "client TLS certificate", TlsFile(&C::client_tls, &TlsFiles::cert_file)),
+      Row("key-file", "ETCD_KEY_FILE", "client TLS key", TlsFile(&C::client_tls, &TlsFiles::key_file)),
+      Row("trusted-ca-file", "ETCD_TRUSTED_CA_FILE", "client TLS CA bundle",
+          TlsFile(&C::client_tls, &TlsFiles::trusted_ca_file)),
+      BoolRow("client-cert-auth", "ETCD_CLIENT_CERT_AUTH", "require client certificates", TlsFlag(&C::client_tls)),
+      Row("peer-cert-file", "ETCD_PEER_CERT_FILE", "peer TLS certificate", TlsFile(&C::peer_tls, &TlsFiles::cert_file)),
+      Row("peer-key-file", "ETCD_PEER_KEY_FILE", "peer TLS key", TlsFile(&C::peer_tls, &TlsFiles::key_file)),
+      Row("peer-trusted-ca-file", "ETCD_PEER_TRUSTED_CA_FILE", "peer TLS CA bundle",
+          TlsFile(&C::peer_tls, &TlsFiles::trusted_ca_file)),
+      BoolRow("peer-client-cert-auth", "ETCD_PEER_CLIENT_CERT_AUTH", "require peer client certificates",
+              TlsFlag(&C::peer_tls)),
+      // quorate's own. --config is read before the others, by ResolveConfig itself.
+      Row("config", "QUORATE_CONFIG", "YAML file with any of these options (flag > env > file > default)",
+          [](const Sourced&, Config&) { return Status::Ok(); }),
+      Row("discovery", "QUORATE_DISCOVERY", "discovery spec: 'provider=NAME key=value ...'", Text(&C::discovery)),
+      Row("bucket", "QUORATE_BUCKET", "store of a sealed member bucket: file:///dir or s3://bucket/prefix?endpoint=URL",
+          Text(&C::bucket)),
+      Row("cluster-size", "QUORATE_CLUSTER_SIZE", "expected member count (static lists imply it)",
+          Count(&C::cluster_size, 1, 99)),
+      Row("timeout", "QUORATE_TIMEOUT", "how long to wait for peers, e.g. 90s, 5m (at most 24h)", Duration(&C::timeout),
+          "5m"),
+      Row("state-dir", "QUORATE_STATE_DIR", "where the member bucket and etcd config go (default: <data-dir>/quorate)",
+          Text(&C::state_dir)),
+      Row("agent-listen", "QUORATE_AGENT_LISTEN", "address of this node's agent", HostPort(&C::agent_listen),
+          "0.0.0.0:2382"),
+      Row("agent-port", "QUORATE_AGENT_PORT", "port of the peers' agents", Whole(&C::agent_port, 1, 65535), "2382"),
+      Row("status-listen", "QUORATE_STATUS_LISTEN", "address of /healthz, /readyz, /metrics",
+          HostPort(&C::status_listen), "0.0.0.0:2383"),
+      Row("etcd", "QUORATE_ETCD", "etcd binary to run", Text(&C::etcd_path), "etcd"),
+      Row("log-format", "QUORATE_LOG_FORMAT", "text or json", Words(&C::log_format, {"text", "json"}, "text or json"),
+          "text"),
+      Row("log-level", "QUORATE_LOG_LEVEL", "debug, info, warn or error",
+          Words(&C::log_level, {"debug", "info", "warn", "error"}, "debug, info, warn or error"), "info"),
+      Row("write-out", "QUORATE_WRITE_OUT", "output format: simple, table or json",
+          OneOf<OutputFormat>(
+              &C::output,
+              {{"simple", OutputFormat::kSimple}, {"table", OutputFormat::kTable}, {"json", OutputFormat::kJson}},
+              "simple, table or json"),
+          "simple"),
+      // etcdctl's client flags.
+      ListRow("endpoints", "ETCDCTL_ENDPOINTS", "etcd client URLs", Endpoints(&C::endpoints), "http://127.0.0.1:2379"),
+      Row("cacert", "ETCDCTL_CACERT", "CA bundle to verify etcd", TlsFile(&C::etcdctl_tls, &TlsFiles::trusted_ca_file)),
+      Row("cert", "ETCDCTL_CERT", "client certificate for etcd", TlsFile(&C::etcdctl_tls, &TlsFiles::cert_file)),
+      Row("key", "ETCDCTL_KEY", "client key for etcd", TlsFile(&C::etcdctl_tls, &TlsFiles::key_file)),
+      BoolRow("ignore-not-found", "QUORATE_IGNORE_NOT_FOUND",
+              "a MEMBER that is not in the cluster is reported and skipped (exit 0) instead of being bad input, so "
+              "a removal that stopped half-way can simply be run again",
+              Flag(&C::ignore_not_found)),
+  };
+  return kOptions;
+}
+
+const OptionDef* FindOption(const std::string& key) {
+  for (const auto& opt : AllOptions()) {
+    if (key == opt.key) return &opt;
+  }
+  return nullptr;
+}
+
+std::map<std::string, std::string> ProcessEnvironment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry(*e);
+    size_t eq = entry.find('=');
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return env;
+}
+
+Result<Config> ResolveConfig(const std::vector<std::string>& keys, const FlagValues& flags,
+                             const std::map<std::string, std::string>& env) {
+  // The config file's path itself follows flag > env.
+  std::map<std::string, Sourced> file;
+  std::string config_path;
+  if (auto it = flags.find("config"); it != flags.end()) {
+    config_path = it->second;
+  } else if (auto e = env.find("QUORATE_CONFIG"); e != env.end()) {
+    config_path = e->second;
+  }
+  if (!config_path.empty()) {
+    auto loaded = LoadYaml(config_path);
+    if (!loaded.ok()) return loaded.status();
+    file = std::move(*loaded);
+  }
+
+  Config c;
+  for (const auto& key : keys) {
+    const OptionDef* opt = FindOption(key);
+    if (opt == nullptr) return Status::Internal("command declares unknown option " + key);
+    std::optional<Sourced> v;
+    if (auto it = flags.find(key); it != flags.end()) {
+      v = Sourced{it->second, "--" + key};
+    } else if (auto e = opt->env ? env.find(opt->env) : env.end(); e != env.end()) {
+      v = Sourced{e->second, opt->env};
+    } else if (auto f = file.find(key); f != file.end()) {
+      v = f->second;
+    } else if (opt->default_value != nullptr) {
+      v = Sourced{opt->default_value, "default of --" + key};
+    }
+    if (!v) continue;
+    if (Status s = opt->bind(*v, c); !s.ok()) return s;
+  }
+  if (Status s = Finish(c); !s.ok()) return s;
+  return c;
+}
+
+}  // namespace quorate

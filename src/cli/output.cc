@@ -1,0 +1,131 @@
+#include "cli/output.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/json.h"
+#include "core/planner.h"
+#include "core/table.h"
+
+namespace quorate {
+namespace {
+
+std::string Joined(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ",")); }
+
+// A line of JSON, flushed: a script reading the output sees each as it happens.
+void PrintJsonLine(std::ostream& out, const nlohmann::ordered_json& line) {
+  out << JsonText(line) << "\n" << std::flush;
+}
+
+std::string MembersJson(const MemberSet& set) {
+  nlohmann::json members = nlohmann::json::array();
+  for (const auto& m : set.members()) {
+    members.push_back(
+        {{"id", IdToHex(set.IdOf(m))}, {"name", m.name}, {"peerURLs", m.peer_urls}, {"clientURLs", m.client_urls}});
+  }
+  nlohmann::json doc = {{"clusterID", IdToHex(set.cluster_id())}, {"token", set.token()}, {"members", members}};
+  return JsonText(doc, 2) + "\n";
+}
+
+}  // namespace
+
+std::string FormatDiscovered(const MemberSet& set, OutputFormat format) {
+  if (format == OutputFormat::kJson) return MembersJson(set);
+  if (format == OutputFormat::kTable) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& m : set.members()) {
+      rows.push_back({IdToHex(set.IdOf(m)), m.name, Joined(m.peer_urls), Joined(m.client_urls)});
+    }
+    return fmt::format("cluster {} (token {}, {} members)\n", IdToHex(set.cluster_id()), set.token(), set.size()) +
+           RenderTable({"ID", "NAME", "PEER ADDRS", "CLIENT ADDRS"}, rows);
+  }
+  std::string out =
+      fmt::format("cluster {}, token {}, {} members\n", IdToHex(set.cluster_id()), set.token(), set.size());
+  for (const auto& m : set.members()) {
+    out += fmt::format("{}, {}, {}, {}\n", IdToHex(set.IdOf(m)), m.name, Joined(m.peer_urls), Joined(m.client_urls));
+  }
+  return out;
+}
+
+std::string FormatInitOutcome(const InitOutcome& o, OutputFormat format) {
+  if (format == OutputFormat::kJson) {
+    nlohmann::json j = {{"decision", ActionName(o.decision.action)},
+                        {"reason", o.decision.reason},
+                        {"name", o.self.name},
+                        {"memberID", IdToHex(o.member_id)},
+                        {"clusterID", IdToHex(o.cluster_id)},
+                        {"initialCluster", o.initial_cluster},
+                        {"initialClusterState", o.decision.initial_cluster_state},
+                        {"bucket", o.bucket_path},
+                        {"etcdConfig", o.etcd_config_path},
+                        {"etcdEnv", o.etcd_env_path}};
+    return JsonText(j) + "\n";
+  }
+  return fmt::format(
+      "decision: {}\nreason: {}\nmember: {} ({}) in cluster {}\ninitial cluster ({}): {}\nwrote: {} {} {}\n"
+      "start etcd with: etcd --config-file {}\n",
+      ActionName(o.decision.action), o.decision.reason, o.self.name, IdToHex(o.member_id), IdToHex(o.cluster_id),
+      o.decision.initial_cluster_state, o.initial_cluster, o.bucket_path, o.etcd_config_path, o.etcd_env_path,
+      o.etcd_config_path);
+}
+
+std::string FormatMemberList(const MemberListing& listing, OutputFormat format) {
+  if (format == OutputFormat::kJson) {
+    // Keys in etcdctl's order, for a reader comparing the two.
+    nlohmann::ordered_json members = nlohmann::ordered_json::array();
+    for (const auto& m : listing.members) {
+      members.push_back({{"id", IdToHex(m.id)},
+                         {"name", m.name},
+                         {"peerURLs", m.peer_urls},
+                         {"clientURLs", m.client_urls},
+                         {"isLearner", m.is_learner}});
+    }
+    return JsonText(nlohmann::ordered_json{{"clusterID", IdToHex(listing.cluster_id)}, {"members", members}}, 2) + "\n";
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& m : listing.members) {
+    rows.push_back({IdToHex(m.id), m.started() ? "started" : "unstarted", m.name, Joined(m.peer_urls),
+                    Joined(m.client_urls), m.is_learner ? "true" : "false"});
+  }
+  if (format == OutputFormat::kTable) {
+    return RenderTable({"ID", "STATUS", "NAME", "PEER ADDRS", "CLIENT ADDRS", "IS LEARNER"}, rows);
+  }
+  std::string out;
+  for (const auto& r : rows) out += fmt::format("{}\n", fmt::join(r, ", "));
+  return out;
+}
+
+std::string FormatVersions(const std::string& etcd_version, const std::string& etcd_path, OutputFormat format) {
+  if (format == OutputFormat::kJson) {
+    return JsonText(nlohmann::json{{"quorate", QUORATE_VERSION}, {"etcd", etcd_version}, {"etcdPath", etcd_path}}) +
+           "\n";
+  }
+  return fmt::format("quorate version: {}\netcd version: {} ({})\n", QUORATE_VERSION, etcd_version, etcd_path);
+}
+
+void RemovalPrinter::Handled(ClusterId cluster, const ClusterMember& m, Outcome outcome) {
+  bool removed = outcome == Outcome::kRemoved;
+  if (format_ == OutputFormat::kJson) {
+    PrintJsonLine(out_, {{"id", IdToHex(m.id)},
+                         {"name", m.name},
+                         {"clusterID", IdToHex(cluster)},
+                         {"result", removed ? "removed" : "already removed"}});
+    return;
+  }
+  std::string name = m.name.empty() ? "" : fmt::format(" ({})", m.name);
+  out_ << fmt::format("Member {}{} {} cluster {}\n", IdToHex(m.id), name,
+                      removed ? "removed from" : "was already removed from", IdToHex(cluster))
+       << std::flush;
+}
+
+void RemovalPrinter::NotAMember(ClusterId cluster, const std::string& arg) {
+  if (format_ == OutputFormat::kJson) {
+    PrintJsonLine(out_, {{"member", arg}, {"clusterID", IdToHex(cluster)}, {"result", "not a member"}});
+    return;
+  }
+  out_ << fmt::format("{}: not a member of cluster {}; nothing to remove\n", arg, IdToHex(cluster)) << std::flush;
+}
+
+}  // namespace quorate

@@ -1,0 +1,43 @@
+// Everything a command prints on stdout, in each -w format (simple, table, json): one file, so the
+// shapes stay alike (IDs as hex, "clusterID", etcdctl's layouts where etcdctl has one). Every JSON
+// document goes through JsonText (core/json.h), which cannot throw.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "core/config.h"
+#include "etcd/etcd_client.h"
+#include "node/init.h"
+#include "node/member_remove.h"
+#include "quorate/member.h"
+
+namespace quorate {
+
+// `discover` and `cluster-init`: the members with the IDs etcd will assign.
+std::string FormatDiscovered(const MemberSet& set, OutputFormat format);
+
+// `init`: the decision, its reason and the files written.
+std::string FormatInitOutcome(const InitOutcome& outcome, OutputFormat format);
+
+// `member list` in etcdctl 3.4's shapes: simple and table as etcdctl prints them; json with IDs as
+// hex strings and "clusterID", as quorate's other JSON output.
+std::string FormatMemberList(const MemberListing& listing, OutputFormat format);
+
+// `version`: quorate's, and that of the etcd binary at `etcd_path` ("not found" when it gave none).
+std::string FormatVersions(const std::string& etcd_version, const std::string& etcd_path, OutputFormat format);
+
+// `member remove`: one line per argument, flushed as it is handled (etcdctl's "Member <id> removed
+// from cluster <cluster id>", with the name; JSON lines with -w json).
+class RemovalPrinter : public RemovalReport {
+ public:
+  RemovalPrinter(OutputFormat format, std::ostream& out) : format_(format), out_(out) {}
+  void Handled(ClusterId cluster, const ClusterMember& member, Outcome outcome) override;
+  void NotAMember(ClusterId cluster, const std::string& arg) override;
+
+ private:
+  OutputFormat format_;
+  std::ostream& out_;
+};
+
+}  // namespace quorate

@@ -1,0 +1,42 @@
+#include "quorate/duration.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+
+#include "quorate/text.h"
+
+namespace quorate {
+
+Result<std::chrono::milliseconds> ParseDuration(const std::string& text, const std::string& what) {
+  auto bad = [&] {
+    return Status::InvalidArgument(
+        fmt::format("{}: '{}' is not a duration (use e.g. 500ms, 90s, 5m, 1h)", what, Printable(text, 64)));
+  };
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  // Nine digits of hours are still far inside milliseconds' range; the cap below does the rest.
+  if (digits == 0 || digits > 9) return bad();
+  long n = std::stol(text.substr(0, digits));
+  std::string unit = text.substr(digits);
+  std::chrono::milliseconds d;
+  if (unit.empty() || unit == "s") {
+    d = std::chrono::seconds(n);
+  } else if (unit == "ms") {
+    d = std::chrono::milliseconds(n);
+  } else if (unit == "m") {
+    d = std::chrono::minutes(n);
+  } else if (unit == "h") {
+    d = std::chrono::hours(n);
+  } else {
+    return bad();
+  }
+  if (d.count() <= 0) return bad();
+  if (d > kMaxDuration) {
+    return Status::InvalidArgument(fmt::format("{}: '{}' is longer than quorate waits for anything (at most {}h)", what,
+                                               Printable(text, 64), kMaxDuration.count()));
+  }
+  return d;
+}
+
+}  // namespace quorate
