@@ -152,7 +152,8 @@ HttpResult HttpSend(const HttpRequest& request) {
   bool too_large = false;
   req.response_handler = [&](const httplib::Response& res) {
     headers_arrived = true;
-    if (res.has_header("Content-Length")) {
+    // A HEAD answer's length is that of the body it leaves out.
+    if (request.method != "HEAD" && res.has_header("Content-Length")) {
       declared = std::strtoull(res.get_header_value("Content-Length").c_str(), nullptr, 10);
       too_large = declared > request.max_body;
     }
