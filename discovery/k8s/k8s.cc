@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "quorate/clock.h"
 #include "quorate/config.h"
 #include "quorate/fs.h"
 #include "quorate/http.h"
@@ -487,6 +488,24 @@ class K8sProvider : public DiscoveryProvider {
       : o_(std::move(o)), cluster_size_(cluster_size), deadline_(deadline) {}
 
   Result<std::vector<Member>> Discover() override {
+    // Asked again once the caller's time is up, the last failure is still the reason to give.
+    if (!last_failure_.ok() && RealClock().Now() >= deadline_) return last_failure_;
+    auto members = DiscoverNow();
+    last_failure_ = members.ok() ? Status::Ok() : members.status();
+    return members;
+  }
+
+  std::optional<size_t> ImpliedSize() const override { return implied_size_; }
+
+  std::string Describe() const override {
+    return o_.label_selector.empty()
+               ? fmt::format("k8s endpointslices of service {} in namespace {} at {}", o_.service, o_.namespace_name,
+                             o_.api_server)
+               : fmt::format("k8s pods {} in namespace {} at {}", o_.label_selector, o_.namespace_name, o_.api_server);
+  }
+
+ private:
+  Result<std::vector<Member>> DiscoverNow() {
     std::vector<Member> members;
     std::vector<std::string> controllers;
     for (int restarts = 0;; ++restarts) {
@@ -513,16 +532,6 @@ class K8sProvider : public DiscoveryProvider {
     return members;
   }
 
-  std::optional<size_t> ImpliedSize() const override { return implied_size_; }
-
-  std::string Describe() const override {
-    return o_.label_selector.empty()
-               ? fmt::format("k8s endpointslices of service {} in namespace {} at {}", o_.service, o_.namespace_name,
-                             o_.api_server)
-               : fmt::format("k8s pods {} in namespace {} at {}", o_.label_selector, o_.namespace_name, o_.api_server);
-  }
-
- private:
   // The whole list into `members`; false when a continue token expired and it must start again.
   Result<bool> ListAll(std::vector<Member>& members, std::vector<std::string>& controllers) {
     members.clear();
@@ -536,10 +545,17 @@ class K8sProvider : public DiscoveryProvider {
                        : Call{"list", "endpointslices", "discovery.k8s.io", "", EndpointSliceListPath(o_, next)};
       if (++pages > kMaxListPages) {
         return Status::Unavailable(fmt::format(
-            "{}: the list did not end after {} pages of up to {} (the API server keeps handing out continue tokens)",
-            Describe(), kMaxListPages, o_.page_size));
+            "the list did not end after {} pages of up to {} (the API server keeps handing out continue tokens)",
+            kMaxListPages, o_.page_size));
       }
       auto answer = Get(call, kMaxListPageBytes);
+      if (!answer.ok() && pages > 1 && answer.status().IsUnavailable() && RealClock().Now() >= deadline_) {
+        // The page the deadline cut short is not the story: the list that never ended is.
+        return Status::Unavailable(
+            fmt::format("the list did not end: {} pages, each with a new continue token, and more to come when the "
+                        "time ran out ({})",
+                        pages - 1, answer.status().message()));
+      }
       if (!answer.ok()) return answer.status();
       if (answer->status == 410 && !next.empty()) return false;
       if (answer->status != 200) return Refusal(o_, call, answer->status, answer->body);
@@ -644,6 +660,7 @@ class K8sProvider : public DiscoveryProvider {
   std::optional<size_t> cluster_size_;
   std::optional<size_t> implied_size_;
   Clock::TimePoint deadline_;
+  Status last_failure_;
 };
 
 Result<std::unique_ptr<DiscoveryProvider>> CreateK8s(ProviderParams& params) {

@@ -206,8 +206,7 @@ HttpResult HttpSend(const HttpRequest& request) {
     if (error == httplib::Error::Connection || error == httplib::Error::ConnectionTimeout) {
       return fail(HttpFailure::kNoConnection, fmt::format("no connection within {} ms", budget.count()));
     }
-    return fail(HttpFailure::kNoAnswer,
-                fmt::format("no answer (connection closed, or silent for {} ms{})", budget.count(), refused_hint));
+    return fail(HttpFailure::kNoAnswer, fmt::format("no answer (connection closed, or silent for {} ms)", budget.count()));
   }
   switch (error) {
     case httplib::Error::Connection:

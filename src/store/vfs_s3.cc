@@ -334,45 +334,8 @@ class S3Vfs : public Vfs {
   bool exclusive_create() const override { return o_.conditional_put; }
 
   Result<std::vector<std::string>> List(const std::string& prefix) override {
-    if (!prefix.empty()) {
-      if (Status s = ValidateKey(prefix); !s.ok()) return s;
-    }
-    // The trailing '/' is what makes "a" a directory: "ab" does not start with "a/".
-    const std::string full = prefix.empty() ? (o_.root.empty() ? "" : o_.root + "/") : FullKey(prefix) + "/";
-    const size_t strip = o_.root.empty() ? 0 : o_.root.size() + 1;
-    std::vector<std::string> keys;
-    std::string token;
-    std::set<std::string> tokens;
-    const Clock::TimePoint deadline = CallDeadline();
-    for (int pages = 1;; ++pages) {
-      if (pages > kMaxListPages) {
-        return Status::Unavailable(fmt::format(
-            "listing {} at {}: not done after {} pages (the store keeps handing out continuation tokens)", Url(full),
-            EndpointText(), kMaxListPages));
-      }
-      Call call{"GET", "", {{"list-type", "2"}, {"prefix", full}}, "", {}};
-      if (o_.page_size) call.query["max-keys"] = std::to_string(o_.page_size);
-      if (!token.empty()) call.query["continuation-token"] = token;
-      auto r = Send(call, deadline, kMaxListPageBytes);
-      if (!r.ok()) return r.status();
-      if (r->status != 200) return Refused(call, *r);
-      auto page = s3::ParseListPage(r->body);
-      if (!page.ok()) return page.status().Prefixed(fmt::format("listing {}", Url(full)));
-      for (std::string& key : page->keys) {
-        // Anything not a valid key (a console "folder/" marker, a stray upload with a space) cannot
-        // be a record, and is left out just as the directory backend leaves out its dot files.
-        std::string relative = key.substr(std::min(strip, key.size()));
-        if (key.rfind(full, 0) == 0 && ValidateKey(relative).ok()) keys.push_back(std::move(relative));
-      }
-      if (!page->truncated) break;
-      if (!tokens.insert(page->next_token).second) {
-        return Status::Unavailable(
-            fmt::format("listing {} at {}: the store returned a continuation token it had given before", Url(full),
-                        EndpointText()));
-      }
-      token = page->next_token;
-    }
-    std::sort(keys.begin(), keys.end());
+    auto keys = ListNow(prefix);
+    if (!keys.ok()) last_failure_ = keys.status();
     return keys;
   }
 
@@ -423,6 +386,57 @@ class S3Vfs : public Vfs {
   }
 
  private:
+  Result<std::vector<std::string>> ListNow(const std::string& prefix) {
+    if (!prefix.empty()) {
+      if (Status s = ValidateKey(prefix); !s.ok()) return s;
+    }
+    // The trailing '/' is what makes "a" a directory: "ab" does not start with "a/".
+    const std::string full = prefix.empty() ? (o_.root.empty() ? "" : o_.root + "/") : FullKey(prefix) + "/";
+    const size_t strip = o_.root.empty() ? 0 : o_.root.size() + 1;
+    std::vector<std::string> keys;
+    std::string token;
+    std::set<std::string> tokens;
+    const Clock::TimePoint deadline = CallDeadline();
+    for (int pages = 1;; ++pages) {
+      if (pages > kMaxListPages) {
+        return Status::Unavailable(fmt::format(
+            "listing {} at {}: not done after {} pages (the store keeps handing out continuation tokens)", Url(full),
+            EndpointText(), kMaxListPages));
+      }
+      Call call{"GET", "", {{"list-type", "2"}, {"prefix", full}}, "", {}};
+      if (o_.page_size) call.query["max-keys"] = std::to_string(o_.page_size);
+      if (!token.empty()) call.query["continuation-token"] = token;
+      auto r = Send(call, deadline, kMaxListPageBytes);
+      if (!r.ok() && pages > 1 && r.status().IsUnavailable() && RealClock().Now() >= deadline) {
+        // The page the deadline cut short is not the story: the listing that never ended is.
+        return Status::Unavailable(
+            fmt::format("listing {} at {}: {} pages, each with a new continuation token, and more to come when the "
+                        "time ran out ({})",
+                        Url(full), EndpointText(), pages - 1, r.status().message()));
+      }
+      if (!r.ok()) return r.status();
+      if (r->status != 200) return Refused(call, *r);
+      auto page = s3::ParseListPage(r->body);
+      if (!page.ok()) return page.status().Prefixed(fmt::format("listing {}", Url(full)));
+      for (std::string& key : page->keys) {
+        // Anything not a valid key (a console "folder/" marker, a stray upload with a space) cannot
+        // be a record, and is left out just as the directory backend leaves out its dot files.
+        std::string relative = key.substr(std::min(strip, key.size()));
+        if (key.rfind(full, 0) == 0 && ValidateKey(relative).ok()) keys.push_back(std::move(relative));
+      }
+      if (!page->truncated) break;
+      if (!tokens.insert(page->next_token).second) {
+        return Status::Unavailable(
+            fmt::format("listing {} at {}: the store returned a continuation token it had given before", Url(full),
+                        EndpointText()));
+      }
+      token = page->next_token;
+    }
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  }
+
+
   // Each Vfs call ends within timeout= and the caller's deadline, retries and pages included.
   Clock::TimePoint CallDeadline() const { return std::min(RealClock().Now() + o_.timeout, o_.deadline); }
 
@@ -459,6 +473,14 @@ class S3Vfs : public Vfs {
   // returned whatever its status, for the caller to read; a body over `max_body` is DataLoss.
   Result<Response> Send(const Call& call, Clock::TimePoint deadline, size_t max_body) {
     const Clock::TimePoint start = RealClock().Now();
+    // Asked again once the caller's time is up, the last failure is still the reason to give.
+    if (!last_failure_.ok() && start >= o_.deadline) return last_failure_;
+    auto response = SendInTime(call, deadline, max_body, start);
+    last_failure_ = response.ok() ? Status::Ok() : response.status();
+    return response;
+  }
+
+  Result<Response> SendInTime(const Call& call, Clock::TimePoint deadline, size_t max_body, Clock::TimePoint start) {
     Backoff backoff(RealClock(), kFirstBackoff, kMaxBackoff, deadline);
     std::string last;
     int tries = 0;
@@ -519,6 +541,7 @@ class S3Vfs : public Vfs {
   }
 
   Options o_;
+  Status last_failure_;
 };
 
 }  // namespace
