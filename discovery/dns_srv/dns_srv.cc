@@ -14,6 +14,7 @@
 
 #include "quorate/duration.h"
 #include "quorate/provider.h"
+#include "quorate/text.h"
 
 namespace quorate::dns_srv {
 namespace {
@@ -31,6 +32,10 @@ bool IsLabel(std::string_view label, std::string_view punct) {
     return std::isalnum(static_cast<unsigned char>(c)) || punct.find(c) != std::string_view::npos;
   });
 }
+
+// DNS answers are fetched at run time and often fixed after the first node starts: a wrong one is
+// retried within --timeout like a missing one, never bad input.
+Status WrongAnswer(const std::string& text) { return Status::Unavailable(text); }
 
 struct Host {
   std::set<std::string> peer_urls;  // a set, so identical records count once
@@ -80,28 +85,28 @@ Result<std::vector<Member>> DiscoverSrvMembers(const SrvQuery& query, Resolver& 
       if (!target.empty() && target.back() == '.') target.pop_back();
       if (target.empty()) {
         // RFC 2782's "." target: the service is decidedly not available here.
-        return Status::InvalidArgument(fmt::format(
+        return WrongAnswer(fmt::format(
             "SRV record {} has the empty target '.' (no service here): point it at the member's host "
             "(e.g. etcd-0.{}.) or delete it",
             record_name, query.domain));
       }
       if (!IsDnsName(target)) {
-        return Status::InvalidArgument(fmt::format(
+        return WrongAnswer(fmt::format(
             "SRV record {} points at '{}', which is not a host name: point it at the member's host "
             "(e.g. etcd-0.{}.)",
-            record_name, record.target, query.domain));
+            record_name, Printable(record.target, 253), query.domain));
       }
       std::string name = target.substr(0, target.find('.'));
       auto [it, inserted] = host_of_name.emplace(name, target);
       if (!inserted && it->second != target) {
-        return Status::InvalidArgument(fmt::format(
+        return WrongAnswer(fmt::format(
             "SRV targets {} and {} both make member name '{}' (the first label): member names must be "
             "unique, so rename one host",
             it->second, target, name));
       }
       std::string url = fmt::format("{}://{}:{}", secure ? "https" : "http", target, record.port);
       if (auto parsed = ParseUrl(url); !parsed.ok()) {
-        return parsed.status().Prefixed(fmt::format("SRV record {} for {}", record_name, target));
+        return WrongAnswer(fmt::format("SRV record {} for {}: {}", record_name, target, parsed.status().message()));
       }
       hosts[target].peer_urls.insert(url);
       hosts[target].records.insert(record_name);
@@ -118,7 +123,7 @@ Result<std::vector<Member>> DiscoverSrvMembers(const SrvQuery& query, Resolver& 
   for (const auto& [target, host] : hosts) {
     auto addresses = resolver.LookupHost(target);
     if (addresses.status().IsNotFound()) {
-      return Status::InvalidArgument(fmt::format(
+      return WrongAnswer(fmt::format(
           "SRV target {} (in {}) does not resolve: {}; add an A or AAAA record for it or remove it "
           "from the SRV records",
           target, fmt::join(host.records, " and "), addresses.status().message()));

@@ -25,9 +25,10 @@ struct SrvQuery {
 
 // Both record sets, merged: one member per SRV target host, named by the host's first label, with a
 // peer URL per distinct (scheme, port) and the conventional client URL for each, sorted by name.
-// InvalidArgument when the answer is wrong (a target that is not a host name or does not resolve, a
-// name shared by two hosts); NotFound when neither record name holds records; Unavailable when the
-// DNS server did not answer.
+// NotFound when neither record name holds records; Unavailable when the DNS server did not answer
+// or its answer is wrong (a target that is not a host name or does not resolve, port 0, a name
+// shared by two hosts): DNS is fetched at run time, and records are often fixed after the first
+// node starts, so the caller retries within --timeout.
 Result<std::vector<Member>> DiscoverSrvMembers(const SrvQuery& query, Resolver& resolver);
 
 // A DNS name as Go's resolver (and so etcd) accepts one: dot-separated labels of letters, digits,

@@ -13,6 +13,7 @@
 #include "quorate/tls.h"
 #include "etcd/etcd_client.h"
 #include "quorate/provider.h"
+#include "quorate/text.h"
 
 namespace quorate {
 namespace {
@@ -90,7 +91,9 @@ class EtcdProvider : public DiscoveryProvider {
     const std::string& text = **value;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
     if (ec != std::errc() || end != text.data() + text.size() || n == 0 || n > 99) {
-      return Status::InvalidArgument(fmt::format("{} holds '{}', not a member count", key, text));
+      // The registry's content is fetched at run time: whoever wrote it may still fix it.
+      return Status::Unavailable(
+          fmt::format("{} holds '{}', not a member count from 1 to 99", key, Printable(text, 64)));
     }
     if (size_ && *size_ != n) {
       return Status::InvalidArgument(fmt::format("--cluster-size {} contradicts {} = {}", *size_, key, n));

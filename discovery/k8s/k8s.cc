@@ -6,18 +6,22 @@
 #include "k8s.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "quorate/clock.h"
 #include "quorate/duration.h"
 #include "quorate/fs.h"
+#include "quorate/http.h"
+#include "quorate/json.h"
+#include "quorate/text.h"
 
 namespace quorate::k8s {
 namespace {
@@ -29,6 +33,13 @@ constexpr int kDefaultClientPort = 2379;
 // A continue token the server has forgotten restarts the listing; a server that forgets every time
 // is not going to give a consistent list soon.
 constexpr int kListRestarts = 3;
+// A list of etcd pods is a few pages at most; a server handing out continue tokens without end is
+// not giving a list.
+constexpr int kMaxListPages = 100;
+// A pod is a few KiB of JSON, and a page holds up to page_size (at most 10000) of them, but an etcd
+// StatefulSet's label selector finds a handful.
+constexpr size_t kMaxListPageBytes = 8 << 20;
+constexpr size_t kMaxObjectBytes = 1 << 20;
 
 const std::vector<std::string> kKeys = {"namespace",  "label_selector", "service",     "port_name", "client_port_name",
                                         "scheme",     "cluster_domain", "statefulset", "page_size", "timeout",
@@ -148,36 +159,44 @@ struct NamedPorts {
   }
 };
 
+// What the API server answered is fetched at run time: when it is wrong (a proxy's HTML page, a
+// half-written object), it may be right on the next look, and the caller retries.
+Status WrongAnswer(const std::string& text) { return Status::Unavailable(text); }
+
 Result<json> ParseJson(const std::string& body, const std::string& source) {
-  json doc = json::parse(body, nullptr, false);
-  if (doc.is_discarded()) {
-    return Status::InvalidArgument(
-        fmt::format("{}: the answer is not JSON (it starts '{}'); is api_server a Kubernetes API server?", source,
-                    body.substr(0, 40)));
+  auto doc = ParseForeignJson(body);
+  if (!doc.ok()) {
+    return WrongAnswer(
+        fmt::format("{}: the answer is {}; is api_server a Kubernetes API server?", source, doc.status().message()));
   }
   return doc;
 }
 
-// A list answer: its items and its continue token, or what is wrong with its shape.
+// A list answer, its shape checked: the document (never copied: the items are read where they are)
+// and its continue token.
 struct List {
-  json items;
+  json doc;
   std::string next;
+  const json& items() const {
+    static const json kNone = json::array();
+    const json* items = Field(doc, "items");
+    return items ? *items : kNone;
+  }
 };
 
 Result<List> ParseList(const std::string& body, const std::string& kind, const std::string& source) {
   auto doc = ParseJson(body, source);
   if (!doc.ok()) return doc.status();
   auto bad = [&](const std::string& why) {
-    return Status::InvalidArgument(fmt::format("{}: the answer is not a {}: {}", source, kind, why));
+    return WrongAnswer(fmt::format("{}: the answer is not a {}: {}", source, kind, why));
   };
   if (!doc->is_object()) return bad(fmt::format("it is {}, not an object", doc->type_name()));
-  if (StringField(*doc, "kind") != kind) return bad(fmt::format("kind is '{}'", StringField(*doc, "kind")));
-  List list{json::array(), ""};
-  if (const json* items = Field(*doc, "items")) {
-    if (!items->is_array()) return bad("items is not a list");
-    list.items = std::move(*items);
+  if (StringField(*doc, "kind") != kind) {
+    return bad(fmt::format("kind is '{}'", Printable(StringField(*doc, "kind"), 64)));
   }
-  if (const json* meta = Field(*doc, "metadata")) list.next = StringField(*meta, "continue");
+  if (const json* items = Field(*doc, "items"); items && !items->is_array()) return bad("items is not a list");
+  List list{std::move(*doc), ""};
+  if (const json* meta = Field(list.doc, "metadata")) list.next = StringField(*meta, "continue");
   return list;
 }
 
@@ -195,13 +214,13 @@ std::string ControllingStatefulSet(const json& meta) {
 
 // Read from a container's or a slice's ports: [{"name": ..., "containerPort"|"port": N}].
 Status ReadPorts(const json& ports, const char* number_key, const std::string& source, NamedPorts& out) {
-  if (!ports.is_array()) return Status::InvalidArgument(fmt::format("{}: ports is not a list", source));
+  if (!ports.is_array()) return WrongAnswer(fmt::format("{}: ports is not a list", source));
   for (const json& p : ports) {
     const json* number = Field(p, number_key);
     const std::string name = StringField(p, "name");
     if (name.empty()) continue;
     if (!number || !number->is_number_integer() || *number < 1 || *number > 65535) {
-      return Status::InvalidArgument(fmt::format("{}: port '{}' has no {} from 1 to 65535", source, name, number_key));
+      return WrongAnswer(fmt::format("{}: port '{}' has no {} from 1 to 65535", source, Printable(name, 64), number_key));
     }
     out.ports.emplace(name, number->get<int>());
   }
@@ -336,14 +355,14 @@ Result<ListPage> ParsePodList(const Options& o, const std::string& body, const s
   if (!list.ok()) return list.status();
   ListPage page;
   page.next = list->next;
-  for (const json& pod : list->items) {
+  for (const json& pod : list->items()) {
     const json* meta = Field(pod, "metadata");
     const std::string name = meta ? StringField(*meta, "name") : "";
     if (!IsDns1123Label(name)) {
-      return Status::InvalidArgument(fmt::format(
+      return WrongAnswer(fmt::format(
           "{}: pod '{}' has no name usable as a DNS label under the Service (a StatefulSet's pods do): narrow "
           "label_selector=",
-          source, name));
+          source, Printable(name, 64)));
     }
     if (Field(*meta, "deletionTimestamp")) continue;
     NamedPorts ports;
@@ -370,16 +389,16 @@ Result<ListPage> ParseEndpointSliceList(const Options& o, const std::string& bod
   if (!list.ok()) return list.status();
   ListPage page;
   page.next = list->next;
-  for (const json& slice : list->items) {
+  for (const json& slice : list->items()) {
     const json* meta = Field(slice, "metadata");
-    const std::string where = fmt::format("{} slice '{}'", source, meta ? StringField(*meta, "name") : "");
+    const std::string where = fmt::format("{} slice '{}'", source, Printable(meta ? StringField(*meta, "name") : "", 64));
     NamedPorts ports;
     if (const json* p = Field(slice, "ports")) {
       if (Status s = ReadPorts(*p, "port", where, ports); !s.ok()) return s;
     }
     const json* endpoints = Field(slice, "endpoints");
     if (!endpoints) continue;
-    if (!endpoints->is_array()) return Status::InvalidArgument(where + ": endpoints is not a list");
+    if (!endpoints->is_array()) return WrongAnswer(where + ": endpoints is not a list");
     for (const json& e : *endpoints) {
       // Not-ready endpoints count: a member that has not started yet is still a member.
       if (const json* conditions = Field(e, "conditions"); conditions && BoolField(*conditions, "terminating"))
@@ -390,9 +409,10 @@ Result<ListPage> ParseEndpointSliceList(const Options& o, const std::string& bod
       if (pod.empty()) pod = hostname;
       if (hostname.empty()) hostname = pod;
       if (!IsDns1123Label(pod) || !IsDns1123Label(hostname)) {
-        return Status::InvalidArgument(
-            fmt::format("{}: an endpoint ({}) names no pod usable as a member (targetRef '{}', hostname '{}')", where,
-                        Field(e, "addresses") ? Field(e, "addresses")->dump() : "no addresses", pod, hostname));
+        return WrongAnswer(fmt::format(
+            "{}: an endpoint ({}) names no pod usable as a member (targetRef '{}', hostname '{}')", where,
+            Printable(Field(e, "addresses") ? Field(e, "addresses")->dump() : "no addresses", 80), Printable(pod, 64),
+            Printable(hostname, 64)));
       }
       page.members.push_back(MemberFor(o, pod, hostname, ports.Or(o.port_name, kDefaultPeerPort),
                                        ports.Or(o.client_port_name, kDefaultClientPort)));
@@ -405,7 +425,7 @@ Result<std::string> ParsePodController(const std::string& body, const std::strin
   auto doc = ParseJson(body, source);
   if (!doc.ok()) return doc.status();
   if (StringField(*doc, "kind") != "Pod") {
-    return Status::InvalidArgument(fmt::format("{}: the answer is not a Pod", source));
+    return WrongAnswer(fmt::format("{}: the answer is not a Pod", source));
   }
   const json* meta = Field(*doc, "metadata");
   return meta ? ControllingStatefulSet(*meta) : std::string();
@@ -415,22 +435,22 @@ Result<size_t> ParseStatefulSetReplicas(const std::string& body, const std::stri
   auto doc = ParseJson(body, source);
   if (!doc.ok()) return doc.status();
   if (StringField(*doc, "kind") != "StatefulSet") {
-    return Status::InvalidArgument(fmt::format("{}: the answer is not a StatefulSet", source));
+    return WrongAnswer(fmt::format("{}: the answer is not a StatefulSet", source));
   }
   const json* spec = Field(*doc, "spec");
   // The API server defaults a missing spec.replicas to 1, as it does when creating the object.
   const json* replicas = spec ? Field(*spec, "replicas") : nullptr;
   if (!replicas) return size_t{1};
   if (!replicas->is_number_integer() || *replicas < 0) {
-    return Status::InvalidArgument(fmt::format("{}: spec.replicas is {}, not a count", source, replicas->dump()));
+    return WrongAnswer(fmt::format("{}: spec.replicas is {}, not a count", source, Printable(replicas->dump(), 64)));
   }
   return replicas->get<size_t>();
 }
 
 Status Refusal(const Options& o, const Call& call, int status, const std::string& body) {
-  json doc = json::parse(body, nullptr, false);
-  std::string message = StringField(doc, "message");
-  if (message.empty()) message = body.substr(0, 80);
+  auto doc = ParseForeignJson(body);
+  std::string message = Printable(doc.ok() ? StringField(*doc, "message") : "", 200);
+  if (message.empty()) message = Printable(body, 80);
   const std::string what = fmt::format("GET {}{}: HTTP {}", o.api_server, call.path, status);
   const std::string server_said = message.empty() ? "" : "; the API server says: " + message;
   if (status == 403) {
@@ -451,7 +471,7 @@ Status Refusal(const Options& o, const Call& call, int status, const std::string
     // A pod named by a slice a moment ago and gone now: the next look will not name it.
     return Status::Unavailable(fmt::format("{} '{}' is gone ({}{})", call.resource, call.name, what, server_said));
   }
-  if (status >= 500 || status == 429) return Status::Unavailable(fmt::format("{}{}; retrying", what, server_said));
+  if (IsRetryableHttpStatus(status)) return Status::Unavailable(fmt::format("{}{}; retrying", what, server_said));
   return Status::InvalidArgument(what + server_said);
 }
 
@@ -464,9 +484,28 @@ struct Answer {
 
 class K8sProvider : public DiscoveryProvider {
  public:
-  K8sProvider(Options o, std::optional<size_t> cluster_size) : o_(std::move(o)), cluster_size_(cluster_size) {}
+  K8sProvider(Options o, std::optional<size_t> cluster_size, Clock::TimePoint deadline)
+      : o_(std::move(o)), cluster_size_(cluster_size), deadline_(deadline) {}
 
   Result<std::vector<Member>> Discover() override {
+    // Asked again once the caller's time is up, the last failure is still the reason to give.
+    if (!last_failure_.ok() && RealClock().Now() >= deadline_) return last_failure_;
+    auto members = DiscoverNow();
+    last_failure_ = members.ok() ? Status::Ok() : members.status();
+    return members;
+  }
+
+  std::optional<size_t> ImpliedSize() const override { return implied_size_; }
+
+  std::string Describe() const override {
+    return o_.label_selector.empty()
+               ? fmt::format("k8s endpointslices of service {} in namespace {} at {}", o_.service, o_.namespace_name,
+                             o_.api_server)
+               : fmt::format("k8s pods {} in namespace {} at {}", o_.label_selector, o_.namespace_name, o_.api_server);
+  }
+
+ private:
+  Result<std::vector<Member>> DiscoverNow() {
     std::vector<Member> members;
     std::vector<std::string> controllers;
     for (int restarts = 0;; ++restarts) {
@@ -493,34 +532,38 @@ class K8sProvider : public DiscoveryProvider {
     return members;
   }
 
-  std::optional<size_t> ImpliedSize() const override { return implied_size_; }
-
-  std::string Describe() const override {
-    return o_.label_selector.empty()
-               ? fmt::format("k8s endpointslices of service {} in namespace {} at {}", o_.service, o_.namespace_name,
-                             o_.api_server)
-               : fmt::format("k8s pods {} in namespace {} at {}", o_.label_selector, o_.namespace_name, o_.api_server);
-  }
-
- private:
   // The whole list into `members`; false when a continue token expired and it must start again.
   Result<bool> ListAll(std::vector<Member>& members, std::vector<std::string>& controllers) {
     members.clear();
     controllers.clear();
     const bool pods = !o_.label_selector.empty();
     std::string next;
+    std::set<std::string> tokens;
+    int pages = 0;
     do {
       Call call = pods ? Call{"list", "pods", "", "", PodListPath(o_, next)}
                        : Call{"list", "endpointslices", "discovery.k8s.io", "", EndpointSliceListPath(o_, next)};
-      auto answer = Get(call);
+      if (++pages > kMaxListPages) {
+        return Status::Unavailable(fmt::format(
+            "the list did not end after {} pages of up to {} (the API server keeps handing out continue tokens)",
+            kMaxListPages, o_.page_size));
+      }
+      auto answer = Get(call, kMaxListPageBytes);
+      if (!answer.ok() && pages > 1 && answer.status().IsUnavailable() && RealClock().Now() >= deadline_) {
+        // The page the deadline cut short is not the story: the list that never ended is.
+        return Status::Unavailable(
+            fmt::format("the list did not end: {} pages, each with a new continue token, and more to come when the "
+                        "time ran out ({})",
+                        pages - 1, answer.status().message()));
+      }
       if (!answer.ok()) return answer.status();
       if (answer->status == 410 && !next.empty()) return false;
       if (answer->status != 200) return Refusal(o_, call, answer->status, answer->body);
       const std::string source = "GET " + call.path;
       auto page = pods ? ParsePodList(o_, answer->body, source) : ParseEndpointSliceList(o_, answer->body, source);
       if (!page.ok()) return page.status();
-      if (!page->next.empty() && page->next == next) {
-        return Status::InvalidArgument(source + ": the API server gave back the same continue token");
+      if (!page->next.empty() && !tokens.insert(page->next).second) {
+        return Status::Unavailable(source + ": the API server gave back a continue token it had given before");
       }
       members.insert(members.end(), page->members.begin(), page->members.end());
       controllers.insert(controllers.end(), page->statefulsets.begin(), page->statefulsets.end());
@@ -537,7 +580,7 @@ class K8sProvider : public DiscoveryProvider {
     if (statefulset.empty() && o_.label_selector.empty() && !members.empty()) {
       // Endpoints do not say who controls their pod; the first pod does.
       Call call{"get", "pods", "", members.front().name, PodPath(o_, members.front().name)};
-      auto answer = Get(call);
+      auto answer = Get(call, kMaxObjectBytes);
       if (!answer.ok()) return answer.status();
       if (answer->status != 200) {
         return Refusal(o_, call, answer->status, answer->body)
@@ -560,7 +603,7 @@ class K8sProvider : public DiscoveryProvider {
       statefulset = controllers.front();
     }
     Call call{"get", "statefulsets", "apps", statefulset, StatefulSetPath(o_, statefulset)};
-    auto answer = Get(call);
+    auto answer = Get(call, kMaxObjectBytes);
     if (!answer.ok()) return answer.status();
     if (answer->status != 200) return Refusal(o_, call, answer->status, answer->body);
     auto replicas = ParseStatefulSetReplicas(answer->body, "GET " + call.path);
@@ -577,14 +620,14 @@ class K8sProvider : public DiscoveryProvider {
 
   // The answer whatever its status, after one retry when a 401 meets a token that has rotated since
   // it was read. Transport failures are Unavailable, an untrusted server InvalidArgument.
-  Result<Answer> Get(const Call& call) {
+  Result<Answer> Get(const Call& call, size_t max_body) {
     auto token = ReadToken();
     if (!token.ok()) return token.status();
-    auto answer = Send(call, *token);
+    auto answer = Send(call, *token, max_body);
     if (!answer.ok() || answer->status != 401) return answer;
     auto rotated = ReadToken();
     if (!rotated.ok()) return rotated.status();
-    if (*rotated != *token) answer = Send(call, *rotated);
+    if (*rotated != *token) answer = Send(call, *rotated, max_body);
     if (!answer.ok() || answer->status != 401) return answer;
     return Status::InvalidArgument(
         fmt::format("GET {}{}: 401 Unauthorized: the API server rejects the service-account token in {} (expired, "
@@ -592,41 +635,38 @@ class K8sProvider : public DiscoveryProvider {
                     o_.api_server, call.path, o_.token_file));
   }
 
-  Result<Answer> Send(const Call& call, const std::string& token) const {
-    httplib::Client client(o_.api_server);
-    client.set_ca_cert_path(o_.ca_file.c_str());
-    client.enable_server_certificate_verification(true);
-    // The path is encoded already; the client must send it as it is.
-    client.set_url_encode(false);
-    client.set_bearer_token_auth(token.c_str());
-    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(o_.timeout);
-    const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(o_.timeout - seconds).count();
-    client.set_connection_timeout(seconds.count(), micros);
-    client.set_read_timeout(seconds.count(), micros);
-    client.set_write_timeout(seconds.count(), micros);
-    httplib::Result res = client.Get(call.path, httplib::Headers{{"Accept", "application/json"}});
+  // Each request within timeout= and the caller's deadline, its body within max_body.
+  Result<Answer> Send(const Call& call, const std::string& token, size_t max_body) const {
+    HttpRequest request;
+    request.base_url = o_.api_server;
+    request.tls.trusted_ca_file = o_.ca_file;
+    request.target = call.path;
+    request.headers = {{"Accept", "application/json"}, {"Authorization", "Bearer " + token}};
+    request.timeout = o_.timeout;
+    request.deadline = deadline_;
+    request.max_body = max_body;
+    HttpResult result = HttpSend(request);
     const std::string what = fmt::format("GET {}{}", o_.api_server, call.path);
-    if (res.error() == httplib::Error::SSLServerVerification || res.error() == httplib::Error::SSLLoadingCerts) {
+    if (result.failure == HttpFailure::kTlsUntrusted || result.failure == HttpFailure::kTlsSetUp) {
       return Status::InvalidArgument(fmt::format(
           "{}: the API server's TLS certificate is not trusted by ca_file {} ({}): give the cluster's CA bundle", what,
-          o_.ca_file, httplib::to_string(res.error())));
+          o_.ca_file, result.why));
     }
-    if (!res) {
-      return Status::Unavailable(fmt::format("{}: no answer within {} ms ({}); is the API server up?", what,
-                                             o_.timeout.count(), httplib::to_string(res.error())));
-    }
-    return Answer{res->status, std::move(res->body)};
+    if (!result.ok()) return Status::Unavailable(fmt::format("{}: {}; is the API server up?", what, result.why));
+    return Answer{result.response.status, std::move(result.response.body)};
   }
 
   Options o_;
   std::optional<size_t> cluster_size_;
   std::optional<size_t> implied_size_;
+  Clock::TimePoint deadline_;
+  Status last_failure_;
 };
 
 Result<std::unique_ptr<DiscoveryProvider>> CreateK8s(ProviderParams& params) {
   auto options = TakeOptions(params);
   if (!options.ok()) return options.status();
-  return std::unique_ptr<DiscoveryProvider>(new K8sProvider(std::move(*options), params.context().cluster_size));
+  return std::unique_ptr<DiscoveryProvider>(new K8sProvider(std::move(*options), params.context().cluster_size, params.context().deadline));
 }
 
 const RegisterProvider kRegistration("k8s", CreateK8s);

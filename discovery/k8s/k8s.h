@@ -55,7 +55,8 @@ struct ListPage {
   std::vector<std::string> statefulsets;  // each listed pod's controlling StatefulSet, if any
   std::string next;                       // metadata.continue; empty on the last page
 };
-// InvalidArgument naming `source` (the request) when the JSON is not the list it should be.
+// Unavailable naming `source` (the request) when the answer is not the list it should be (not JSON,
+// nested past 64 levels, another shape): what is fetched at run time is retried, never bad input.
 Result<ListPage> ParsePodList(const Options& o, const std::string& body, const std::string& source);
 Result<ListPage> ParseEndpointSliceList(const Options& o, const std::string& body, const std::string& source);
 // A Pod's controlling StatefulSet; empty when none controls it.

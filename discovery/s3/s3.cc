@@ -32,7 +32,7 @@ Result<std::unique_ptr<DiscoveryProvider>> CreateS3(ProviderParams& params) {
   std::vector<std::string> known = {"bucket", "prefix", "token", "size"};
   known.insert(known.end(), kStoreKeys.begin(), kStoreKeys.end());
   if (Status s = params.CheckAllTaken(known); !s.ok()) return s;
-  auto vfs = OpenS3Vfs(url);
+  auto vfs = OpenS3Vfs(url, params.context().deadline);
   if (!vfs.ok()) return vfs.status().Prefixed("--discovery provider=s3");
   return MakeRendezvousProvider("s3", std::move(*vfs), std::move(*config));
 }

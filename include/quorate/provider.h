@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "quorate/clock.h"
 #include "quorate/member.h"
 #include "quorate/status.h"
 
@@ -43,6 +44,8 @@ struct ProviderContext {
   Member self;                         // empty name: the caller has no --name
   std::string token;                   // --initial-cluster-token; empty: the provider's default
   std::optional<size_t> cluster_size;  // --cluster-size
+  // The caller's --timeout as a point in time: no network call of the provider lasts past it.
+  Clock::TimePoint deadline = Clock::kNever;
 };
 
 // Reads a provider's keys; every key must be read, so a misspelt one is an error, not ignored.

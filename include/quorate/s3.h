@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "quorate/clock.h"
 #include "quorate/status.h"
 #include "quorate/vfs.h"
 
@@ -27,8 +28,11 @@ namespace quorate {
 //
 // Errors of the calls: NotFound for a missing key; InvalidArgument for rejected credentials (403),
 // a missing bucket and other requests the store refuses; Unavailable when the store does not answer,
-// answers 5xx or times out, after up to 3 tries within `timeout`.
-Result<std::unique_ptr<Vfs>> OpenS3Vfs(const std::string& url);
+// answers 5xx or times out, after up to 3 tries, or when a listing repeats a continuation token or
+// goes on past 1000 pages; DataLoss for a body larger than any quorate record (64 KiB) or a listing
+// page over 4 MiB. Each call, its tries and pages together, ends within `timeout` and `deadline`
+// (the caller's --timeout), however slowly the store answers.
+Result<std::unique_ptr<Vfs>> OpenS3Vfs(const std::string& url, Clock::TimePoint deadline = Clock::kNever);
 
 namespace sigv4 {
 

@@ -1,23 +1,21 @@
 #include "etcd/peer_probe.h"
 
-// Debian's libcpp-httplib is compiled with OpenSSL and its pkg-config sets this macro for every
-// user. Defining it here instead would only hide a header that disagrees with the library.
-#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
-#error "https peer URLs need cpp-httplib with CPPHTTPLIB_OPENSSL_SUPPORT (use its pkg-config flags)"
-#endif
-#include <httplib.h>
-
 #include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "quorate/http.h"
+#include "quorate/json.h"
 #include "quorate/text.h"
 
 namespace quorate {
 namespace {
 
 using nlohmann::json;
+
+// etcd's answer is about 200 bytes a member; a cluster has at most a few dozen.
+constexpr size_t kMaxMembersAnswerBytes = 1 << 20;
 
 // etcd omits empty optional fields, and Go writes a nil list as null: both mean "absent".
 const json* Optional(const json& obj, const char* key) {
@@ -38,29 +36,6 @@ std::string UrlList(const json& v, const char* field, std::vector<std::string>* 
   return {};
 }
 
-// httplib names its errors after its enum ("Read", "SSLServerVerification"); say what they mean.
-std::string Explain(httplib::Error error, std::chrono::milliseconds timeout, bool https) {
-  // A server that refuses our client certificate closes the connection once the handshake is
-  // done, which the client sees as a failed write or read, depending on timing.
-  const char* refused_hint = https ? "; our TLS certificate refused?" : "";
-  switch (error) {
-    case httplib::Error::Connection:
-      return "cannot connect (refused or unreachable)";
-    case httplib::Error::ConnectionTimeout:
-      return fmt::format("no connection within {} ms", timeout.count());
-    case httplib::Error::Read:
-      return fmt::format("no answer (connection closed, or silent for {} ms{})", timeout.count(), refused_hint);
-    case httplib::Error::Write:
-      return fmt::format("request not sent (connection closed{})", refused_hint);
-    case httplib::Error::SSLConnection:
-      return "TLS handshake failed";
-    case httplib::Error::SSLServerVerification:
-      return "its TLS certificate is not trusted (check the peer trusted CA file)";
-    default:
-      return httplib::to_string(error);
-  }
-}
-
 }  // namespace
 
 Result<ClusterView> ParseMembersAnswer(const std::string& body, const std::string& cluster_id_header,
@@ -71,8 +46,9 @@ Result<ClusterView> ParseMembersAnswer(const std::string& body, const std::strin
   if (cluster_id_header.empty()) return bad("no X-Etcd-Cluster-ID header");
   auto cid = IdFromHex(cluster_id_header);
   if (!cid.ok()) return bad(fmt::format("X-Etcd-Cluster-ID header '{}' is not a hex ID", Printable(cluster_id_header)));
-  json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return bad("body is not JSON");
+  auto parsed = ParseForeignJson(body);
+  if (!parsed.ok()) return bad("body is " + parsed.status().message());
+  const json& doc = *parsed;
   if (!doc.is_array()) return bad(fmt::format("body is a JSON {}, not a list of members", doc.type_name()));
   ClusterView view;
   view.cluster_id = *cid;
@@ -119,38 +95,31 @@ Result<ClusterView> ProbeMembers(const std::string& peer_url, const TlsFiles& pe
                                  std::chrono::milliseconds timeout) {
   auto url = ParseUrl(peer_url);
   if (!url.ok()) return url.status().Prefixed("probing etcd peer");
-  std::string source = peer_url + "/members";
-  // The client certificate matters only for https; an http client ignores it.
-  httplib::Client client(peer_url, peer_tls.cert_file, peer_tls.key_file);
-  if (!client.is_valid()) {
-    return Status::InvalidArgument(fmt::format("{}: cannot use peer TLS certificate '{}' with key '{}'", source,
-                                               peer_tls.cert_file, peer_tls.key_file));
+  const std::string source = peer_url + "/members";
+  HttpRequest request;
+  request.base_url = peer_url;
+  request.tls = peer_tls;
+  request.target = "/members";
+  request.timeout = timeout;
+  request.max_body = kMaxMembersAnswerBytes;
+  HttpResult answer = HttpSend(request);
+  switch (answer.failure) {
+    case HttpFailure::kNone:
+      break;
+    case HttpFailure::kTlsSetUp:
+      return Status::InvalidArgument(fmt::format("{}: {} (peer TLS files)", source, answer.why));
+    case HttpFailure::kNoConnection:
+    case HttpFailure::kNoAnswer:
+      return Status::Unavailable(fmt::format("{} not answering: {}", source, answer.why));
+    default:
+      // Something answered, but not as etcd does (too slowly, too much, or TLS that failed once
+      // connected): a caller that took it for "no etcd there" could bootstrap beside a running cluster.
+      return Status::InvalidArgument(fmt::format("{} answered, but {}", source, answer.why));
   }
-  // Without a CA file the system roots verify the server: verification is never turned off.
-  if (!peer_tls.trusted_ca_file.empty()) client.set_ca_cert_path(peer_tls.trusted_ca_file.c_str());
-  auto secs = std::chrono::duration_cast<std::chrono::seconds>(timeout);
-  auto usecs = std::chrono::duration_cast<std::chrono::microseconds>(timeout - secs);
-  client.set_connection_timeout(secs.count(), usecs.count());
-  client.set_read_timeout(secs.count(), usecs.count());
-  client.set_write_timeout(secs.count(), usecs.count());
-  auto res = client.Get("/members");
-  if (res.error() == httplib::Error::SSLLoadingCerts) {
-    return Status::InvalidArgument(
-        fmt::format("{}: cannot load peer trusted CA file '{}'", source, peer_tls.trusted_ca_file));
+  if (answer.response.status != 200) {
+    return Status::InvalidArgument(fmt::format("{} answered HTTP {}, not 200", source, answer.response.status));
   }
-  if (!res) {
-    std::string why = Explain(res.error(), timeout, url->scheme == "https");
-    // Something accepted the connection and then failed TLS: that is not "no etcd there", and a
-    // caller that took it for that could bootstrap beside a running cluster.
-    if (res.error() == httplib::Error::SSLConnection || res.error() == httplib::Error::SSLServerVerification) {
-      return Status::InvalidArgument(fmt::format("{} answered, but {}", source, why));
-    }
-    return Status::Unavailable(fmt::format("{} not answering: {}", source, why));
-  }
-  if (res->status != 200) {
-    return Status::InvalidArgument(fmt::format("{} answered HTTP {}, not 200", source, res->status));
-  }
-  return ParseMembersAnswer(res->body, res->get_header_value("X-Etcd-Cluster-ID"), source);
+  return ParseMembersAnswer(answer.response.body, answer.response.Header("X-Etcd-Cluster-ID"), source);
 }
 
 }  // namespace quorate

@@ -15,9 +15,10 @@ namespace quorate {
 // Unavailable only when nothing answers (refused, closed, or silent until the timeout): the one
 // outcome that means "no etcd runs there". InvalidArgument naming the URL and what it answered when
 // something answers, but not as etcd does (HTTP error, not JSON, no cluster ID, a name or URL etcd
-// would refuse, a failed TLS handshake): callers must treat that as unknown, never as "no cluster". Connecting and reading are each bounded by
-// `timeout`. For https the server is verified against trusted_ca_file (the system roots when
-// empty) and the peer certificate and key are presented.
+// would refuse, a body over 1 MiB, an answer not whole within the timeout, a failed TLS handshake):
+// callers must treat that as unknown, never as "no cluster". `timeout` bounds the whole call,
+// connecting to the last byte. For https the server is verified against trusted_ca_file (the
+// system roots when empty) and the peer certificate and key are presented.
 Result<ClusterView> ProbeMembers(const std::string& peer_url, const TlsFiles& peer_tls,
                                  std::chrono::milliseconds timeout);
 

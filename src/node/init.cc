@@ -305,7 +305,8 @@ Result<std::unique_ptr<DiscoveryProvider>> ProviderFromConfig(const Config& conf
   }
   ProviderContext context{{config.name, config.initial_advertise_peer_urls, config.advertise_client_urls},
                           config.initial_cluster_token,
-                          config.cluster_size};
+                          config.cluster_size,
+                          SteadyClock::now() + config.timeout};
   if (context.self.client_urls.empty() && !context.self.peer_urls.empty()) {
     context.self.client_urls.push_back(DefaultClientUrl(*ParseUrl(context.self.peer_urls.front())));
   }

@@ -1,5 +1,4 @@
 #include <fmt/format.h>
-#include <httplib.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
@@ -13,11 +12,14 @@
 #include <optional>
 #include <set>
 #include <string_view>
-#include <thread>
 
+#include "quorate/clock.h"
 #include "quorate/duration.h"
 #include "quorate/fs.h"
+#include "quorate/http.h"
+#include "quorate/rendezvous.h"
 #include "quorate/s3.h"
+#include "quorate/text.h"
 
 namespace quorate {
 namespace sigv4 {
@@ -219,6 +221,10 @@ namespace {
 constexpr int kTries = 3;
 constexpr std::chrono::milliseconds kFirstBackoff{100};
 constexpr std::chrono::milliseconds kMaxBackoff{1000};
+// A ListObjectsV2 page of 1000 keys is about 300 KB. A registry holds a few keys a member, so a
+// listing that goes on for more pages is a store handing out continuation tokens without end.
+constexpr size_t kMaxListPageBytes = 4 << 20;
+constexpr int kMaxListPages = 1000;
 
 struct Endpoint {
   std::string scheme;
@@ -298,10 +304,13 @@ struct Response {
   s3::ErrorBody error;
 };
 
+// An error answer (a PUT's, a refusal's) is a few hundred bytes of XML.
+constexpr size_t kMaxAnswerBytes = 64 * 1024;
+
 bool Retryable(const Response& r) {
   // 409 ConditionalRequestConflict: another conditional write to the key was in flight; AWS asks
   // for a retry, which then sees the winner (412).
-  return r.status >= 500 || r.status == 429 || (r.status == 409 && r.error.code == "ConditionalRequestConflict");
+  return IsRetryableHttpStatus(r.status) || (r.status == 409 && r.error.code == "ConditionalRequestConflict");
 }
 
 class S3Vfs : public Vfs {
@@ -316,6 +325,7 @@ class S3Vfs : public Vfs {
     std::chrono::milliseconds timeout{5000};
     int page_size = 0;  // 0: the store's default (1000 on AWS)
     std::string access_key, secret, session_token;
+    Clock::TimePoint deadline = Clock::kNever;  // the caller's: no call lasts past it
   };
   explicit S3Vfs(Options o) : o_(std::move(o)) {}
 
@@ -325,44 +335,15 @@ class S3Vfs : public Vfs {
   bool exclusive_create() const override { return o_.conditional_put; }
 
   Result<std::vector<std::string>> List(const std::string& prefix) override {
-    if (!prefix.empty()) {
-      if (Status s = ValidateKey(prefix); !s.ok()) return s;
-    }
-    // The trailing '/' is what makes "a" a directory: "ab" does not start with "a/".
-    const std::string full = prefix.empty() ? (o_.root.empty() ? "" : o_.root + "/") : FullKey(prefix) + "/";
-    const size_t strip = o_.root.empty() ? 0 : o_.root.size() + 1;
-    std::vector<std::string> keys;
-    std::string token;
-    while (true) {
-      Call call{"GET", "", {{"list-type", "2"}, {"prefix", full}}, "", {}};
-      if (o_.page_size) call.query["max-keys"] = std::to_string(o_.page_size);
-      if (!token.empty()) call.query["continuation-token"] = token;
-      auto r = Send(call);
-      if (!r.ok()) return r.status();
-      if (r->status != 200) return Refused(call, *r);
-      auto page = s3::ParseListPage(r->body);
-      if (!page.ok()) return page.status().Prefixed(fmt::format("listing {}", Url(full)));
-      for (std::string& key : page->keys) {
-        // Anything not a valid key (a console "folder/" marker, a stray upload with a space) cannot
-        // be a record, and is left out just as the directory backend leaves out its dot files.
-        std::string relative = key.substr(std::min(strip, key.size()));
-        if (key.rfind(full, 0) == 0 && ValidateKey(relative).ok()) keys.push_back(std::move(relative));
-      }
-      if (!page->truncated) break;
-      if (page->next_token == token) {
-        return Status::Unavailable(
-            fmt::format("listing {}: the store returned the same continuation token twice", Url(full)));
-      }
-      token = page->next_token;
-    }
-    std::sort(keys.begin(), keys.end());
+    auto keys = ListNow(prefix);
+    if (!keys.ok()) last_failure_ = keys.status();
     return keys;
   }
 
   Result<std::string> Read(const std::string& key, size_t max_bytes) override {
     if (Status s = ValidateKey(key); !s.ok()) return s;
     Call call{"GET", FullKey(key), {}, "", {}};
-    auto r = Send(call);
+    auto r = Send(call, CallDeadline(), kMaxRecordBytes);
     if (!r.ok()) return r.status();
     if (r->status == 200 && r->body.size() > max_bytes) return TooLargeToRead(Url(call.key), r->body.size(), max_bytes);
     if (r->status == 200) return std::move(r->body);
@@ -378,7 +359,7 @@ class S3Vfs : public Vfs {
       // A retry after a lost answer may meet our own first write and say false: callers read back
       // what is there, and the rendezvous treats its own identical record as registered.
       Call call{"PUT", FullKey(key), {}, content, {{"if-none-match", "*"}}};
-      auto r = Send(call);
+      auto r = Send(call, CallDeadline(), kMaxAnswerBytes);
       if (!r.ok()) return r.status();
       if (r->status == 412) return false;
       if (r->status / 100 == 2) return true;
@@ -388,7 +369,7 @@ class S3Vfs : public Vfs {
     // later one winning. exclusive_create() says so, and the rendezvous then seals only a set that
     // every writer would encode byte for byte alike and never trusts a true from here alone.
     Call head{"HEAD", FullKey(key), {}, "", {}};
-    auto r = Send(head);
+    auto r = Send(head, CallDeadline(), kMaxAnswerBytes);
     if (!r.ok()) return r.status();
     if (r->status == 200) return false;
     // A HEAD answer has no body, so a missing bucket looks like a missing key: the PUT names it.
@@ -400,13 +381,67 @@ class S3Vfs : public Vfs {
   Status Write(const std::string& key, const std::string& content) override {
     if (Status s = ValidateKey(key); !s.ok()) return s;
     Call call{"PUT", FullKey(key), {}, content, {}};
-    auto r = Send(call);
+    auto r = Send(call, CallDeadline(), kMaxAnswerBytes);
     if (!r.ok()) return r.status();
     if (r->status / 100 == 2) return Status::Ok();
     return Refused(call, *r);
   }
 
  private:
+  Result<std::vector<std::string>> ListNow(const std::string& prefix) {
+    if (!prefix.empty()) {
+      if (Status s = ValidateKey(prefix); !s.ok()) return s;
+    }
+    // The trailing '/' is what makes "a" a directory: "ab" does not start with "a/".
+    const std::string full = prefix.empty() ? (o_.root.empty() ? "" : o_.root + "/") : FullKey(prefix) + "/";
+    const size_t strip = o_.root.empty() ? 0 : o_.root.size() + 1;
+    std::vector<std::string> keys;
+    std::string token;
+    std::set<std::string> tokens;
+    const Clock::TimePoint deadline = CallDeadline();
+    for (int pages = 1;; ++pages) {
+      if (pages > kMaxListPages) {
+        return Status::Unavailable(fmt::format(
+            "listing {} at {}: not done after {} pages (the store keeps handing out continuation tokens)", Url(full),
+            EndpointText(), kMaxListPages));
+      }
+      Call call{"GET", "", {{"list-type", "2"}, {"prefix", full}}, "", {}};
+      if (o_.page_size) call.query["max-keys"] = std::to_string(o_.page_size);
+      if (!token.empty()) call.query["continuation-token"] = token;
+      auto r = Send(call, deadline, kMaxListPageBytes);
+      if (!r.ok() && pages > 1 && r.status().IsUnavailable() && RealClock().Now() >= deadline) {
+        // The page the deadline cut short is not the story: the listing that never ended is.
+        return Status::Unavailable(
+            fmt::format("listing {} at {}: {} pages, each with a new continuation token, and more to come when the "
+                        "time ran out ({})",
+                        Url(full), EndpointText(), pages - 1, r.status().message()));
+      }
+      if (!r.ok()) return r.status();
+      if (r->status != 200) return Refused(call, *r);
+      auto page = s3::ParseListPage(r->body);
+      if (!page.ok()) return page.status().Prefixed(fmt::format("listing {}", Url(full)));
+      for (std::string& key : page->keys) {
+        // Anything not a valid key (a console "folder/" marker, a stray upload with a space) cannot
+        // be a record, and is left out just as the directory backend leaves out its dot files.
+        std::string relative = key.substr(std::min(strip, key.size()));
+        if (key.rfind(full, 0) == 0 && ValidateKey(relative).ok()) keys.push_back(std::move(relative));
+      }
+      if (!page->truncated) break;
+      if (!tokens.insert(page->next_token).second) {
+        return Status::Unavailable(
+            fmt::format("listing {} at {}: the store returned a continuation token it had given before", Url(full),
+                        EndpointText()));
+      }
+      token = page->next_token;
+    }
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  }
+
+
+  // Each Vfs call ends within timeout= and the caller's deadline, retries and pages included.
+  Clock::TimePoint CallDeadline() const { return std::min(RealClock().Now() + o_.timeout, o_.deadline); }
+
   std::string FullKey(const std::string& key) const { return o_.root.empty() ? key : o_.root + "/" + key; }
   std::string Url(const std::string& full_key) const { return fmt::format("s3://{}/{}", o_.bucket, full_key); }
   std::string EndpointText() const {
@@ -417,8 +452,8 @@ class S3Vfs : public Vfs {
   // A request the store answered and refused.
   Status Refused(const Call& call, const Response& r) const {
     std::string text = fmt::format("{} {} at {}: HTTP {}", call.method, Url(call.key), EndpointText(), r.status);
-    if (!r.error.code.empty()) text += " " + r.error.code;
-    if (!r.error.message.empty()) text += ": " + r.error.message;
+    if (!r.error.code.empty()) text += " " + Printable(r.error.code, 64);
+    if (!r.error.message.empty()) text += ": " + Printable(r.error.message, 200);
     if (r.status == 403) {
       return Status::InvalidArgument(
           text +
@@ -436,43 +471,46 @@ class S3Vfs : public Vfs {
     return Status::InvalidArgument(text);
   }
 
-  // Up to kTries tries within the timeout; each try gets what is left of it. An answer that is
-  // not retryable is returned whatever its status, for the caller to read.
-  Result<Response> Send(const Call& call) {
-    const auto deadline = std::chrono::steady_clock::now() + o_.timeout;
-    auto backoff = kFirstBackoff;
-    std::string last;
-    int tries = 0;
-    while (tries < kTries) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left <= std::chrono::milliseconds(0)) break;
-      ++tries;
-      httplib::Result res = SendOnce(call, left);
-      if (res) {
-        Response r{res->status, std::move(res->body), {}};
-        r.error = s3::ParseErrorBody(r.body);
-        if (!Retryable(r)) return r;
-        last = fmt::format("HTTP {} {} {}", r.status, r.error.code, r.error.message);
-      } else if (res.error() == httplib::Error::SSLServerVerification ||
-                 res.error() == httplib::Error::SSLLoadingCerts) {
-        return Status::InvalidArgument(fmt::format("{} {} at {}: {}; the endpoint's TLS certificate is not trusted",
-                                                   call.method, Url(call.key), EndpointText(),
-                                                   httplib::to_string(res.error())));
-      } else {
-        last = httplib::to_string(res.error());
-      }
-      if (tries == kTries) break;
-      auto pause = std::min<std::chrono::milliseconds>(
-          backoff, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
-      if (pause > std::chrono::milliseconds(0)) std::this_thread::sleep_for(pause);
-      backoff = std::min(backoff * 2, kMaxBackoff);
-    }
-    return Status::Unavailable(fmt::format("{} {} at {}: failed {} time{} within {} ms: {}; is the store up?",
-                                           call.method, Url(call.key), EndpointText(), tries, tries == 1 ? "" : "s",
-                                           o_.timeout.count(), last));
+  // Up to kTries tries until `deadline`, paced by Backoff. An answer that is not retryable is
+  // returned whatever its status, for the caller to read; a body over `max_body` is DataLoss.
+  Result<Response> Send(const Call& call, Clock::TimePoint deadline, size_t max_body) {
+    const Clock::TimePoint start = RealClock().Now();
+    // Asked again once the caller's time is up, the last failure is still the reason to give.
+    if (!last_failure_.ok() && start >= o_.deadline) return last_failure_;
+    auto response = SendInTime(call, deadline, max_body, start);
+    last_failure_ = response.ok() ? Status::Ok() : response.status();
+    return response;
   }
 
-  httplib::Result SendOnce(const Call& call, std::chrono::milliseconds timeout) {
+  Result<Response> SendInTime(const Call& call, Clock::TimePoint deadline, size_t max_body, Clock::TimePoint start) {
+    Backoff backoff(RealClock(), kFirstBackoff, kMaxBackoff, deadline);
+    std::string last;
+    int tries = 0;
+    do {
+      ++tries;
+      HttpResult result = SendOnce(call, deadline, max_body);
+      const std::string what = fmt::format("{} {} at {}", call.method, Url(call.key), EndpointText());
+      if (result.ok()) {
+        Response r{result.response.status, std::move(result.response.body), {}};
+        r.error = s3::ParseErrorBody(r.body);
+        if (!Retryable(r)) return r;
+        last = fmt::format("HTTP {} {} {}", r.status, Printable(r.error.code, 64), Printable(r.error.message, 200));
+      } else if (result.failure == HttpFailure::kTlsUntrusted || result.failure == HttpFailure::kTlsSetUp) {
+        return Status::InvalidArgument(
+            fmt::format("{}: {}; the endpoint's TLS certificate is not trusted", what, result.why));
+      } else if (result.failure == HttpFailure::kTooLarge) {
+        return Status::DataLoss(fmt::format("{}: {}: not an answer quorate reads", what, result.why));
+      } else {
+        last = result.why;
+      }
+    } while (tries < kTries && backoff.Wait() == Backoff::kRetry && RealClock().Now() < deadline);
+    return Status::Unavailable(fmt::format(
+        "{} {} at {}: failed {} time{} within {} ms: {}; is the store up?", call.method, Url(call.key), EndpointText(),
+        tries, tries == 1 ? "" : "s",
+        std::chrono::duration_cast<std::chrono::milliseconds>(RealClock().Now() - start).count(), last));
+  }
+
+  HttpResult SendOnce(const Call& call, Clock::TimePoint deadline, size_t max_body) {
     const s3::Target target = s3::Address(o_.endpoint.host, o_.endpoint.port, o_.bucket, call.key, o_.path_style);
     sigv4::Request signed_part{call.method, target.path, call.query, call.headers, sigv4::Sha256Hex(call.body)};
     signed_part.headers["host"] = target.host;
@@ -480,40 +518,37 @@ class S3Vfs : public Vfs {
     signed_part.headers["x-amz-content-sha256"] = signed_part.payload_hash;
     if (!o_.session_token.empty()) signed_part.headers["x-amz-security-token"] = o_.session_token;
 
-    httplib::Request req;
-    req.method = call.method;
-    req.path = sigv4::UriEncode(target.path, true);
+    HttpRequest request;
+    request.method = call.method;
+    // The path is encoded and signed as it is; it goes on the wire byte for byte.
+    request.target = sigv4::UriEncode(target.path, true);
     std::string query;
     for (const auto& [k, v] : call.query) {
       query += (query.empty() ? "?" : "&") + sigv4::UriEncode(k, false) + "=" + sigv4::UriEncode(v, false);
     }
-    req.path += query;
-    for (const auto& [name, value] : signed_part.headers) req.set_header(name, value);
-    req.set_header("Authorization", sigv4::Authorization(signed_part, o_.access_key, o_.secret, o_.region, "s3"));
+    request.target += query;
+    for (const auto& [name, value] : signed_part.headers) request.headers.emplace_back(name, value);
+    request.headers.emplace_back("Authorization",
+                                 sigv4::Authorization(signed_part, o_.access_key, o_.secret, o_.region, "s3"));
     if (call.method == "PUT") {
-      req.body = call.body;
-      req.set_header("Content-Type", "application/octet-stream");
+      request.body = call.body;
+      request.headers.emplace_back("Content-Type", "application/octet-stream");
     }
-
     const std::string connect_host = o_.path_style ? o_.endpoint.host : o_.bucket + "." + o_.endpoint.host;
     const int port = o_.endpoint.port ? o_.endpoint.port : (o_.endpoint.scheme == "https" ? 443 : 80);
-    httplib::Client client(fmt::format("{}://{}:{}", o_.endpoint.scheme, connect_host, port));
-    // The path is encoded and signed as it is; the client must send it byte for byte.
-    client.set_url_encode(false);
-    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout);
-    const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(timeout - seconds).count();
-    client.set_connection_timeout(seconds.count(), micros);
-    client.set_read_timeout(seconds.count(), micros);
-    client.set_write_timeout(seconds.count(), micros);
-    return client.send(req);
+    request.base_url = fmt::format("{}://{}:{}", o_.endpoint.scheme, connect_host, port);
+    request.deadline = deadline;
+    request.max_body = max_body;
+    return HttpSend(request);
   }
 
   Options o_;
+  Status last_failure_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<Vfs>> OpenS3Vfs(const std::string& url) {
+Result<std::unique_ptr<Vfs>> OpenS3Vfs(const std::string& url, Clock::TimePoint deadline) {
   auto bad = [&](const std::string& why) { return Status::InvalidArgument(fmt::format("store '{}': {}", url, why)); };
   if (url.rfind("s3://", 0) != 0) return bad("not an s3:// URL");
   std::string rest = url.substr(5), query;
@@ -522,6 +557,7 @@ Result<std::unique_ptr<Vfs>> OpenS3Vfs(const std::string& url) {
     rest.resize(q);
   }
   S3Vfs::Options o;
+  o.deadline = deadline;
   size_t slash = rest.find('/');
   o.bucket = rest.substr(0, slash);
   o.root = slash == std::string::npos ? "" : rest.substr(slash + 1);

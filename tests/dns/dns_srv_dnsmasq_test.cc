@@ -198,22 +198,22 @@ TEST_CASE("dnsmasq: another service name") {
   CHECK((*members)[0].peer_urls == Urls{"https://db-0.svc.quorate.test:2380"});
 }
 
-TEST_CASE("dnsmasq: a target without an address is bad input, named") {
+TEST_CASE("dnsmasq: a target without an address is a runtime failure (retried), named") {
   auto members = Discover("domain=ghost.quorate.test");
-  REQUIRE(members.status().IsInvalidArgument());
+  REQUIRE(members.status().IsUnavailable());
   CHECK(Mentions(members.status(), "etcd-1.ghost.quorate.test"));
   CHECK(Mentions(members.status(), "_etcd-server._tcp.ghost.quorate.test"));
 }
 
-TEST_CASE("dnsmasq: the '.' target is bad input") {
+TEST_CASE("dnsmasq: the '.' target is a runtime failure") {
   auto members = Discover("domain=dot.quorate.test");
-  REQUIRE(members.status().IsInvalidArgument());
+  REQUIRE(members.status().IsUnavailable());
   CHECK(Mentions(members.status(), "_etcd-server-ssl._tcp.dot.quorate.test"));
 }
 
-TEST_CASE("dnsmasq: one member name from two hosts is bad input") {
+TEST_CASE("dnsmasq: one member name from two hosts is a runtime failure") {
   auto members = Discover("domain=clash.quorate.test");
-  REQUIRE(members.status().IsInvalidArgument());
+  REQUIRE(members.status().IsUnavailable());
   CHECK(Mentions(members.status(), "etcd-0.a.clash.quorate.test"));
   CHECK(Mentions(members.status(), "etcd-0.b.clash.quorate.test"));
 }

@@ -3,11 +3,15 @@ attacker would, so that every client in quorate (peer probe, S3, Kubernetes and 
 tried against it. Standard library only; plain sockets, so it can send what no HTTP library would.
 
     server = HostileHttp("127.0.0.2", 2380)       # or port 0 for a free one; server.url
+    server = HostileHttp(tls=("srv.crt", "srv.key"))  # https; server.url says so
     server.behave(Answer(500, b"boom"))           # every request from now on gets this
     server.behave(Answer(200, body, {"X-Etcd-Cluster-Id": "2a"}), path="/members")
+    server.behave(Answer(200), method="PUT")      # every PUT, whatever its path
+    server.behave(Fresh(lambda n: f"page {n}"))   # a body made anew for the n-th request (0, 1, ...)
     server.behave(DribbleBody(200, b"[...]", every=0.3))
     server.behave(DribbleHeaders(every=0.3))
     server.behave(EndlessChunks())
+    server.behave(HugeBody())                      # says 10 GB, and sends them
     server.behave(Silent())                        # accepts, reads, never answers
     server.behave(Close())                         # accepts and hangs up at once
     server.requests                                # [(method, path, headers)] seen so far
@@ -16,7 +20,10 @@ tried against it. Standard library only; plain sockets, so it can send what no H
 Every behaviour ends by itself: dribbling and endless bodies stop after `limit` seconds (default 60)
 or when the client goes away, so a test can never leave a server sending forever.
 """
+import itertools
+import json
 import socket
+import ssl
 import threading
 import time
 
@@ -34,6 +41,38 @@ class Answer:
         head = _head(self.status, {"Content-Type": self.content_type, "Content-Length": str(len(self.body)),
                                    **self.headers})
         conn.sendall(head + self.body)
+
+
+class Fresh(Answer):
+    """A complete answer whose body `make(n)` makes for the n-th request it serves: a list that hands
+    out a new continuation token on every page, say."""
+
+    def __init__(self, make, status=200, headers=None, content_type="application/json"):
+        super().__init__(status, b"", headers, content_type)
+        self.make = make
+        self._served = itertools.count()
+
+    def send(self, conn, limit):
+        body = self.make(next(self._served))
+        Answer(self.status, body, self.headers, self.content_type).send(conn, limit)
+
+
+def endless_k8s_list(kind="PodList"):
+    """A Kubernetes list with no items and a new `continue` token on every page."""
+    return Fresh(lambda n: json.dumps({"kind": kind, "apiVersion": "v1", "metadata": {"continue": f"token-{n}"},
+                                       "items": []}))
+
+
+def endless_s3_listing():
+    """An S3 ListObjectsV2 page with no keys, truncated, with a new continuation token every time."""
+    return Fresh(lambda n: ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><IsTruncated>true</IsTruncated>'
+                            f"<NextContinuationToken>token-{n}</NextContinuationToken></ListBucketResult>"),
+                 content_type="application/xml")
+
+
+def deep_json(levels=60000, around='{"kind":"PodList","apiVersion":"v1","items":%s}'):
+    """`levels` nested lists (2 bytes each) inside `around`: what crashed a recursive JSON copy."""
+    return around % ("[" * levels + "]" * levels)
 
 
 class DribbleBody(Answer):
@@ -74,6 +113,24 @@ class EndlessChunks:
             conn.sendall(piece)
 
 
+class HugeBody:
+    """A body that says it is `size` bytes (10 GB by default) and is sent, as fast as the client
+    reads, until the client or `limit` stops it."""
+
+    def __init__(self, size=10 * 10**9, chunk=65536, status=200, headers=None):
+        self.size = size
+        self.chunk = chunk
+        self.status = status
+        self.headers = dict(headers or {})
+
+    def send(self, conn, limit):
+        conn.sendall(_head(self.status, {"Content-Length": str(self.size), **self.headers}))
+        piece = b"[" * self.chunk
+        end = time.monotonic() + limit
+        while time.monotonic() < end:
+            conn.sendall(piece)
+
+
 class Silent:
     """Reads the request and never answers until the client gives up (or `limit`)."""
 
@@ -108,8 +165,12 @@ def _dribble(conn, data, every, limit):
 
 
 class HostileHttp:
-    def __init__(self, host="127.0.0.1", port=0, limit=60.0):
+    def __init__(self, host="127.0.0.1", port=0, limit=60.0, tls=None):
         self.limit = limit
+        self._tls = None
+        if tls:
+            self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self._tls.load_cert_chain(*tls)
         self.requests = []
         self._behaviours = {}
         self._default = Answer(404, b"not found")
@@ -120,19 +181,20 @@ class HostileHttp:
         self._sock.listen(64)
         self.host = host
         self.port = self._sock.getsockname()[1]
-        self.url = f"http://{host}:{self.port}"
+        self.url = f"{'https' if tls else 'http'}://{host}:{self.port}"
         self._stopping = False
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
 
-    def behave(self, behaviour, path=None):
-        """From now on, requests for `path` (every path when None) get `behaviour`."""
+    def behave(self, behaviour, path=None, method=None):
+        """From now on, requests for `path` (every path when None) with `method` (every method when
+        None) get `behaviour`; the most specific rule wins. Neither given: the only rule from now on."""
         with self._lock:
-            if path is None:
+            if path is None and method is None:
                 self._behaviours.clear()
                 self._default = behaviour
             else:
-                self._behaviours[path] = behaviour
+                self._behaviours[(method, path)] = behaviour
 
     def stop(self):
         self._stopping = True
@@ -153,6 +215,8 @@ class HostileHttp:
     def _handle(self, conn):
         try:
             conn.settimeout(10)
+            if self._tls:
+                conn = self._tls.wrap_socket(conn, server_side=True)
             data = b""
             while b"\r\n\r\n" not in data and len(data) < 65536:
                 got = conn.recv(4096)
@@ -164,7 +228,9 @@ class HostileHttp:
             headers = dict(line.split(":", 1) for line in head[1:] if ":" in line)
             with self._lock:
                 self.requests.append((method, path, {k.strip().lower(): v.strip() for k, v in headers.items()}))
-                behaviour = self._behaviours.get(path.split("?", 1)[0], self._default)
+                bare = path.split("?", 1)[0]
+                behaviour = next((self._behaviours[k] for k in ((method, bare), (None, bare), (method, None))
+                                  if k in self._behaviours), self._default)
             conn.settimeout(None)
             behaviour.send(conn, self.limit)
         except OSError:

@@ -391,7 +391,7 @@ TEST_CASE("emulator: an expired continue token restarts the listing, a few times
   CHECK_MESSAGE(Mentions(expiring.status(), "410"), expiring.status().message());
 }
 
-TEST_CASE("emulator: 5xx and an unreachable server are retried later; garbage is a wrong answer naming the request") {
+TEST_CASE("emulator: 5xx, an unreachable server and garbage are retried later; garbage names the request") {
   Emulator& emu = Shared();
   MakeStatefulSet(emu, 3, 3);
   emu.Configure(FailOnce(
@@ -405,7 +405,7 @@ TEST_CASE("emulator: 5xx and an unreachable server are retried later; garbage is
 
   emu.Configure(FailOnce("/api/v1/namespaces/default/pods", 200, R"({"kind": "PodList", "items": [{)"));
   auto garbage = provider->Discover();
-  CHECK(garbage.status().IsInvalidArgument());
+  CHECK(garbage.status().IsUnavailable());
   CHECK_MESSAGE(Mentions(garbage.status(), "/api/v1/namespaces/default/pods?labelSelector=app%3Detcd"),
                 garbage.status().message());
   CHECK(Mentions(garbage.status(), "not JSON"));
@@ -413,7 +413,7 @@ TEST_CASE("emulator: 5xx and an unreachable server are retried later; garbage is
   emu.Configure(FailOnce("/apis/apps/v1/namespaces/default/statefulsets/etcd", 200,
                          R"({"kind":"StatefulSet","spec":{"replicas":"three"}})"));
   auto shape = provider->Discover();
-  CHECK(shape.status().IsInvalidArgument());
+  CHECK(shape.status().IsUnavailable());
   CHECK(Mentions(shape.status(), "spec.replicas"));
 
   auto spec = ParseDiscoverySpec(emu.Spec("label_selector=app=etcd timeout=2s"));
@@ -463,8 +463,8 @@ Run Quorate(const std::string& args) {
 }
 
 TEST_CASE(
-    "emulator: quorate discover prints the pods with the IDs etcd will give them; bad answers exit 2, writing "
-    "nothing") {
+    "emulator: quorate discover prints the pods with the IDs etcd will give them; a wrong answer exits 1, a missing "
+    "RBAC grant 2, writing nothing") {
   Emulator& emu = Shared();
   MakeStatefulSet(emu, 3, 3);
   Run ok = Quorate(fmt::format("discover -w json --initial-cluster-token k8s-test --discovery '{}'",
@@ -485,7 +485,7 @@ TEST_CASE(
 
   emu.Configure(FailOnce("/api/v1/", 200, "]"));
   Run bad = Quorate(fmt::format("discover -w json --discovery '{}'", emu.Spec("label_selector=app=etcd")));
-  CHECK(bad.rc == 2);
+  CHECK(bad.rc == 1);
   CHECK(bad.out.empty());
   CHECK_MESSAGE(std::count(bad.err.begin(), bad.err.end(), '\n') == 1, bad.err);
   CHECK_MESSAGE(bad.err.find("not JSON") != std::string::npos, bad.err);

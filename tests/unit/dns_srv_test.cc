@@ -138,38 +138,38 @@ TEST_CASE("dns-srv: identical records count once, names compare without case or 
   CHECK(std::count(r.lookups.begin(), r.lookups.end(), "A etcd-0.example.com") == 1);
 }
 
-TEST_CASE("dns-srv: one name from two hosts is refused, naming both") {
+TEST_CASE("dns-srv: one name from two hosts is a wrong answer, retried, naming both") {
   FakeResolver r;
   r.hosts.emplace("etcd-0.a.example.com", std::vector<std::string>{"10.0.0.1"});
   r.hosts.emplace("etcd-0.b.example.com", std::vector<std::string>{"10.0.0.2"});
   r.srv.emplace(kSecure, Records({{"etcd-0.a.example.com.", 2380}}));
   r.srv.emplace(kPlain, Records({{"etcd-0.b.example.com.", 2380}}));
   auto members = DiscoverSrvMembers(Query(), r);
-  REQUIRE(members.status().IsInvalidArgument());
+  REQUIRE(members.status().IsUnavailable());
   CHECK(Mentions(members.status(), "etcd-0.a.example.com"));
   CHECK(Mentions(members.status(), "etcd-0.b.example.com"));
   CHECK(Mentions(members.status(), "'etcd-0'"));
 }
 
-TEST_CASE("dns-srv: a target that does not resolve is refused, naming it and its record") {
+TEST_CASE("dns-srv: a target that does not resolve is retried (not bad input), naming it and its record") {
   FakeResolver r;
   r.AddHosts(1);
   r.srv.emplace(kPlain, Records({{"etcd-0.example.com.", 2380}, {"ghost.example.com.", 2380}}));
   auto members = DiscoverSrvMembers(Query(), r);
-  REQUIRE(members.status().IsInvalidArgument());
+  REQUIRE(members.status().IsUnavailable());
   CHECK(Mentions(members.status(), "ghost.example.com"));
   CHECK(Mentions(members.status(), kPlain));
   CHECK(Mentions(members.status(), "A or AAAA"));
 }
 
-TEST_CASE("dns-srv: bogus targets are refused before anything is resolved") {
+TEST_CASE("dns-srv: bogus targets and port 0 are wrong answers, retried, before anything is resolved") {
   for (const char* target :
        {"", ".", "-bad.example.com.", "a..b.", "under score.example.com", "10.0.0.1.", "[::1]"}) {
     CAPTURE(target);
     FakeResolver r;
     r.srv.emplace(kSecure, Records({{target, 2380}}));
     auto members = DiscoverSrvMembers(Query(), r);
-    REQUIRE(members.status().IsInvalidArgument());
+    REQUIRE(members.status().IsUnavailable());
     CHECK(Mentions(members.status(), kSecure));
     CHECK(std::none_of(r.lookups.begin(), r.lookups.end(), [](const std::string& l) { return l[0] == 'A'; }));
   }
@@ -177,7 +177,7 @@ TEST_CASE("dns-srv: bogus targets are refused before anything is resolved") {
   r.AddHosts(1);
   r.srv.emplace(kSecure, Records({{"etcd-0.example.com.", 0}}));
   auto members = DiscoverSrvMembers(Query(), r);
-  REQUIRE(members.status().IsInvalidArgument());
+  REQUIRE(members.status().IsUnavailable());
   CHECK(Mentions(members.status(), "port"));
 }
 

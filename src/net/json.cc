@@ -1,0 +1,29 @@
+#include "quorate/json.h"
+
+#include <fmt/format.h>
+
+#include "quorate/text.h"
+
+namespace quorate {
+
+Result<nlohmann::json> ParseForeignJson(const std::string& text) {
+  bool too_deep = false;
+  // The parser itself keeps its nesting on the heap; refusing each level past the cap keeps the
+  // document it builds shallow, and the whole text is refused afterwards.
+  auto keep = [&too_deep](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
+    if (depth > kMaxForeignJsonDepth && (event == nlohmann::json::parse_event_t::object_start ||
+                                         event == nlohmann::json::parse_event_t::array_start)) {
+      too_deep = true;
+      return false;
+    }
+    return true;
+  };
+  nlohmann::json doc = nlohmann::json::parse(text, keep, /*allow_exceptions=*/false);
+  if (too_deep) return Status::InvalidArgument(fmt::format("JSON nested deeper than {} levels", kMaxForeignJsonDepth));
+  if (doc.is_discarded()) {
+    return Status::InvalidArgument(fmt::format("not JSON (it starts '{}')", Printable(text.substr(0, 40))));
+  }
+  return doc;
+}
+
+}  // namespace quorate
