@@ -23,6 +23,7 @@ class [[nodiscard]] Status {
     kDataLoss,          // a stored record is corrupt or half written: never trusted
     kFailedPrecondition,
     kInternal,
+    kCancelled,  // a wait ended by a stop request (SIGTERM): not a failure of what was waited for
   };
 
   Status() = default;
@@ -36,6 +37,7 @@ class [[nodiscard]] Status {
     return {Code::kFailedPrecondition, std::move(m)};
   }
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+  static Status Cancelled(std::string m) { return {Code::kCancelled, std::move(m)}; }
   // From errno, naming what was being done ("write /x/y").
   static Status FromErrno(int err, const std::string& what);
 
@@ -45,6 +47,7 @@ class [[nodiscard]] Status {
   bool IsInvalidArgument() const { return code_ == Code::kInvalidArgument; }
   bool IsUnavailable() const { return code_ == Code::kUnavailable; }
   bool IsNotFound() const { return code_ == Code::kNotFound; }
+  bool IsCancelled() const { return code_ == Code::kCancelled; }
 
   ExitCode exit_code() const {
     if (ok()) return ExitCode::kOk;

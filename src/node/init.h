@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 
+// The commands that run the job also discover on their own (`discover`, `cluster-init`).
+#include "discovery/discovery.h"
 #include "quorate/config.h"
 #include "quorate/member.h"
 #include "core/planner.h"
@@ -15,14 +17,6 @@
 namespace quorate {
 
 class AgentServer;
-
-// The provider the flags name: --discovery, --initial-cluster or --discovery-srv (exactly one).
-Result<std::unique_ptr<DiscoveryProvider>> ProviderFromConfig(const Config& config);
-
-// Asks the provider until it returns the expected number of members or the deadline passes.
-// InvalidArgument at once when an answer is malformed; DeadlineExceeded saying what is missing.
-Result<std::vector<Member>> DiscoverExpected(DiscoveryProvider& provider, const Config& config,
-                                             std::chrono::steady_clock::time_point deadline);
 
 struct InitOutcome {
   Decision decision;
