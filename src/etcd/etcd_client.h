@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -85,6 +86,9 @@ class EtcdClient {
 
 // Never fails here: a bad endpoint or an unreadable TLS file is the InvalidArgument of every call.
 std::unique_ptr<EtcdClient> MakeEtcdClient(const EtcdClientOptions& options);
+
+// Makes the clients of a job, so tests hand it a fake cluster; MakeEtcdClient is the real one.
+using EtcdClientFactory = std::function<std::unique_ptr<EtcdClient>(const EtcdClientOptions& options)>;
 
 // `member list` in etcdctl 3.4's shapes: simple and table as etcdctl prints them; json with IDs as
 // hex strings and "clusterID", as quorate's other JSON output.

@@ -165,7 +165,9 @@ Status WaitForStopSignal() {
 Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_args) {
   Metrics metrics;
   MemberHealth health;
-  InitJob job(config, InitJob::AgentMode::kAlways);
+  InitOptions init_options;
+  init_options.agent_mode = InitOptions::AgentMode::kAlways;
+  InitJob job(config, init_options);
   auto outcome = job.Run();
   if (!outcome.ok()) return outcome.status();
   metrics.RecordDecision(outcome->decision.action);
