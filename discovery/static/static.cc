@@ -21,7 +21,8 @@ Result<std::unique_ptr<DiscoveryProvider>> CreateStatic(ProviderParams& params) 
   auto text = params.TakeRequired("members");
   if (!text.ok()) return text.status();
   if (Status s = params.CheckAllTaken({"members"}); !s.ok()) return s;
-  auto members = ParseInitialCluster(*text, "--discovery members");
+  const std::string label = params.Label("members");
+  auto members = ParseInitialCluster(*text, label);
   if (!members.ok()) return members.status();
   for (auto& m : *members) {
     for (const auto& u : m.peer_urls) m.client_urls.push_back(DefaultClientUrl(*ParseUrl(u)));
@@ -29,7 +30,7 @@ Result<std::unique_ptr<DiscoveryProvider>> CreateStatic(ProviderParams& params) 
   // Names and URLs are checked once more by MemberSet::Create; check here too so the message
   // points at the flag rather than at a later stage.
   if (auto set = MemberSet::Create(*members, "check"); !set.ok()) {
-    return set.status().Prefixed("--discovery members");
+    return set.status().Prefixed(label);
   }
   return std::unique_ptr<DiscoveryProvider>(new StaticProvider(std::move(*members)));
 }

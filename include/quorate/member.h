@@ -43,6 +43,13 @@ ClusterId ComputeClusterId(std::vector<MemberId> member_ids);
 std::string IdToHex(uint64_t id);
 Result<uint64_t> IdFromHex(std::string_view hex);
 
+// Peer-URL lists compared as etcd does: as sets, in any order.
+bool SameUrlSet(std::vector<std::string> a, std::vector<std::string> b);
+bool SharesUrl(const std::vector<std::string>& a, const std::vector<std::string>& b);
+
+// etcd's --initial-cluster value: name=url,name=url, one entry per peer URL, in the order given.
+std::string InitialClusterOf(const std::vector<Member>& members);
+
 // The agreed initial membership: every member, sorted by name, and the token that seeds the IDs.
 class MemberSet {
  public:
@@ -57,8 +64,8 @@ class MemberSet {
   ClusterId cluster_id() const;
   const Member* FindByName(std::string_view name) const;
   const Member* FindById(MemberId id) const;
-  // etcd's --initial-cluster value: name=url,name=url (one entry per peer URL).
-  std::string InitialCluster() const;
+  // etcd's --initial-cluster value for these members (InitialClusterOf).
+  std::string InitialCluster() const { return InitialClusterOf(members_); }
 
  private:
   std::vector<Member> members_;

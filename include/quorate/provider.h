@@ -23,6 +23,9 @@ struct DiscoverySpec {
   std::string provider;
   std::map<std::string, std::string> params;
   std::string text;  // as given, for messages
+  // The flag a key's value was typed as, when not `--discovery key=...`: a static provider made from
+  // --initial-cluster has {"members", "--initial-cluster"}, so its messages name what the user typed.
+  std::map<std::string, std::string> labels;
 };
 Result<DiscoverySpec> ParseDiscoverySpec(std::string_view text);
 
@@ -57,6 +60,8 @@ class ProviderParams {
   Result<std::string> TakeRequired(const std::string& key);
   // InvalidArgument naming the keys nobody took, and the ones that are known.
   Status CheckAllTaken(const std::vector<std::string>& known) const;
+  // How the user typed `key`, for messages: "--discovery members", or the flag it came from.
+  std::string Label(const std::string& key) const;
   const std::string& provider() const { return spec_.provider; }
   const ProviderContext& context() const { return context_; }
 

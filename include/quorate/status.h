@@ -35,6 +35,7 @@ class [[nodiscard]] Status {
     kDataLoss,          // a stored record is corrupt or half written: never trusted
     kFailedPrecondition,
     kInternal,
+    kCancelled,  // a wait ended by a stop request (SIGTERM): not a failure of what was waited for
   };
 
   Status() = default;
@@ -48,6 +49,7 @@ class [[nodiscard]] Status {
     return {Code::kFailedPrecondition, std::move(m)};
   }
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+  static Status Cancelled(std::string m) { return {Code::kCancelled, std::move(m)}; }
   // From errno, naming what was being done ("write /x/y").
   static Status FromErrno(int err, const std::string& what);
 
@@ -65,6 +67,8 @@ class [[nodiscard]] Status {
     if (!ok()) s.reason_ = reason;
     return s;
   }
+
+  bool IsCancelled() const { return code_ == Code::kCancelled; }
 
   ExitCode exit_code() const {
     if (ok()) return ExitCode::kOk;

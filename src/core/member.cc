@@ -182,9 +182,20 @@ const Member* MemberSet::FindById(MemberId id) const {
   return nullptr;
 }
 
-std::string MemberSet::InitialCluster() const {
+bool SameUrlSet(std::vector<std::string> a, std::vector<std::string> b) {
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  return a == b;
+}
+
+bool SharesUrl(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  return std::any_of(a.begin(), a.end(),
+                     [&](const std::string& u) { return std::find(b.begin(), b.end(), u) != b.end(); });
+}
+
+std::string InitialClusterOf(const std::vector<Member>& members) {
   std::string out;
-  for (const auto& m : members_) {
+  for (const auto& m : members) {
     for (const auto& u : m.peer_urls) {
       if (!out.empty()) out += ',';
       out += m.name + "=" + u;

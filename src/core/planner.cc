@@ -8,17 +8,6 @@
 namespace quorate {
 namespace {
 
-bool Overlaps(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  return std::any_of(a.begin(), a.end(),
-                     [&](const std::string& u) { return std::find(b.begin(), b.end(), u) != b.end(); });
-}
-
-bool SameUrls(std::vector<std::string> a, std::vector<std::string> b) {
-  std::sort(a.begin(), a.end());
-  std::sort(b.begin(), b.end());
-  return a == b;
-}
-
 std::string JoinStrings(const std::vector<std::string>& parts, std::string_view sep) {
   std::string out;
   for (const auto& p : parts) {
@@ -35,21 +24,8 @@ std::string OneLine(std::string text) {
   return text;
 }
 
-struct Entry {
-  std::string name;
-  std::vector<std::string> peer_urls;
-};
-
-std::string InitialClusterOf(const std::vector<Entry>& entries) {
-  std::string out;
-  for (const auto& e : entries) {
-    for (const auto& u : e.peer_urls) {
-      if (!out.empty()) out += ',';
-      out += e.name + "=" + u;
-    }
-  }
-  return out;
-}
+// An --initial-cluster entry: a name and its peer URLs (client URLs play no part).
+Member Entry(std::string name, std::vector<std::string> peer_urls) { return {std::move(name), std::move(peer_urls), {}}; }
 
 // etcd folds --initial-cluster entries that share a name into one member, so a member that has not
 // published its name yet still needs a unique one: the expected set's name for its peer URLs, and
@@ -57,7 +33,7 @@ std::string InitialClusterOf(const std::vector<Entry>& entries) {
 std::string NameFor(const ClusterMember& m, const MemberSet& expected) {
   if (!m.name.empty()) return m.name;
   for (const auto& e : expected.members()) {
-    if (Overlaps(e.peer_urls, m.peer_urls)) return e.name;
+    if (SharesUrl(e.peer_urls, m.peer_urls)) return e.name;
   }
   return IdToHex(m.id);
 }
@@ -112,11 +88,11 @@ Decision Start(Action action, std::string state, std::string initial_cluster, st
 }
 
 Decision PlanRestart(const PlanInput& in) {
-  std::vector<Entry> entries;
-  for (const auto& m : in.expected.members()) entries.push_back({m.name, m.peer_urls});
+  std::vector<Member> entries;
+  for (const auto& m : in.expected.members()) entries.push_back(Entry(m.name, m.peer_urls));
   // etcd never reads --initial-cluster over existing data, but a config naming us is one etcd would
   // accept, so an operator can start it by hand without editing.
-  if (in.expected.FindByName(in.self.name) == nullptr) entries.push_back({in.self.name, in.self.peer_urls});
+  if (in.expected.FindByName(in.self.name) == nullptr) entries.push_back(Entry(in.self.name, in.self.peer_urls));
   return Start(Action::kRestart, "new", InitialClusterOf(entries),
                fmt::format("{} has local data: restarting etcd on it (etcd ignores --initial-cluster "
                            "when its data dir has a WAL)",
@@ -128,7 +104,7 @@ bool VoterAnswers(const PlanInput& in, const ClusterMember& voter) {
   for (const auto& p : in.peers) {
     if (!p.cluster) continue;
     const Member* m = in.expected.FindByName(p.name);
-    if (m != nullptr && Overlaps(m->peer_urls, voter.peer_urls)) return true;
+    if (m != nullptr && SharesUrl(m->peer_urls, voter.peer_urls)) return true;
   }
   return false;
 }
@@ -140,10 +116,10 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
   // Our ID matches the expected set, but the expected set may name us differently; etcd needs
   // --name in --initial-cluster, and only the peer URLs feed the IDs.
   if (c.cluster_id == in.expected.cluster_id()) {
-    std::vector<Entry> entries;
+    std::vector<Member> entries;
     for (const auto& m : in.expected.members()) {
       bool is_self = in.expected.IdOf(m) == listed.id;
-      entries.push_back({is_self ? in.self.name : m.name, is_self ? in.self.peer_urls : m.peer_urls});
+      entries.push_back(Entry(is_self ? in.self.name : m.name, is_self ? in.self.peer_urls : m.peer_urls));
     }
     return Start(Action::kLateInitial, "new", InitialClusterOf(entries),
                  fmt::format("cluster {} lists {} as initial member {} that never started: starting "
@@ -166,10 +142,10 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
                             "initial cluster cannot be rebuilt; restore the original member set",
                             IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id)));
   }
-  std::vector<Entry> entries;
+  std::vector<Member> entries;
   for (const auto& m : c.members) {
     if (m.id == listed.id) {
-      entries.push_back({in.self.name, in.self.peer_urls});
+      entries.push_back(Entry(in.self.name, in.self.peer_urls));
       continue;
     }
     std::string name = m.name;
@@ -177,7 +153,7 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
       const Member* e = in.expected.FindById(m.id);
       name = e != nullptr ? e->name : NameFor(m, in.expected);
     }
-    entries.push_back({name, m.peer_urls});
+    entries.push_back(Entry(name, m.peer_urls));
   }
   return Start(Action::kLateInitial, "new", InitialClusterOf(entries),
                fmt::format("cluster {} lists {} as initial member {} that never started: starting with "
@@ -202,11 +178,11 @@ Decision PlanReplace(const PlanInput& in, const ClusterView& c, const ClusterMem
                             in.self.name, IdToHex(listed.id), IdToHex(c.cluster_id), live, voters,
                             majority));
   }
-  std::vector<Entry> entries;
+  std::vector<Member> entries;
   for (const auto& m : c.members) {
-    if (&m != &listed) entries.push_back({NameFor(m, in.expected), m.peer_urls});
+    if (&m != &listed) entries.push_back(Entry(NameFor(m, in.expected), m.peer_urls));
   }
-  entries.push_back({in.self.name, in.self.peer_urls});
+  entries.push_back(Entry(in.self.name, in.self.peer_urls));
   Decision d = Start(Action::kReplace, "existing", InitialClusterOf(entries),
                      fmt::format("{} was started as member {} of cluster {} but its data is gone; {} of "
                                  "{} voters answer, so removing the stale ID and adding it back as a "
@@ -220,7 +196,7 @@ Decision PlanReplace(const PlanInput& in, const ClusterView& c, const ClusterMem
 Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
   const ClusterMember* listed = nullptr;
   for (const auto& m : c.members) {
-    if (Overlaps(in.self.peer_urls, m.peer_urls)) {
+    if (SharesUrl(in.self.peer_urls, m.peer_urls)) {
       listed = &m;
       break;
     }
@@ -242,12 +218,12 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
     if (listed->id == in.expected.IdOf(in.self)) {
       d = PlanLateInitial(in, c, *listed);
     } else {
-      std::vector<Entry> entries;
+      std::vector<Member> entries;
       for (const auto& m : c.members) {
         if (&m == listed) {
-          entries.push_back({in.self.name, m.peer_urls});
+          entries.push_back(Entry(in.self.name, m.peer_urls));
         } else {
-          entries.push_back({NameFor(m, in.expected), m.peer_urls});
+          entries.push_back(Entry(NameFor(m, in.expected), m.peer_urls));
         }
       }
       d = Start(Action::kJoin, "existing", InitialClusterOf(entries),
@@ -260,9 +236,9 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
   } else {
     size_t size = in.cluster_size != 0 ? in.cluster_size : in.expected.size();
     if (c.members.size() < size) {
-      std::vector<Entry> entries;
-      for (const auto& m : c.members) entries.push_back({NameFor(m, in.expected), m.peer_urls});
-      entries.push_back({in.self.name, in.self.peer_urls});
+      std::vector<Member> entries;
+      for (const auto& m : c.members) entries.push_back(Entry(NameFor(m, in.expected), m.peer_urls));
+      entries.push_back(Entry(in.self.name, in.self.peer_urls));
       d = Start(Action::kJoin, "existing", InitialClusterOf(entries),
                 fmt::format("cluster {} has {} of {} members and does not list {}: joining as a learner",
                             IdToHex(c.cluster_id), c.members.size(), size, in.self.name));
@@ -365,7 +341,7 @@ Decision PlanWithoutCluster(const PlanInput& in) {
   }
   // etcd refuses to bootstrap when its advertised peer URLs differ from its --initial-cluster entry,
   // and the IDs every peer computed would not be ours.
-  if (!SameUrls(me->peer_urls, in.self.peer_urls)) {
+  if (!SameUrlSet(me->peer_urls, in.self.peer_urls)) {
     return Wait(WaitKind::kPeersNotReady,
                 fmt::format("discovery lists {} with peer URLs {} but this node advertises {}", me->name,
                             JoinStrings(me->peer_urls, ","), JoinStrings(in.self.peer_urls, ",")));

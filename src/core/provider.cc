@@ -71,6 +71,11 @@ Result<std::string> ProviderParams::TakeRequired(const std::string& key) {
   return *value;
 }
 
+std::string ProviderParams::Label(const std::string& key) const {
+  auto it = spec_.labels.find(key);
+  return it != spec_.labels.end() ? it->second : "--discovery " + key;
+}
+
 Status ProviderParams::CheckAllTaken(const std::vector<std::string>& known) const {
   for (const auto& [key, value] : spec_.params) {
     if (!taken_.count(key)) {

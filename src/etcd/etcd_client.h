@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -84,5 +85,8 @@ class EtcdClient {
 
 // Never fails here: a bad endpoint or an unreadable TLS file is the InvalidArgument of every call.
 std::unique_ptr<EtcdClient> MakeEtcdClient(const EtcdClientOptions& options);
+
+// Makes the clients of a job, so tests hand it a fake cluster; MakeEtcdClient is the real one.
+using EtcdClientFactory = std::function<std::unique_ptr<EtcdClient>(const EtcdClientOptions& options)>;
 
 }  // namespace quorate

@@ -1,15 +1,8 @@
 #include "node/init.h"
 
 #include <dirent.h>
-#include <netinet/in.h>
-#include <netdb.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <cstring>
-#include <future>
 #include <mutex>
-#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -17,27 +10,19 @@
 
 #include "agent/agent.h"
 #include "core/bucket.h"
-#include "etcd/etcd_client.h"
 #include "etcd/etcd_config.h"
 #include "etcd/etcd_wal.h"
 #include "quorate/fs.h"
 #include "quorate/log.h"
-#include "etcd/peer_probe.h"
 #include "store/sealed_bucket.h"
 
 namespace quorate {
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
-constexpr auto kPollInterval = std::chrono::milliseconds(250);
-constexpr auto kPeerCallTimeout = std::chrono::milliseconds(1000);
-
 std::string Join(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ", ")); }
 
-std::vector<std::string> Sorted(std::vector<std::string> v) {
-  std::sort(v.begin(), v.end());
-  return v;
-}
+// A stop fd that woke a wait for something else (see StopSource) lets the wait go on.
+bool StopConfirmed(const StopSource& stop) { return !stop.requested || stop.requested(); }
 
 // Finds this node in the discovered set: by name, else by an advertised peer URL.
 const Member* FindSelf(const std::vector<Member>& members, const Config& config) {
@@ -45,9 +30,7 @@ const Member* FindSelf(const std::vector<Member>& members, const Config& config)
     if (m.name == config.name) return &m;
   }
   for (const auto& m : members) {
-    for (const auto& u : config.initial_advertise_peer_urls) {
-      if (std::find(m.peer_urls.begin(), m.peer_urls.end(), u) != m.peer_urls.end()) return &m;
-    }
+    if (SharesUrl(m.peer_urls, config.initial_advertise_peer_urls)) return &m;
   }
   return nullptr;
 }
@@ -58,7 +41,7 @@ Result<Member> ResolveSelf(const std::vector<Member>& members, const Config& con
   Member self{config.name, config.initial_advertise_peer_urls, config.advertise_client_urls};
   const Member* found = FindSelf(members, config);
   if (found != nullptr) {
-    if (!self.peer_urls.empty() && Sorted(self.peer_urls) != Sorted(found->peer_urls)) {
+    if (!self.peer_urls.empty() && !SameUrlSet(self.peer_urls, found->peer_urls)) {
       return Status::InvalidArgument(fmt::format(
           "--initial-advertise-peer-urls {} differs from what discovery lists for '{}': {}; fix the flag or "
           "the discovery records",
@@ -96,126 +79,14 @@ std::string DataStateName(DataState s) {
   return "unknown";
 }
 
-// A member added with a peer URL that is not ours can never connect: refuse before MemberAdd.
-// The URL must name an address of this machine, and no etcd may already answer there.
-Status CheckPeerUrlIsOurs(const Member& self, const TlsFiles& peer_tls) {
-  for (const auto& text : self.peer_urls) {
-    auto url = ParseUrl(text);
-    addrinfo hints{};
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* found = nullptr;
-    if (int rc = getaddrinfo(url->host.c_str(), nullptr, &hints, &found); rc != 0) {
-      return Status::Unavailable(fmt::format("peer URL {}: cannot resolve {}: {}", text, url->host, gai_strerror(rc)));
-    }
-    bool local = false;
-    for (addrinfo* a = found; a != nullptr && !local; a = a->ai_next) {
-      int fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      if (fd < 0) continue;
-      sockaddr_storage addr{};
-      std::memcpy(&addr, a->ai_addr, a->ai_addrlen);
-      // Port 0: only whether the address is ours matters, not whether etcd's port is free.
-      if (a->ai_family == AF_INET) reinterpret_cast<sockaddr_in*>(&addr)->sin_port = 0;
-      if (a->ai_family == AF_INET6) reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port = 0;
-      local = bind(fd, reinterpret_cast<sockaddr*>(&addr), a->ai_addrlen) == 0;
-      close(fd);
-    }
-    freeaddrinfo(found);
-    if (!local) {
-      return Status::InvalidArgument(fmt::format(
-          "peer URL {} does not name an address of this machine; adding it would give the cluster a member that "
-          "can never connect",
-          text));
-    }
-    if (auto view = ProbeMembers(text, peer_tls, kPeerCallTimeout); view.ok() || !view.status().IsUnavailable()) {
-      return Status::FailedPrecondition(
-          fmt::format("something already answers at peer URL {}; refusing to add a member there", text));
-    }
-  }
-  return Status::Ok();
-}
-
-struct MembershipChange {
-  MemberId member_id = 0;
-  std::string initial_cluster;
-};
-
-bool SharesPeerUrl(const ClusterMember& m, const Member& self) {
-  for (const auto& u : m.peer_urls) {
-    if (std::find(self.peer_urls.begin(), self.peer_urls.end(), u) != self.peer_urls.end()) return true;
-  }
-  return false;
-}
-
-// Replace and join (DESIGN §4 rules 2 and 4): remove the stale ID, add ourselves as a learner, and
-// compute the --initial-cluster etcd needs to start `existing`. Each step tolerates having been done
-// already, so a run killed half-way converges on the next one.
-Result<MembershipChange> ChangeMembership(const Config& c, const Member& self, const Decision& d,
-                                          SteadyClock::time_point deadline) {
-  EtcdClientOptions options{d.endpoints, c.etcdctl_tls.enabled() ? c.etcdctl_tls : c.client_tls,
-                            std::chrono::seconds(5)};
-  auto client = MakeEtcdClient(options);
-  auto backoff = std::chrono::milliseconds(500);
-  auto retry = [&](const Status& s, const char* what) -> Status {
-    if (!s.IsUnavailable()) return s;
-    if (SteadyClock::now() >= deadline) {
-      return Status::DeadlineExceeded(fmt::format("timed out after --timeout waiting to {}: {}", what, s.message()));
-    }
-    spdlog::info("waiting to {}: {}", what, s.message());
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(4000));
-    return Status::Ok();
-  };
-
-  if (d.remove_id) {
-    while (true) {
-      Status s = client->MemberRemove(*d.remove_id);
-      if (s.ok() || s.IsNotFound()) {
-        spdlog::info("removed stale member {} of {} (its data is gone)", IdToHex(*d.remove_id), self.name);
-        break;
-      }
-      if (Status r = retry(s, "remove the stale member"); !r.ok()) return r;
-    }
-  }
-  MembershipChange change;
-  Result<MemberListing> listing = Status::Internal("unset");
-  if (d.add_member) {
-    if (Status s = CheckPeerUrlIsOurs(self, c.peer_tls); !s.ok()) return s;
-    while (true) {
-      MemberId added = 0;
-      listing = client->MemberAdd(self.peer_urls, /*is_learner=*/true, &added);
-      if (listing.ok()) {
-        spdlog::info("added {} as learner {}", self.name, IdToHex(added));
-        break;
-      }
-      if (listing.status().code() == Status::Code::kFailedPrecondition) {
-        // An earlier run added us and was killed before starting etcd.
-        listing = client->MemberList();
-        if (!listing.ok()) return listing.status();
-        break;
-      }
-      if (Status r = retry(listing.status(), "add this member as a learner"); !r.ok()) return r;
-    }
-  } else {
-    while (!(listing = client->MemberList()).ok()) {
-      if (Status r = retry(listing.status(), "list the members"); !r.ok()) return r;
-    }
-  }
-  std::vector<std::string> entries;
-  for (const auto& m : listing->members) {
-    bool is_self = SharesPeerUrl(m, self);
-    if (is_self) change.member_id = m.id;
-    std::string name = is_self ? self.name : (m.name.empty() ? IdToHex(m.id) : m.name);
-    for (const auto& u : m.peer_urls) entries.push_back(name + "=" + u);
-  }
-  if (change.member_id == 0) {
-    return Status::Unavailable(fmt::format("the cluster does not list {} after MemberAdd; run init again", self.name));
-  }
-  change.initial_cluster = fmt::format("{}", fmt::join(entries, ","));
-  return change;
+std::string TimedOut(const Config& c, const std::string& what) {
+  return fmt::format("timed out after --timeout {}s: {}",
+                     std::chrono::duration_cast<std::chrono::seconds>(c.timeout).count(), what);
 }
 
 // The member set sealed in --bucket. Without a discovery fallback, waits for it to appear.
-Result<std::optional<MemberSet>> ReadSealed(const Config& c, bool can_discover, SteadyClock::time_point deadline) {
+Result<std::optional<MemberSet>> ReadSealed(const Config& c, bool can_discover, Backoff& backoff,
+                                            const StopSource& stop) {
   while (true) {
     auto sealed = ReadSealedBucket(c.bucket, c.initial_cluster_token);
     if (!sealed.ok()) return sealed.status();
@@ -225,44 +96,15 @@ Result<std::optional<MemberSet>> ReadSealed(const Config& c, bool can_discover, 
                    c.initial_cluster_token);
       return std::optional<MemberSet>();
     }
-    if (SteadyClock::now() >= deadline) {
-      return Status::DeadlineExceeded(fmt::format(
-          "timed out after --timeout: --bucket {} holds no member set for token '{}'; run quorate cluster-init",
-          c.bucket, c.initial_cluster_token));
+    std::string missing = fmt::format("--bucket {} holds no member set for token '{}'", c.bucket, c.initial_cluster_token);
+    switch (WaitOrStop(backoff, stop)) {
+      case Backoff::kRetry:
+        break;
+      case Backoff::kDeadline:
+        return Status::DeadlineExceeded(TimedOut(c, missing + "; run quorate cluster-init"));
+      case Backoff::kStopped:
+        return Status::Cancelled(fmt::format("stopped while waiting: {}; no membership change was under way", missing));
     }
-    std::this_thread::sleep_for(kPollInterval);
-  }
-}
-
-// etcd 3.4, started `new` without a WAL, first asks the other members' peer URLs in sorted order,
-// one second each, whether it was bootstrapped already (isMemberBootstrapped), and only then serves
-// its own peer URL. An etcd busy with that check has its peer port open and answers nothing, so N
-// etcds started at the same moment wait up to N-1 seconds for one another. Hence only the member
-// owning the smallest peer URL (the first one every other etcd asks) starts at once; the others
-// start once it answers GET /members, which takes its etcd milliseconds, as no peer etcd listens
-// yet. Only the start is delayed, never the decision; after kFirstPeerWait this member starts anyway.
-constexpr auto kFirstPeerWait = std::chrono::seconds(5);
-constexpr auto kFirstPeerPoll = std::chrono::milliseconds(20);
-constexpr auto kFirstPeerCallTimeout = std::chrono::milliseconds(200);
-
-void WaitForFirstPeer(const Config& c, const MemberSet& expected, const Member& self) {
-  const std::string* first = nullptr;
-  for (const auto& m : expected.members()) {
-    for (const auto& u : m.peer_urls) {
-      if (first == nullptr || u < *first) first = &u;
-    }
-  }
-  if (first == nullptr || std::find(self.peer_urls.begin(), self.peer_urls.end(), *first) != self.peer_urls.end()) {
-    return;
-  }
-  spdlog::info("starting etcd once {} answers: it is the first peer URL every new etcd asks", *first);
-  auto until = SteadyClock::now() + kFirstPeerWait;
-  while (!ProbeMembers(*first, c.peer_tls, kFirstPeerCallTimeout).ok()) {
-    if (SteadyClock::now() >= until) {
-      spdlog::info("{} does not answer after {}s: starting etcd anyway", *first, kFirstPeerWait.count());
-      return;
-    }
-    std::this_thread::sleep_for(kFirstPeerPoll);
   }
 }
 
@@ -281,80 +123,6 @@ bool HasEtcdData(const std::string& data_dir) {
   return found;
 }
 
-Result<std::unique_ptr<DiscoveryProvider>> ProviderFromConfig(const Config& config) {
-  int sources = !config.discovery.empty() + !config.initial_cluster.empty() + !config.discovery_srv.empty();
-  if (sources == 0) {
-    return Status::InvalidArgument(
-        "no discovery: give --initial-cluster, --discovery-srv or --discovery 'provider=NAME ...'");
-  }
-  if (sources > 1) {
-    return Status::InvalidArgument("give only one of --initial-cluster, --discovery-srv and --discovery");
-  }
-  DiscoverySpec spec;
-  if (!config.discovery.empty()) {
-    auto parsed = ParseDiscoverySpec(config.discovery);
-    if (!parsed.ok()) return parsed.status();
-    spec = std::move(*parsed);
-  } else if (!config.initial_cluster.empty()) {
-    auto members = ParseInitialCluster(config.initial_cluster, "--initial-cluster");
-    if (!members.ok()) return members.status();
-    spec = {"static", {{"members", config.initial_cluster}}, "--initial-cluster"};
-  } else {
-    spec = {"dns-srv", {{"domain", config.discovery_srv}}, "--discovery-srv"};
-    if (!config.discovery_srv_name.empty()) spec.params["name"] = config.discovery_srv_name;
-  }
-  ProviderContext context{{config.name, config.initial_advertise_peer_urls, config.advertise_client_urls},
-                          config.initial_cluster_token,
-                          config.cluster_size,
-                          SteadyClock::now() + config.timeout};
-  if (context.self.client_urls.empty() && !context.self.peer_urls.empty()) {
-    context.self.client_urls.push_back(DefaultClientUrl(*ParseUrl(context.self.peer_urls.front())));
-  }
-  auto provider = ProviderRegistry::Get().Create(spec, context);
-  if (!provider.ok() && spec.provider == "static" && !config.initial_cluster.empty()) {
-    // The static provider names its key; the user typed --initial-cluster.
-    std::string msg = provider.status().message();
-    const std::string from = "--discovery members";
-    if (auto pos = msg.find(from); pos != std::string::npos) msg.replace(pos, from.size(), "--initial-cluster");
-    return Status::InvalidArgument(msg);
-  }
-  return provider;
-}
-
-Result<std::vector<Member>> DiscoverExpected(DiscoveryProvider& provider, const Config& config,
-                                             SteadyClock::time_point deadline) {
-  std::string last;
-  while (true) {
-    auto members = provider.Discover();
-    std::string progress;
-    if (members.ok()) {
-      size_t want = config.cluster_size.value_or(provider.ImpliedSize().value_or(members->size()));
-      if (members->size() == want && want > 0) return members;
-      std::vector<std::string> names;
-      for (const auto& m : *members) names.push_back(m.name);
-      progress = members->size() < want
-                     ? fmt::format("{}/{} discovered: {}; waiting for {} more", members->size(), want,
-                                   Join(names), want - members->size())
-                     : fmt::format("{} discovered ({}) but --cluster-size is {}; waiting for the extra ones to go",
-                                   members->size(), Join(names), want);
-    } else if (members.status().IsInvalidArgument()) {
-      return members.status().Prefixed(provider.Describe());
-    } else {
-      progress = fmt::format("{}: {}", provider.Describe(), members.status().message());
-    }
-    if (progress != last) {
-      spdlog::info("{}", progress);
-      last = progress;
-    }
-    if (SteadyClock::now() >= deadline) {
-      return Status::DeadlineExceeded(fmt::format("timed out after --timeout {}s: {}",
-                                                  std::chrono::duration_cast<std::chrono::seconds>(config.timeout).count(),
-                                                  progress));
-    }
-    std::this_thread::sleep_for(kPollInterval);
-  }
-}
-
 struct InitJob::State {
   std::mutex mu;
   AgentState agent_state;
@@ -362,8 +130,26 @@ struct InitJob::State {
   std::unique_ptr<AgentServer> agent;
 };
 
-InitJob::InitJob(Config config, AgentMode agent_mode)
-    : config_(std::move(config)), agent_mode_(agent_mode), state_(std::make_unique<State>()) {}
+// What this node knows before asking any peer: its data, its stored bucket, the expected members.
+struct InitJob::Local {
+  bool has_data = false;
+  std::optional<Bucket> stored;
+  std::string token;
+  Member self;
+  MemberSet expected;
+};
+
+InitJob::InitJob(Config config, InitOptions options)
+    : config_(std::move(config)),
+      options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : RealClock()),
+      own_peers_(options_.peers != nullptr ? nullptr : MakePeers(config_)),
+      peers_(options_.peers != nullptr ? *options_.peers : *own_peers_),
+      state_(std::make_unique<State>()) {
+  if (!options_.etcd_clients) options_.etcd_clients = MakeEtcdClient;
+  if (!options_.is_own_address) options_.is_own_address = IsAddressOfThisMachine;
+}
+
 InitJob::~InitJob() = default;
 
 void InitJob::SetRunning(bool running) {
@@ -372,9 +158,8 @@ void InitJob::SetRunning(bool running) {
   state_->etcd_ran = state_->etcd_ran || running;
 }
 
-Result<InitOutcome> InitJob::Run() {
+Result<InitJob::Local> InitJob::GatherLocal(Clock::TimePoint deadline) {
   const Config& c = config_;
-  auto deadline = SteadyClock::now() + c.timeout;
   // With --bucket the sealed member set may stand in for discovery entirely.
   std::unique_ptr<DiscoveryProvider> provider;
   bool has_discovery = !c.discovery.empty() || !c.initial_cluster.empty() || !c.discovery_srv.empty();
@@ -384,21 +169,23 @@ Result<InitOutcome> InitJob::Run() {
     provider = std::move(*created);
   }
 
-  bool has_data = HasEtcdData(c.data_dir);
+  Local local;
+  local.has_data = HasEtcdData(c.data_dir);
   // With local data the stored bucket is enough: a restart must not depend on discovery being up.
-  std::optional<Bucket> stored;
   Status stored_corrupt;
   if (auto loaded = LoadBucket(c.state_dir); loaded.ok()) {
-    stored = std::move(*loaded);
+    local.stored = std::move(*loaded);
   } else if (!loaded.status().IsNotFound()) {
     stored_corrupt = loaded.status();
   }
 
+  const bool has_data = local.has_data;
   std::vector<Member> discovered;
-  if (has_data && stored && stored->members.FindByName(c.name) != nullptr) {
-    discovered = stored->members.members();
+  if (has_data && local.stored && local.stored->members.FindByName(c.name) != nullptr) {
+    discovered = local.stored->members.members();
   } else if (!c.bucket.empty() && !has_data) {
-    auto sealed = ReadSealed(c, provider != nullptr, deadline);
+    Backoff backoff(clock_, kDiscoveryPollInterval, kDiscoveryPollInterval, deadline, options_.stop.fd);
+    auto sealed = ReadSealed(c, provider != nullptr, backoff, options_.stop);
     if (!sealed.ok()) return sealed.status();
     if (*sealed) {
       spdlog::info("using the member set sealed in --bucket {} ({} members)", c.bucket, (*sealed)->size());
@@ -409,13 +196,21 @@ Result<InitOutcome> InitJob::Run() {
     if (once.ok()) discovered = std::move(*once);
   }
   if (discovered.empty() && !has_data) {
-    auto members = DiscoverExpected(*provider, c, deadline);
-    if (!members.ok()) return members.status();
-    discovered = std::move(*members);
+    Backoff backoff(clock_, kDiscoveryPollInterval, kDiscoveryPollInterval, deadline, options_.stop.fd);
+    while (true) {
+      auto members = DiscoverExpected(*provider, c, backoff);
+      if (members.ok()) {
+        discovered = std::move(*members);
+        break;
+      }
+      if (!members.status().IsCancelled()) return members.status();
+      if (StopConfirmed(options_.stop)) {
+        return Status::Cancelled(members.status().message() + "; no membership change was under way");
+      }
+    }
   }
-  const std::string& token = has_data && stored ? stored->members.token() : c.initial_cluster_token;
+  local.token = has_data && local.stored ? local.stored->members.token() : c.initial_cluster_token;
 
-  Member self;
   if (has_data && (FindSelf(discovered, c) == nullptr || !c.initial_advertise_peer_urls.empty())) {
     // Restarting on our data needs only our own URLs: etcd ignores --initial-cluster then. The flags
     // win over the stored set, so a member whose address changed restarts at the new one, and
@@ -425,20 +220,23 @@ Result<InitOutcome> InitJob::Run() {
           "{} has etcd data but '{}' is not in the member bucket or discovery; give --initial-advertise-peer-urls",
           c.data_dir, c.name));
     }
-    self = {c.name, c.initial_advertise_peer_urls, c.advertise_client_urls};
-    if (self.client_urls.empty()) self.client_urls.push_back(DefaultClientUrl(*ParseUrl(self.peer_urls[0])));
-    std::erase_if(discovered, [&](const Member& m) { return m.name == self.name; });
-    discovered.push_back(self);
+    local.self = {c.name, c.initial_advertise_peer_urls, c.advertise_client_urls};
+    if (local.self.client_urls.empty()) {
+      local.self.client_urls.push_back(DefaultClientUrl(*ParseUrl(local.self.peer_urls[0])));
+    }
+    std::erase_if(discovered, [&](const Member& m) { return m.name == local.self.name; });
+    discovered.push_back(local.self);
   } else {
     auto resolved = ResolveSelf(discovered, c);
     if (!resolved.ok()) return resolved.status();
-    self = std::move(*resolved);
+    local.self = std::move(*resolved);
     for (auto& m : discovered) {
-      if (m.name == self.name) m = self;
+      if (m.name == local.self.name) m = local.self;
     }
   }
-  auto expected = MemberSet::Create(discovered, token);
+  auto expected = MemberSet::Create(discovered, local.token);
   if (!expected.ok()) return expected.status().Prefixed(provider ? provider->Describe() : c.bucket);
+  local.expected = std::move(*expected);
 
   // The input is valid from here on, so what cannot be used may be moved: aside, never away.
   if (!stored_corrupt.ok()) {
@@ -451,66 +249,38 @@ Result<InitOutcome> InitJob::Run() {
     if (!moved.ok()) return moved.status();
     spdlog::info("moved {} aside to {}: it has no WAL, so etcd cannot start on it", c.data_dir + "/member", *moved);
   }
+  return local;
+}
 
-  PlanInput input;
-  input.self = self;
-  input.expected = *expected;
-  input.cluster_size = c.cluster_size.value_or(expected->size());
-  input.has_local_data = has_data;
-  if (has_data) {
-    auto local = ReadWalIdentity(c.data_dir);
-    if (local.ok()) {
-      input.local = *local;
-    } else {
-      spdlog::warn("cannot tell whose data {} holds, so a removal of this member goes unnoticed: {}", c.data_dir,
-                   local.status().message());
-    }
-  }
+Status InitJob::ServeAgent(const Local& local, const PlanInput& input) {
+  const Config& c = config_;
   {
     std::lock_guard lock(state_->mu);
-    state_->agent_state = AgentState{self,
-                                     has_data ? DataState::kHasData : DataState::kEmpty,
-                                     token,
-                                     expected->cluster_id(),
-                                     expected->IdOf(self),
+    state_->agent_state = AgentState{local.self,
+                                     local.has_data ? DataState::kHasData : DataState::kEmpty,
+                                     local.token,
+                                     local.expected.cluster_id(),
+                                     local.expected.IdOf(local.self),
                                      static_cast<uint32_t>(input.cluster_size),
-                                     expected->InitialCluster()};
+                                     local.expected.InitialCluster()};
   }
-  bool agent_needed = agent_mode_ == AgentMode::kAlways || (!has_data && expected->size() > 1);
-  if (!state_->agent && agent_needed && !c.agent_listen.empty()) {
-    auto agent = AgentServer::Start(c.agent_listen, c.peer_tls, [this] {
-      std::lock_guard lock(state_->mu);
-      return state_->agent_state;
-    });
-    if (!agent.ok()) return agent.status().Prefixed("--agent-listen");
-    state_->agent = std::move(*agent);
-  }
+  bool agent_needed =
+      options_.agent_mode == AgentMode::kAlways || (!local.has_data && local.expected.size() > 1);
+  if (state_->agent || !agent_needed || c.agent_listen.empty()) return Status::Ok();
+  auto agent = AgentServer::Start(c.agent_listen, c.peer_tls, [this] {
+    std::lock_guard lock(state_->mu);
+    return state_->agent_state;
+  });
+  if (!agent.ok()) return agent.status().Prefixed("--agent-listen");
+  state_->agent = std::move(*agent);
+  return Status::Ok();
+}
 
-  Decision decision;
+Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Clock::TimePoint deadline) {
+  Backoff backoff(clock_, kDiscoveryPollInterval, kDiscoveryPollInterval, deadline, options_.stop.fd);
   std::string last_reason;
   while (true) {
-    input.peers.clear();
-    std::vector<std::future<PeerFacts>> asks;
-    for (const auto& m : expected->members()) {
-      if (m.name == self.name) continue;
-      asks.push_back(std::async(std::launch::async, [&c, m, &self] {
-        PeerFacts facts{m.name, {}, std::nullopt, {}};
-        auto peer = ParseUrl(m.peer_urls.front());
-        facts.agent = AskAgent(AgentTarget(*peer, c.agent_port), self.name, c.peer_tls, kPeerCallTimeout);
-        for (const auto& url : m.peer_urls) {
-          auto view = ProbeMembers(url, c.peer_tls, kPeerCallTimeout);
-          if (view.ok()) {
-            facts.cluster = std::move(*view);
-            facts.foreign_answer.clear();
-            break;
-          }
-          if (!view.status().IsUnavailable()) facts.foreign_answer = view.status().message();
-          spdlog::debug("{}: {}", m.name, view.status().message());
-        }
-        return facts;
-      }));
-    }
-    for (auto& f : asks) input.peers.push_back(f.get());
+    input.peers = GatherFacts(peers_, expected, input.self.name);
     for (const auto& p : input.peers) {
       spdlog::debug("{}: agent {} ({}), etcd {}", p.name, p.agent.reachable ? "answers" : "unreachable",
                     p.agent.reachable ? DataStateName(p.agent.data_state) : p.agent.error,
@@ -520,24 +290,35 @@ Result<InitOutcome> InitJob::Run() {
       std::lock_guard lock(state_->mu);
       input.etcd_ran = state_->etcd_ran;
     }
-    decision = Plan(input);
-    if (decision.action != Action::kWait) break;
+    Decision decision = Plan(input);
+    if (decision.action != Action::kWait) return decision;
     // Not waited out here: `run` keeps etcd stopped and asks again, answering signals meanwhile.
     if (decision.wait == WaitKind::kRemoved) return Status::Unavailable(decision.reason);
     if (decision.reason != last_reason) {
       spdlog::info("waiting: {}", decision.reason);
       last_reason = decision.reason;
     }
-    if (SteadyClock::now() >= deadline) {
-      return Status::DeadlineExceeded(fmt::format("timed out after --timeout {}s: {}",
-                                                  std::chrono::duration_cast<std::chrono::seconds>(c.timeout).count(),
-                                                  decision.reason));
+    switch (WaitOrStop(backoff, options_.stop)) {
+      case Backoff::kRetry:
+        break;
+      case Backoff::kDeadline:
+        return Status::DeadlineExceeded(TimedOut(config_, decision.reason));
+      case Backoff::kStopped:
+        return Status::Cancelled(
+            fmt::format("stopped while waiting: {}; no membership change was under way", decision.reason));
     }
-    std::this_thread::sleep_for(kPollInterval);
   }
-  spdlog::info("decision: {}: {}", ActionName(decision.action), decision.reason);
-  if (decision.action == Action::kNew) WaitForFirstPeer(c, *expected, self);
-  MemberId member_id = expected->IdOf(self);
+}
+
+Result<InitOutcome> InitJob::Carry(const Local& local, const PlanInput& input, Decision decision,
+                                   Clock::TimePoint deadline) {
+  const Config& c = config_;
+  const Member& self = local.self;
+  ApplySeams seams{options_.etcd_clients, clock_, peers_, options_.is_own_address, options_.stop};
+  if (decision.action == Action::kNew) {
+    if (Status s = WaitForFirstPeer(seams, local.expected, self); !s.ok()) return s;
+  }
+  MemberId member_id = local.expected.IdOf(self);
   if (decision.move_data_aside) {
     auto moved = MoveAside(c.data_dir + "/member", "removed");
     if (!moved.ok()) return moved.status();
@@ -545,7 +326,8 @@ Result<InitOutcome> InitJob::Run() {
                  *moved, IdToHex(input.local->member_id));
   }
   if (decision.action == Action::kJoin || decision.action == Action::kReplace) {
-    auto changed = ChangeMembership(c, self, decision, deadline);
+    const TlsFiles& client_tls = c.etcdctl_tls.enabled() ? c.etcdctl_tls : c.client_tls;
+    auto changed = ApplyMembershipChange(seams, client_tls, self, decision, deadline);
     if (!changed.ok()) return changed.status();
     decision.initial_cluster = changed->initial_cluster;
     member_id = changed->member_id;
@@ -555,16 +337,15 @@ Result<InitOutcome> InitJob::Run() {
   out.decision = decision;
   out.self = self;
   out.member_id = member_id;
-  out.cluster_id = decision.cluster_id.value_or(expected->cluster_id());
+  out.cluster_id = decision.cluster_id.value_or(local.expected.cluster_id());
   out.initial_cluster = decision.initial_cluster;
 
   if (Status s = MakeDirs(c.state_dir); !s.ok()) return s;
-  if (!has_data || !stored) {
-    Bucket bucket{*expected, {decision.initial_cluster_state, NowRfc3339()}};
+  if (!local.has_data || !local.stored) {
+    Bucket bucket{local.expected, {decision.initial_cluster_state, NowRfc3339()}};
     if (Status s = SaveBucket(c.state_dir, bucket); !s.ok()) return s;
   }
-  EtcdLaunch launch =
-      MakeEtcdLaunch(c, self, token, decision.initial_cluster, decision.initial_cluster_state);
+  EtcdLaunch launch = MakeEtcdLaunch(c, self, local.token, decision.initial_cluster, decision.initial_cluster_state);
   out.bucket_path = c.state_dir + "/" + kBucketFile;
   out.etcd_config_path = c.state_dir + "/" + kEtcdConfigFile;
   out.etcd_env_path = c.state_dir + "/" + kEtcdEnvFile;
@@ -572,6 +353,34 @@ Result<InitOutcome> InitJob::Run() {
   if (Status s = WriteFileAtomic(out.etcd_config_path, RenderEtcdYaml(launch)); !s.ok()) return s;
   if (Status s = WriteFileAtomic(out.etcd_env_path, RenderEtcdEnv(launch)); !s.ok()) return s;
   return out;
+}
+
+Result<InitOutcome> InitJob::Run() {
+  const Config& c = config_;
+  Clock::TimePoint deadline = clock_.Now() + c.timeout;
+  auto local = GatherLocal(deadline);
+  if (!local.ok()) return local.status();
+
+  PlanInput input;
+  input.self = local->self;
+  input.expected = local->expected;
+  input.cluster_size = c.cluster_size.value_or(local->expected.size());
+  input.has_local_data = local->has_data;
+  if (local->has_data) {
+    auto wal = ReadWalIdentity(c.data_dir);
+    if (wal.ok()) {
+      input.local = *wal;
+    } else {
+      spdlog::warn("cannot tell whose data {} holds, so a removal of this member goes unnoticed: {}", c.data_dir,
+                   wal.status().message());
+    }
+  }
+  if (Status s = ServeAgent(*local, input); !s.ok()) return s;
+
+  auto decision = Decide(input, local->expected, deadline);
+  if (!decision.ok()) return decision.status();
+  spdlog::info("decision: {}: {}", ActionName(decision->action), decision->reason);
+  return Carry(*local, input, std::move(*decision), deadline);
 }
 
 }  // namespace quorate

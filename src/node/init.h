@@ -1,28 +1,25 @@
 // The init job (DESIGN §1, §4): discover the members, learn what every peer knows, let the planner
 // decide, carry the decision out (membership changes included), and write the member bucket and
-// etcd's config. Shared by `quorate init` and `quorate run`.
+// etcd's config. Shared by `quorate init` and `quorate run`. Gather (discovery, local state, peers)
+// → Plan (core/planner.h, pure) → apply (node/apply.h); every side effect goes through a seam in
+// InitOptions, so the whole job runs in tests against fakes and in fake time.
 #pragma once
 
 #include <memory>
 #include <string>
 
+// The commands that run the job also discover on their own (`discover`, `cluster-init`).
+#include "discovery/discovery.h"
+#include "etcd/etcd_client.h"
+#include "node/apply.h"
+#include "node/peers.h"
+#include "quorate/clock.h"
 #include "core/config.h"
 #include "quorate/member.h"
 #include "core/planner.h"
-#include "quorate/provider.h"
 #include "quorate/status.h"
 
 namespace quorate {
-
-class AgentServer;
-
-// The provider the flags name: --discovery, --initial-cluster or --discovery-srv (exactly one).
-Result<std::unique_ptr<DiscoveryProvider>> ProviderFromConfig(const Config& config);
-
-// Asks the provider until it returns the expected number of members or the deadline passes.
-// InvalidArgument at once when an answer is malformed; DeadlineExceeded saying what is missing.
-Result<std::vector<Member>> DiscoverExpected(DiscoveryProvider& provider, const Config& config,
-                                             std::chrono::steady_clock::time_point deadline);
 
 struct InitOutcome {
   Decision decision;
@@ -39,24 +36,48 @@ struct InitOutcome {
 // True when <data-dir>/member/wal holds a WAL file.
 bool HasEtcdData(const std::string& data_dir);
 
-class InitJob {
- public:
+struct InitOptions {
   // `init` serves the agent only while it waits for its peers; `run` serves it for as long as the
   // job lives, so peers can tell a running member from a missing one.
   enum class AgentMode { kWhileWaiting, kAlways };
-  explicit InitJob(Config config, AgentMode agent_mode = AgentMode::kWhileWaiting);
+  AgentMode agent_mode = AgentMode::kWhileWaiting;
+
+  // The seams; null means the real ones.
+  Clock* clock = nullptr;
+  Peers* peers = nullptr;
+  EtcdClientFactory etcd_clients;
+  IsOwnAddress is_own_address;
+  // Every wait of the job (peers, discovery, the bucket, membership retries) ends at once on a stop;
+  // Run() then returns Cancelled, saying whether a membership change was left half done.
+  StopSource stop;
+};
+
+class InitJob {
+ public:
+  using AgentMode = InitOptions::AgentMode;
+  explicit InitJob(Config config, InitOptions options = {});
   ~InitJob();
   // Idempotent: `run` calls it again before every etcd restart. Unavailable, at once, when etcd ran
   // under this job and the cluster has since removed this member (rule 1b): the caller keeps etcd
-  // stopped and may ask again later.
+  // stopped and may ask again later. Cancelled when stopped while waiting.
   Result<InitOutcome> Run();
   // Whether etcd runs now; once it has run, a removal of this member is no longer rejoined from.
   void SetRunning(bool running);
 
  private:
   struct State;
+  struct Local;
+  Result<Local> GatherLocal(Clock::TimePoint deadline);
+  Status ServeAgent(const Local& local, const PlanInput& input);
+  Result<Decision> Decide(PlanInput& input, const MemberSet& expected, Clock::TimePoint deadline);
+  Result<InitOutcome> Carry(const Local& local, const PlanInput& input, Decision decision,
+                            Clock::TimePoint deadline);
+
   Config config_;
-  AgentMode agent_mode_;
+  InitOptions options_;
+  Clock& clock_;
+  std::unique_ptr<Peers> own_peers_;
+  Peers& peers_;
   std::unique_ptr<State> state_;
 };
 

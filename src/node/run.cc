@@ -1,151 +1,39 @@
 #include "node/run.h"
 
 #include <poll.h>
+#include <unistd.h>
 
 #include <cerrno>
-#include <condition_variable>
 #include <mutex>
-#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "core/bucket.h"
-#include "etcd/etcd_client.h"
 #include "etcd/etcd_config.h"
 #include "node/etcd_env.h"
 #include "node/init.h"
-#include "quorate/log.h"
-#include "status/status_server.h"
 #include "node/signal_watcher.h"
 #include "node/stray_etcd.h"
 #include "node/supervisor.h"
+#include "node/upkeep.h"
+#include "quorate/log.h"
+#include "status/status_server.h"
 
 namespace quorate {
 namespace {
-
-constexpr auto kUpkeepInterval = std::chrono::seconds(1);
-
-// What the upkeep loop learned last, for /readyz and the metrics.
-struct MemberHealth {
-  std::mutex mu;
-  Status ready = Status::Unavailable("etcd has not answered yet");
-  // Why init asked to keep etcd stopped for now (this member was removed, or a step to retry);
-  // empty while it may run. quorate is then alive and waiting, only not ready: a liveness probe must
-  // not restart it, which would turn a removal into a rejoin.
-  std::string held;
-};
-
-// The member's own upkeep while etcd runs: promote it once it is a caught-up learner, and bring its
-// advertised peer URLs up to date. Only ever acts on this member, so nodes never fight.
-class Upkeep {
- public:
-  Upkeep(const Config& config, Metrics& metrics, MemberHealth& health)
-      : config_(config), metrics_(metrics), health_(health) {}
-
-  void SetSelf(const Member& self) {
-    std::lock_guard lock(mu_);
-    self_ = self;
-    peers_.clear();
-    if (auto bucket = LoadBucket(config_.state_dir); bucket.ok()) {
-      for (const auto& m : bucket->members.members()) {
-        if (m.name == self_.name) continue;
-        peers_.insert(peers_.end(), m.client_urls.begin(), m.client_urls.end());
-      }
-    }
-  }
-
-  void Start() {
-    thread_ = std::thread([this] { Loop(); });
-  }
-
-  void Stop() {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  TlsFiles ClientTls() const { return config_.etcdctl_tls.enabled() ? config_.etcdctl_tls : config_.client_tls; }
-
-  void Loop() {
-    std::unique_lock lock(mu_);
-    while (!cv_.wait_for(lock, kUpkeepInterval, [this] { return stopping_; })) {
-      Member self = self_;
-      std::vector<std::string> peers = peers_;
-      lock.unlock();
-      Status ready = Tick(self, peers);
-      {
-        std::lock_guard h(health_.mu);
-        if (ready.message() != health_.ready.message()) {
-          spdlog::info("readiness: {}", ready.ok() ? "ready (healthy voter)" : ready.message());
-        }
-        health_.ready = ready;
-      }
-      lock.lock();
-    }
-  }
-
-  Status Tick(const Member& self, const std::vector<std::string>& peers) {
-    auto own = MakeEtcdClient({self.client_urls, ClientTls(), std::chrono::seconds(2)});
-    auto status = own->EndpointStatusOf(self.client_urls.front());
-    if (!status.ok()) return Status::Unavailable("etcd does not answer: " + status.status().message());
-    if (!status->errors.empty()) {
-      return Status::Unavailable(fmt::format("etcd reports: {}", fmt::join(status->errors, "; ")));
-    }
-    if (status->leader == 0) return Status::Unavailable("etcd has no leader");
-    metrics_.SetIsLearner(status->is_learner);
-    // A learner cannot serve the membership calls: ask the voters, then ourselves.
-    std::vector<std::string> endpoints = peers;
-    endpoints.insert(endpoints.end(), self.client_urls.begin(), self.client_urls.end());
-    auto cluster = MakeEtcdClient({endpoints, ClientTls(), std::chrono::seconds(2)});
-    if (auto listing = cluster->MemberList(); listing.ok()) {
-      metrics_.SetMembers(static_cast<int>(listing->members.size()));
-      for (const auto& m : listing->members) {
-        if (m.id != status->member_id) continue;
-        std::vector<std::string> have = m.peer_urls, want = self.peer_urls;
-        std::sort(have.begin(), have.end());
-        std::sort(want.begin(), want.end());
-        if (have != want) {
-          Status s = cluster->MemberUpdate(m.id, self.peer_urls);
-          spdlog::info("peer URLs of {} changed from {} to {}: MemberUpdate {}", self.name, fmt::join(have, ","),
-                       fmt::join(want, ","), s.ok() ? "done" : "failed: " + s.message());
-        }
-      }
-    }
-    if (status->is_learner) {
-      Status s = cluster->MemberPromote(status->member_id);
-      if (s.ok()) {
-        spdlog::info("promoted {} ({}) from learner to voter: it caught up with the leader", self.name,
-                     IdToHex(status->member_id));
-        metrics_.SetIsLearner(false);
-        return Status::Ok();
-      }
-      spdlog::debug("promotion of {} not yet: {}", self.name, s.message());
-      return Status::Unavailable("learner, not yet promoted: " + s.message());
-    }
-    return Status::Ok();
-  }
-
-  const Config& config_;
-  Metrics& metrics_;
-  MemberHealth& health_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  Member self_;
-  std::vector<std::string> peers_;
-  std::thread thread_;
-};
 
 std::vector<std::string> EtcdArgv(const Config& c, const InitOutcome& outcome, const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {c.etcd_path};
   argv.insert(argv.end(), outcome.etcd_flags.begin(), outcome.etcd_flags.end());
   argv.insert(argv.end(), extra.begin(), extra.end());
   return argv;
+}
+
+// The status endpoints on --status-listen; none when it is empty.
+Result<std::unique_ptr<StatusServer>> ServeStatus(const Config& config, Metrics& metrics, StatusChecks checks) {
+  if (config.status_listen.empty()) return std::unique_ptr<StatusServer>();
+  return StatusServer::Start(config.status_listen, metrics, std::move(checks));
 }
 
 // Blocks until SIGTERM or SIGINT arrives.
@@ -166,26 +54,62 @@ Status WaitForStopSignal() {
 
 Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_args) {
   if (Status s = StopStrayEtcd(config.data_dir); !s.ok()) return s;
+  // One watcher from the start, so a stop signal also ends init's waits (for peers, for quorum),
+  // and the supervisor then takes its signals from it.
+  bool reap_orphans = ::getpid() == 1;
+  std::vector<int> watched = {SIGTERM, SIGINT};
+  if (reap_orphans) watched.push_back(SIGCHLD);
+  auto signals = SignalWatcher::Create(watched);
+  if (!signals.ok()) return signals.status();
+  SignalWatcher& watcher = **signals;
+  int stop_signal = 0;
+  Supervisor* supervisor = nullptr;
+  // The pipe also carries SIGCHLD when reaping orphans: only SIGTERM and SIGINT stop init's waits,
+  // and the supervisor, which no longer sees them on the pipe, is told directly.
+  auto stop_requested = [&] {
+    for (int signal : watcher.Take()) {
+      if ((signal == SIGTERM || signal == SIGINT) && stop_signal == 0) stop_signal = signal;
+    }
+    if (stop_signal != 0 && supervisor != nullptr) supervisor->Stop();
+    return stop_signal != 0;
+  };
+  InitOptions init_options;
+  init_options.agent_mode = InitOptions::AgentMode::kAlways;
+  init_options.stop = {watcher.fd(), stop_requested};
+
   Metrics metrics;
-  MemberHealth health;
-  InitJob job(config, InitJob::AgentMode::kAlways);
+  // Why init asked to keep etcd stopped for now (this member was removed, or a step to retry); empty
+  // while it may run. quorate is then alive and waiting, only not ready: a liveness probe must not
+  // restart it, which would turn a removal into a rejoin.
+  std::mutex held_mu;
+  std::string held;
+  InitJob job(config, init_options);
   auto outcome = job.Run();
+  if (!outcome.ok() && outcome.status().IsCancelled()) {
+    spdlog::info("{}: {}; quorate exits", SignalName(stop_signal), outcome.status().message());
+    return Status::Ok();
+  }
   if (!outcome.ok()) return outcome.status();
   metrics.RecordDecision(outcome->decision.action);
 
-  Upkeep upkeep(config, metrics, health);
-  upkeep.SetSelf(outcome->self);
+  Upkeep upkeep(config, metrics);
+  upkeep.SetSelf(outcome->self, PeerClientUrls(config.state_dir, outcome->self.name));
+  upkeep.SetEtcdRunning(false);
 
   std::vector<std::string> argv = EtcdArgv(config, *outcome, extra_etcd_args);
   SupervisorOptions options;
   options.spec.argv = argv;
   options.spec.env = EtcdEnvironmentFor(argv);
+  options.reap_orphans = reap_orphans;
+  options.signals = &watcher;
   options.on_start = [&](const ChildProcess& child) {
     job.SetRunning(true);
+    upkeep.SetEtcdRunning(true);
     spdlog::info("etcd started (pid {}): {}", child.pid(), fmt::join(argv, " "));
   };
   options.on_exit = [&](const SupervisorExit& exit) {
     job.SetRunning(false);
+    upkeep.SetEtcdRunning(false);
     if (exit.requested) return;
     std::string how = exit.status ? exit.status->ToString() : exit.start_error.message();
     metrics.RecordError("etcd exited: " + how);
@@ -196,48 +120,49 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   // Decide again before every restart: the data dir may have been lost or the membership changed.
   options.before_restart = [&](LaunchSpec& spec) {
     auto again = job.Run();
+    if (!again.ok() && again.status().IsCancelled()) {
+      // The supervisor was told to stop; deferring the restart lets it see that and return.
+      spdlog::info("{}: {}; quorate exits", SignalName(stop_signal), again.status().message());
+      return Status::Unavailable(again.status().message());
+    }
     {
-      std::lock_guard lock(health.mu);
-      std::string held = again.ok() || !again.status().IsUnavailable() ? "" : again.status().message();
-      if (!held.empty() && held != health.held) {
-        spdlog::info("decision: wait: {}", held);
+      std::lock_guard lock(held_mu);
+      std::string now_held = again.ok() || !again.status().IsUnavailable() ? "" : again.status().message();
+      if (!now_held.empty() && now_held != held) {
+        spdlog::info("decision: wait: {}", now_held);
         metrics.RecordDecision(Action::kWait);
       }
-      health.held = held;
+      held = now_held;
     }
     if (!again.ok()) return again.status();
     metrics.IncEtcdRestarts();
     metrics.RecordDecision(again->decision.action);
-    upkeep.SetSelf(again->self);
+    upkeep.SetSelf(again->self, PeerClientUrls(config.state_dir, again->self.name));
     argv = EtcdArgv(config, *again, extra_etcd_args);
     spec.argv = argv;
     spec.env = EtcdEnvironmentFor(argv);
     return Status::Ok();
   };
-  Supervisor supervisor(std::move(options));
+  Supervisor running(std::move(options));
+  supervisor = &running;
 
-  std::unique_ptr<StatusServer> status_server;
-  if (!config.status_listen.empty()) {
-    StatusChecks checks;
-    checks.live = [&] {
-      std::lock_guard lock(health.mu);
-      return health.held.empty() ? supervisor.Alive() : Status::Ok();
-    };
-    checks.ready = [&] {
-      std::lock_guard lock(health.mu);
-      return health.held.empty() ? health.ready : Status::Unavailable(health.held);
-    };
-    auto started = StatusServer::Start(config.status_listen, metrics, checks);
-    if (!started.ok()) return started.status();
-    status_server = std::move(*started);
-  }
+  StatusChecks checks;
+  checks.live = [&] {
+    std::lock_guard lock(held_mu);
+    return held.empty() ? running.Alive() : Status::Ok();
+  };
+  checks.ready = [&] {
+    std::lock_guard lock(held_mu);
+    return held.empty() ? upkeep.Ready() : Status::Unavailable(held);
+  };
+  auto status_server = ServeStatus(config, metrics, checks);
+  if (!status_server.ok()) return status_server.status();
   upkeep.Start();
-  Status result = supervisor.Run();
+  Status result = running.Run();
   upkeep.Stop();
   if (result.ok()) spdlog::info("etcd stopped; quorate exits");
   return result;
 }
-
 
 Status UpkeepNode(const Config& config) {
   auto bucket = LoadBucket(config.state_dir);
@@ -254,21 +179,13 @@ Status UpkeepNode(const Config& config) {
   spdlog::info("upkeep of {} beside its etcd: promoting it once a caught-up learner, keeping its peer URLs",
                self->name);
   Metrics metrics;
-  MemberHealth health;
-  Upkeep upkeep(config, metrics, health);
-  upkeep.SetSelf(*self);
-  std::unique_ptr<StatusServer> status_server;
-  if (!config.status_listen.empty()) {
-    StatusChecks checks;
-    checks.live = [] { return Status::Ok(); };  // etcd is another container's to watch
-    checks.ready = [&] {
-      std::lock_guard lock(health.mu);
-      return health.ready;
-    };
-    auto started = StatusServer::Start(config.status_listen, metrics, checks);
-    if (!started.ok()) return started.status();
-    status_server = std::move(*started);
-  }
+  Upkeep upkeep(config, metrics);
+  upkeep.SetSelf(*self, PeerClientUrls(config.state_dir, self->name));
+  StatusChecks checks;
+  checks.live = [] { return Status::Ok(); };  // etcd is another container's to watch
+  checks.ready = [&] { return upkeep.Ready(); };
+  auto status_server = ServeStatus(config, metrics, checks);
+  if (!status_server.ok()) return status_server.status();
   upkeep.Start();
   Status stopped = WaitForStopSignal();
   upkeep.Stop();

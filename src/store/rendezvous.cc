@@ -15,11 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<std::string> Sorted(std::vector<std::string> v) {
-  std::sort(v.begin(), v.end());
-  return v;
-}
-
 std::vector<std::string> NamesOf(const std::vector<Member>& members) {
   std::vector<std::string> names;
   for (const auto& m : members) names.push_back(m.name);
@@ -141,7 +136,7 @@ Status Rendezvous::Register(const Member& self) {
   if (*created) return Status::Ok();
   auto existing = ReadRegistration(key);
   if (!existing.ok()) return existing.status();
-  if (Sorted(existing->member.peer_urls) != Sorted(self.peer_urls)) {
+  if (!SameUrlSet(existing->member.peer_urls, self.peer_urls)) {
     return Status::InvalidArgument(fmt::format(
         "member name '{}' is already registered in {} with peer URLs {}, not {}: give this node another --name, "
         "or remove {}/{} if that registration is stale",
@@ -217,7 +212,7 @@ Result<std::vector<Member>> Rendezvous::Discover(const Member& self) {
   }
   const MemberSet& sealed = *state->sealed;
   if (const Member* me = sealed.FindByName(self.name)) {
-    if (Sorted(me->peer_urls) != Sorted(self.peer_urls)) {
+    if (!SameUrlSet(me->peer_urls, self.peer_urls)) {
       return Status::InvalidArgument(fmt::format(
           "{}/{} seals member '{}' with peer URLs {}, not {}: give this node its sealed URLs or another --name",
           vfs_->Describe(), SealedKey(), self.name, fmt::join(me->peer_urls, ","), fmt::join(self.peer_urls, ",")));

@@ -1,0 +1,186 @@
+#include "node/apply.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "quorate/log.h"
+
+namespace quorate {
+namespace {
+
+constexpr auto kPeerCallTimeout = std::chrono::milliseconds(1000);
+constexpr auto kEtcdCallTimeout = std::chrono::seconds(5);
+constexpr auto kRetryFirst = std::chrono::milliseconds(500);
+constexpr auto kRetryMax = std::chrono::milliseconds(4000);
+
+// etcd 3.4, started `new` without a WAL, first asks the other members' peer URLs in sorted order,
+// one second each, whether it was bootstrapped already (isMemberBootstrapped), and only then serves
+// its own peer URL. An etcd busy with that check has its peer port open and answers nothing, so N
+// etcds started at the same moment wait up to N-1 seconds for one another. Hence only the member
+// owning the smallest peer URL (the first one every other etcd asks) starts at once; the others
+// start once it answers GET /members, which takes its etcd milliseconds, as no peer etcd listens
+// yet. Only the start is delayed, never the decision; after kFirstPeerWait this member starts anyway.
+constexpr auto kFirstPeerWait = std::chrono::seconds(5);
+constexpr auto kFirstPeerPoll = std::chrono::milliseconds(20);
+constexpr auto kFirstPeerCallTimeout = std::chrono::milliseconds(200);
+
+}  // namespace
+
+Backoff::Outcome WaitOrStop(Backoff& backoff, const StopSource& stop) {
+  while (true) {
+    Backoff::Outcome outcome = backoff.Wait();
+    if (outcome != Backoff::kStopped || !stop.requested || stop.requested()) return outcome;
+  }
+}
+
+Result<bool> IsAddressOfThisMachine(const PeerUrl& url) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (int rc = getaddrinfo(url.host.c_str(), nullptr, &hints, &found); rc != 0) {
+    return Status::Unavailable(fmt::format("peer URL {}: cannot resolve {}: {}", url.text, url.host, gai_strerror(rc)));
+  }
+  bool local = false;
+  for (addrinfo* a = found; a != nullptr && !local; a = a->ai_next) {
+    int fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    sockaddr_storage addr{};
+    std::memcpy(&addr, a->ai_addr, a->ai_addrlen);
+    // Port 0: only whether the address is ours matters, not whether etcd's port is free.
+    if (a->ai_family == AF_INET) reinterpret_cast<sockaddr_in*>(&addr)->sin_port = 0;
+    if (a->ai_family == AF_INET6) reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port = 0;
+    local = bind(fd, reinterpret_cast<sockaddr*>(&addr), a->ai_addrlen) == 0;
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return local;
+}
+
+Status CheckPeerUrlIsOurs(const ApplySeams& seams, const Member& self) {
+  for (const auto& text : self.peer_urls) {
+    auto url = ParseUrl(text);
+    if (!url.ok()) return url.status();
+    auto local = seams.is_own_address(*url);
+    if (!local.ok()) return local.status();
+    if (!*local) {
+      return Status::InvalidArgument(fmt::format(
+          "peer URL {} does not name an address of this machine; adding it would give the cluster a member that "
+          "can never connect",
+          text));
+    }
+    if (auto view = seams.peers.Probe(text, kPeerCallTimeout); view.ok() || !view.status().IsUnavailable()) {
+      return Status::FailedPrecondition(
+          fmt::format("something already answers at peer URL {}; refusing to add a member there", text));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<MembershipChange> ApplyMembershipChange(const ApplySeams& seams, const TlsFiles& client_tls,
+                                               const Member& self, const Decision& d, Clock::TimePoint deadline) {
+  auto client = seams.etcd_clients({d.endpoints, client_tls, kEtcdCallTimeout});
+  Backoff backoff(seams.clock, kRetryFirst, kRetryMax, deadline, seams.stop.fd);
+  // How far the change got, for a stop: the operator must hear when it is left half done.
+  std::string progress = "no membership change was made yet";
+  auto retry = [&](const Status& s, const char* what) -> Status {
+    if (!s.IsUnavailable()) return s;
+    spdlog::info("waiting to {}: {}", what, s.message());
+    switch (WaitOrStop(backoff, seams.stop)) {
+      case Backoff::kRetry:
+        return Status::Ok();
+      case Backoff::kDeadline:
+        return Status::DeadlineExceeded(fmt::format("timed out after --timeout waiting to {}: {}", what, s.message()));
+      case Backoff::kStopped:
+        break;
+    }
+    return Status::Cancelled(fmt::format("stopped while waiting to {} ({}): {}", what, ActionName(d.action), progress));
+  };
+
+  if (d.remove_id) {
+    while (true) {
+      Status s = client->MemberRemove(*d.remove_id);
+      if (s.ok() || s.IsNotFound()) {
+        spdlog::info("removed stale member {} of {} (its data is gone)", IdToHex(*d.remove_id), self.name);
+        progress = fmt::format(
+            "a membership change is half done: stale member {} was removed and {} is not added yet; the next start of "
+            "quorate here adds it",
+            IdToHex(*d.remove_id), self.name);
+        break;
+      }
+      if (Status r = retry(s, "remove the stale member"); !r.ok()) return r;
+    }
+  }
+  Result<MemberListing> listing = Status::Internal("unset");
+  if (d.add_member) {
+    if (Status s = CheckPeerUrlIsOurs(seams, self); !s.ok()) return s;
+    while (true) {
+      MemberId added = 0;
+      listing = client->MemberAdd(self.peer_urls, /*is_learner=*/true, &added);
+      if (listing.ok()) {
+        spdlog::info("added {} as learner {}", self.name, IdToHex(added));
+        break;
+      }
+      if (listing.status().code() == Status::Code::kFailedPrecondition) {
+        // An earlier run added us and was killed before starting etcd.
+        listing = client->MemberList();
+        if (!listing.ok()) return listing.status();
+        break;
+      }
+      if (Status r = retry(listing.status(), "add this member as a learner"); !r.ok()) return r;
+    }
+  } else {
+    progress = fmt::format("{} is already a member; its etcd starts on the next start of quorate here", self.name);
+    while (!(listing = client->MemberList()).ok()) {
+      if (Status r = retry(listing.status(), "list the members"); !r.ok()) return r;
+    }
+  }
+  MembershipChange change;
+  std::vector<Member> entries;
+  for (const auto& m : listing->members) {
+    bool is_self = SharesUrl(m.peer_urls, self.peer_urls);
+    if (is_self) change.member_id = m.id;
+    std::string name = is_self ? self.name : (m.name.empty() ? IdToHex(m.id) : m.name);
+    entries.push_back({name, m.peer_urls, {}});
+  }
+  if (change.member_id == 0) {
+    return Status::Unavailable(fmt::format("the cluster does not list {} after MemberAdd; run init again", self.name));
+  }
+  change.initial_cluster = InitialClusterOf(entries);
+  return change;
+}
+
+Status WaitForFirstPeer(const ApplySeams& seams, const MemberSet& expected, const Member& self) {
+  const std::string* first = nullptr;
+  for (const auto& m : expected.members()) {
+    for (const auto& u : m.peer_urls) {
+      if (first == nullptr || u < *first) first = &u;
+    }
+  }
+  if (first == nullptr || std::find(self.peer_urls.begin(), self.peer_urls.end(), *first) != self.peer_urls.end()) {
+    return Status::Ok();
+  }
+  spdlog::info("starting etcd once {} answers: it is the first peer URL every new etcd asks", *first);
+  Backoff backoff(seams.clock, kFirstPeerPoll, kFirstPeerPoll, seams.clock.Now() + kFirstPeerWait, seams.stop.fd);
+  while (!seams.peers.Probe(*first, kFirstPeerCallTimeout).ok()) {
+    switch (WaitOrStop(backoff, seams.stop)) {
+      case Backoff::kRetry:
+        break;
+      case Backoff::kDeadline:
+        spdlog::info("{} does not answer after {}s: starting etcd anyway", *first, kFirstPeerWait.count());
+        return Status::Ok();
+      case Backoff::kStopped:
+        return Status::Cancelled(fmt::format("stopped while waiting for {} to answer before starting a new cluster; "
+                                             "no membership change was under way",
+                                             *first));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace quorate

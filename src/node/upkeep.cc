@@ -1,0 +1,137 @@
+#include "node/upkeep.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/bucket.h"
+#include "quorate/log.h"
+
+namespace quorate {
+namespace {
+
+constexpr auto kEtcdCallTimeout = std::chrono::seconds(2);
+
+}  // namespace
+
+Upkeep::Upkeep(const Config& config, Metrics& metrics, UpkeepOptions options)
+    : config_(config),
+      metrics_(metrics),
+      options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : RealClock()) {
+  if (!options_.etcd_clients) options_.etcd_clients = MakeEtcdClient;
+}
+
+Upkeep::~Upkeep() { Stop(); }
+
+void Upkeep::SetSelf(const Member& self, const std::vector<std::string>& peer_client_urls) {
+  std::vector<std::string> endpoints = peer_client_urls;
+  endpoints.insert(endpoints.end(), self.client_urls.begin(), self.client_urls.end());
+  std::lock_guard lock(mu_);
+  self_ = self;
+  if (client_ != nullptr && endpoints == endpoints_) return;
+  endpoints_ = std::move(endpoints);
+  const TlsFiles& tls = config_.etcdctl_tls.enabled() ? config_.etcdctl_tls : config_.client_tls;
+  client_ = options_.etcd_clients({endpoints_, tls, kEtcdCallTimeout});
+}
+
+void Upkeep::SetEtcdRunning(bool running) {
+  std::lock_guard lock(mu_);
+  etcd_running_ = running;
+}
+
+Status Upkeep::Ready() const {
+  std::lock_guard lock(mu_);
+  return ready_;
+}
+
+Status Upkeep::Tick() {
+  Member self;
+  std::shared_ptr<EtcdClient> client;
+  {
+    std::lock_guard lock(mu_);
+    self = self_;
+    client = client_;
+  }
+  if (client == nullptr) return Status::Unavailable("no member to look after yet");
+  auto status = client->EndpointStatusOf(self.client_urls.front());
+  if (!status.ok()) return Status::Unavailable("etcd does not answer: " + status.status().message());
+  if (!status->errors.empty()) {
+    return Status::Unavailable(fmt::format("etcd reports: {}", fmt::join(status->errors, "; ")));
+  }
+  if (status->leader == 0) return Status::Unavailable("etcd has no leader");
+  metrics_.SetIsLearner(status->is_learner);
+  if (auto listing = client->MemberList(); listing.ok()) {
+    metrics_.SetMembers(static_cast<int>(listing->members.size()));
+    for (const auto& m : listing->members) {
+      if (m.id != status->member_id || SameUrlSet(m.peer_urls, self.peer_urls)) continue;
+      Status s = client->MemberUpdate(m.id, self.peer_urls);
+      spdlog::info("peer URLs of {} changed from {} to {}: MemberUpdate {}", self.name, fmt::join(m.peer_urls, ","),
+                   fmt::join(self.peer_urls, ","), s.ok() ? "done" : "failed: " + s.message());
+    }
+  }
+  if (status->is_learner) {
+    Status s = client->MemberPromote(status->member_id);
+    if (s.ok()) {
+      spdlog::info("promoted {} ({}) from learner to voter: it caught up with the leader", self.name,
+                   IdToHex(status->member_id));
+      metrics_.SetIsLearner(false);
+      return Status::Ok();
+    }
+    spdlog::debug("promotion of {} not yet: {}", self.name, s.message());
+    return Status::Unavailable("learner, not yet promoted: " + s.message());
+  }
+  return Status::Ok();
+}
+
+void Upkeep::Start() {
+  stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (stop_fd_ < 0) {
+    spdlog::error("upkeep not started: {}", Status::FromErrno(errno, "eventfd").message());
+    return;
+  }
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Upkeep::Stop() {
+  if (stop_fd_ < 0) return;
+  uint64_t one = 1;
+  (void)!::write(stop_fd_, &one, sizeof one);
+  if (thread_.joinable()) thread_.join();
+  ::close(stop_fd_);
+  stop_fd_ = -1;
+}
+
+void Upkeep::Loop() {
+  pollfd stop{stop_fd_, POLLIN, 0};
+  while (true) {
+    auto woken = clock_.Poll(std::span<pollfd>(&stop, 1), clock_.Now() + options_.interval);
+    if (!woken.ok() || *woken > 0) return;
+    bool running;
+    {
+      std::lock_guard lock(mu_);
+      running = etcd_running_;
+    }
+    Status ready = running ? Tick() : Status::Unavailable("etcd is not running");
+    std::lock_guard lock(mu_);
+    if (ready.message() != ready_.message()) {
+      spdlog::info("readiness: {}", ready.ok() ? "ready (healthy voter)" : ready.message());
+    }
+    ready_ = ready;
+  }
+}
+
+std::vector<std::string> PeerClientUrls(const std::string& state_dir, const std::string& self_name) {
+  std::vector<std::string> urls;
+  auto bucket = LoadBucket(state_dir);
+  if (!bucket.ok()) return urls;
+  for (const auto& m : bucket->members.members()) {
+    if (m.name == self_name) continue;
+    urls.insert(urls.end(), m.client_urls.begin(), m.client_urls.end());
+  }
+  return urls;
+}
+
+}  // namespace quorate

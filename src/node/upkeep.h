@@ -1,0 +1,73 @@
+// The member's own upkeep while its etcd runs (DESIGN §5): promote it once it is a caught-up learner,
+// and bring its advertised peer URLs up to date. Only ever acts on this member, so nodes never fight.
+// One etcd client per member set, reused across rounds; the clock and the client factory are seams,
+// so a round (Tick) is tested against a fake cluster.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "etcd/etcd_client.h"
+#include "quorate/clock.h"
+#include "core/config.h"
+#include "quorate/member.h"
+#include "quorate/status.h"
+#include "status/status_server.h"
+
+namespace quorate {
+
+struct UpkeepOptions {
+  Clock::Duration interval = std::chrono::seconds(1);
+  // The seams; null means the real ones.
+  Clock* clock = nullptr;
+  EtcdClientFactory etcd_clients;
+};
+
+class Upkeep {
+ public:
+  Upkeep(const Config& config, Metrics& metrics, UpkeepOptions options = {});
+  ~Upkeep();
+  Upkeep(const Upkeep&) = delete;
+  Upkeep& operator=(const Upkeep&) = delete;
+
+  // The member to look after, and the client URLs of the others (a learner cannot serve the
+  // membership calls, so the voters are asked first). The client is remade only when these change.
+  void SetSelf(const Member& self, const std::vector<std::string>& peer_client_urls);
+  // Rounds are made only while etcd runs (true at first): one against a stopped etcd would only
+  // wait out its call timeouts, and hold up a stop.
+  void SetEtcdRunning(bool running);
+  // One round: Ok when etcd is healthy and this member a voter, else why not (for /readyz).
+  Status Tick();
+  // What the last round found; Unavailable before the first.
+  Status Ready() const;
+
+  // Runs a round every interval on a thread of its own, until Stop().
+  void Start();
+  void Stop();
+
+ private:
+  void Loop();
+
+  const Config& config_;
+  Metrics& metrics_;
+  UpkeepOptions options_;
+  Clock& clock_;
+  mutable std::mutex mu_;
+  Member self_;
+  std::vector<std::string> endpoints_;
+  std::shared_ptr<EtcdClient> client_;
+  bool etcd_running_ = true;
+  Status ready_ = Status::Unavailable("etcd has not answered yet");
+  int stop_fd_ = -1;
+  std::thread thread_;
+};
+
+// The client URLs of the members of the bucket in `state_dir` other than `self_name`; none when
+// there is no readable bucket.
+std::vector<std::string> PeerClientUrls(const std::string& state_dir, const std::string& self_name);
+
+}  // namespace quorate

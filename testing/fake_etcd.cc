@@ -1,0 +1,262 @@
+#include "testing/fake_etcd.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace quorate {
+namespace {
+
+// A client of the shared membership, as the factory hands it out.
+class SharedClient : public EtcdClient {
+ public:
+  explicit SharedClient(FakeEtcdClient& cluster) : cluster_(cluster) {}
+  Result<MemberListing> MemberList() override { return cluster_.MemberList(); }
+  Result<MemberListing> MemberAdd(const std::vector<std::string>& peer_urls, bool is_learner,
+                                  MemberId* added) override {
+    return cluster_.MemberAdd(peer_urls, is_learner, added);
+  }
+  Status MemberRemove(MemberId id) override { return cluster_.MemberRemove(id); }
+  Status MemberPromote(MemberId id) override { return cluster_.MemberPromote(id); }
+  Status MemberUpdate(MemberId id, const std::vector<std::string>& peer_urls) override {
+    return cluster_.MemberUpdate(id, peer_urls);
+  }
+  Result<EndpointStatus> EndpointStatusOf(const std::string& endpoint) override {
+    return cluster_.EndpointStatusOf(endpoint);
+  }
+  Status Put(const std::string& key, const std::string& value) override { return cluster_.Put(key, value); }
+  Result<std::optional<std::string>> Get(const std::string& key) override { return cluster_.Get(key); }
+  Result<std::vector<KeyValue>> GetPrefix(const std::string& prefix) override { return cluster_.GetPrefix(prefix); }
+  Result<bool> PutIfAbsent(const std::string& key, const std::string& value) override {
+    return cluster_.PutIfAbsent(key, value);
+  }
+
+ private:
+  FakeEtcdClient& cluster_;
+};
+
+}  // namespace
+
+FakeEtcdClient::FakeEtcdClient(ClusterId cluster_id) : cluster_id_(cluster_id) {}
+
+void FakeEtcdClient::AddStarted(MemberId id, const std::string& name, const std::vector<std::string>& peer_urls,
+                                const std::vector<std::string>& client_urls, bool is_learner) {
+  std::lock_guard lock(mu_);
+  members_.push_back({id, name, peer_urls, client_urls, is_learner});
+}
+
+void FakeEtcdClient::AddUnstarted(MemberId id, const std::vector<std::string>& peer_urls, bool is_learner) {
+  std::lock_guard lock(mu_);
+  members_.push_back({id, "", peer_urls, {}, is_learner});
+}
+
+void FakeEtcdClient::Start(MemberId id, const std::string& name, const std::vector<std::string>& client_urls) {
+  std::lock_guard lock(mu_);
+  auto it = FindLocked(id);
+  if (it == members_.end()) return;
+  it->name = name;
+  it->client_urls = client_urls;
+}
+
+void FakeEtcdClient::SetCaughtUp(MemberId id, bool caught_up) {
+  std::lock_guard lock(mu_);
+  if (caught_up) {
+    caught_up_.insert(id);
+  } else {
+    caught_up_.erase(id);
+  }
+}
+
+void FakeEtcdClient::FailAddsUnhealthy(int n) {
+  std::lock_guard lock(mu_);
+  unhealthy_adds_ = n;
+}
+
+void FakeEtcdClient::AfterChange(std::function<void(const std::string&)> hook) {
+  std::lock_guard lock(mu_);
+  after_ = std::move(hook);
+}
+
+ClusterView FakeEtcdClient::View() const {
+  std::lock_guard lock(mu_);
+  return {cluster_id_, members_};
+}
+
+std::vector<ClusterMember> FakeEtcdClient::Members() const {
+  std::lock_guard lock(mu_);
+  return members_;
+}
+
+std::vector<std::string> FakeEtcdClient::Calls() const {
+  std::lock_guard lock(mu_);
+  return calls_;
+}
+
+int FakeEtcdClient::CountCalls(const std::string& method) const {
+  std::lock_guard lock(mu_);
+  return static_cast<int>(std::count_if(calls_.begin(), calls_.end(), [&](const std::string& c) {
+    return c.compare(0, method.size(), method) == 0 && (c.size() == method.size() || c[method.size()] == ' ');
+  }));
+}
+
+EtcdClientFactory FakeEtcdClient::Factory() {
+  return [this](const EtcdClientOptions& options) -> std::unique_ptr<EtcdClient> {
+    {
+      std::lock_guard lock(mu_);
+      clients_.push_back(options);
+    }
+    return std::make_unique<SharedClient>(*this);
+  };
+}
+
+int FakeEtcdClient::ClientsMade() const {
+  std::lock_guard lock(mu_);
+  return static_cast<int>(clients_.size());
+}
+
+std::vector<EtcdClientOptions> FakeEtcdClient::ClientOptions() const {
+  std::lock_guard lock(mu_);
+  return clients_;
+}
+
+void FakeEtcdClient::Record(std::string call) {
+  std::lock_guard lock(mu_);
+  calls_.push_back(std::move(call));
+}
+
+void FakeEtcdClient::After(const std::string& call) {
+  std::function<void(const std::string&)> hook;
+  {
+    std::lock_guard lock(mu_);
+    hook = after_;
+  }
+  if (hook) hook(call);
+}
+
+MemberListing FakeEtcdClient::ListingLocked() const {
+  MemberListing listing{cluster_id_, 0, members_};
+  for (const auto& m : members_) {
+    if (!m.is_learner && m.started()) {
+      listing.answered_by = m.id;
+      break;
+    }
+  }
+  return listing;
+}
+
+std::vector<ClusterMember>::iterator FakeEtcdClient::FindLocked(MemberId id) {
+  return std::find_if(members_.begin(), members_.end(), [&](const ClusterMember& m) { return m.id == id; });
+}
+
+Result<MemberListing> FakeEtcdClient::MemberList() {
+  Record("MemberList");
+  std::lock_guard lock(mu_);
+  return ListingLocked();
+}
+
+Result<MemberListing> FakeEtcdClient::MemberAdd(const std::vector<std::string>& peer_urls, bool is_learner,
+                                                MemberId* added) {
+  Record(fmt::format("MemberAdd {}{}", is_learner ? "learner " : "", fmt::join(peer_urls, ",")));
+  MemberListing listing;
+  {
+    std::lock_guard lock(mu_);
+    if (unhealthy_adds_ > 0) {
+      --unhealthy_adds_;
+      return Status::Unavailable("etcdserver: unhealthy cluster");
+    }
+    for (const auto& m : members_) {
+      if (SharesUrl(m.peer_urls, peer_urls)) return Status::FailedPrecondition("etcdserver: Peer URLs already exists");
+    }
+    // etcd 3.4 allows one learner at a time.
+    if (is_learner && std::any_of(members_.begin(), members_.end(), [](const ClusterMember& m) { return m.is_learner; })) {
+      return Status::Unavailable("etcdserver: too many learner members in cluster");
+    }
+    // etcd mixes the time into an added member's ID; a counter does as well for a fake.
+    MemberId id = ComputeMemberId(peer_urls, fmt::format("added-{}", ++adds_));
+    members_.push_back({id, "", peer_urls, {}, is_learner});
+    if (added != nullptr) *added = id;
+    listing = ListingLocked();
+  }
+  After("MemberAdd");
+  return listing;
+}
+
+Status FakeEtcdClient::MemberRemove(MemberId id) {
+  Record(fmt::format("MemberRemove {}", IdToHex(id)));
+  {
+    std::lock_guard lock(mu_);
+    auto it = FindLocked(id);
+    if (it == members_.end()) return Status::NotFound("etcdserver: member not found");
+    members_.erase(it);
+  }
+  After("MemberRemove");
+  return Status::Ok();
+}
+
+Status FakeEtcdClient::MemberPromote(MemberId id) {
+  Record(fmt::format("MemberPromote {}", IdToHex(id)));
+  {
+    std::lock_guard lock(mu_);
+    auto it = FindLocked(id);
+    if (it == members_.end()) return Status::NotFound("etcdserver: member not found");
+    if (!it->is_learner) return Status::FailedPrecondition("etcdserver: can only promote a learner member");
+    if (!caught_up_.count(id)) {
+      return Status::Unavailable("etcdserver: can only promote a learner member which is in sync with leader");
+    }
+    it->is_learner = false;
+  }
+  After("MemberPromote");
+  return Status::Ok();
+}
+
+Status FakeEtcdClient::MemberUpdate(MemberId id, const std::vector<std::string>& peer_urls) {
+  Record(fmt::format("MemberUpdate {} {}", IdToHex(id), fmt::join(peer_urls, ",")));
+  {
+    std::lock_guard lock(mu_);
+    auto it = FindLocked(id);
+    if (it == members_.end()) return Status::NotFound("etcdserver: member not found");
+    for (const auto& m : members_) {
+      if (m.id != id && SharesUrl(m.peer_urls, peer_urls)) {
+        return Status::FailedPrecondition("etcdserver: Peer URLs already exists");
+      }
+    }
+    it->peer_urls = peer_urls;
+  }
+  After("MemberUpdate");
+  return Status::Ok();
+}
+
+Result<EndpointStatus> FakeEtcdClient::EndpointStatusOf(const std::string& endpoint) {
+  Record("EndpointStatus " + endpoint);
+  std::lock_guard lock(mu_);
+  MemberListing listing = ListingLocked();
+  for (const auto& m : members_) {
+    if (std::find(m.client_urls.begin(), m.client_urls.end(), endpoint) == m.client_urls.end()) continue;
+    EndpointStatus st;
+    st.endpoint = endpoint;
+    st.member_id = m.id;
+    st.leader = listing.answered_by;
+    st.is_learner = m.is_learner;
+    return st;
+  }
+  return Status::Unavailable(endpoint + ": connection refused");
+}
+
+// The membership is what this fake is for; the KV calls belong to the etcd provider's tests.
+Status FakeEtcdClient::Put(const std::string& key, const std::string&) { return NoKeys("Put " + key); }
+Result<std::optional<std::string>> FakeEtcdClient::Get(const std::string& key) { return NoKeys("Get " + key); }
+Result<std::vector<KeyValue>> FakeEtcdClient::GetPrefix(const std::string& prefix) {
+  return NoKeys("GetPrefix " + prefix);
+}
+Result<bool> FakeEtcdClient::PutIfAbsent(const std::string& key, const std::string&) {
+  return NoKeys("PutIfAbsent " + key);
+}
+
+Status FakeEtcdClient::NoKeys(std::string call) {
+  Status s = Status::Internal(call + ": FakeEtcdClient keeps no keys");
+  Record(std::move(call));
+  return s;
+}
+
+}  // namespace quorate

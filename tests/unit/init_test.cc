@@ -1,0 +1,349 @@
+// The init job end to end against fakes: FakePeers for the other members, FakeEtcdClient for the
+// cluster, FakeClock for every wait, a temporary data and state dir for the files.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/bucket.h"
+#include "etcd/etcd_config.h"
+#include "node/init.h"
+#include "quorate/fs.h"
+#include "testing/fake_clock.h"
+#include "testing/fake_etcd.h"
+#include "testing/fake_peers.h"
+
+namespace quorate {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+const std::string kN1 = "http://127.0.0.1:2380";
+const std::string kN2 = "http://127.0.0.2:2380";
+const std::string kN3 = "http://127.0.0.3:2380";
+
+// Thrown from the fake cluster to end a run where a kill would.
+struct Killed {};
+
+// One node, n1, of an expected three, with its own data and state dir.
+struct InitRig {
+  std::string dir;
+  FakeClock clock;
+  FakeEtcdClient cluster;
+  FakePeers peers{&cluster};
+  Config config;
+  MemberSet expected;
+  StopSource stop;
+
+  InitRig() {
+    char tmpl[] = "/tmp/quorate-init-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+    config.name = "n1";
+    config.data_dir = dir + "/data";
+    config.state_dir = dir + "/state";
+    config.initial_cluster = "n1=" + kN1 + ",n2=" + kN2 + ",n3=" + kN3;
+    config.initial_cluster_token = "tok";
+    config.timeout = seconds(10);
+    config.etcd_path = "etcd";
+    std::vector<Member> members;
+    for (const auto& [name, url] : {std::pair{"n1", kN1}, {"n2", kN2}, {"n3", kN3}}) {
+      members.push_back({name, {url}, {DefaultClientUrl(*ParseUrl(url))}});
+    }
+    expected = *MemberSet::Create(members, "tok");
+  }
+  ~InitRig() { std::filesystem::remove_all(dir); }
+
+  InitOptions Options() {
+    InitOptions options;
+    options.clock = &clock;
+    options.peers = &peers;
+    options.etcd_clients = cluster.Factory();
+    options.is_own_address = [](const PeerUrl& url) -> Result<bool> { return url.host == "127.0.0.1"; };
+    options.stop = stop;
+    return options;
+  }
+  Result<InitOutcome> Run() {
+    InitJob job(config, Options());
+    return job.Run();
+  }
+
+  MemberId Id(const std::string& name) const { return expected.IdOf(*expected.FindByName(name)); }
+  std::string ClientUrl(const std::string& name) const { return expected.FindByName(name)->client_urls.front(); }
+  // n2 and n3 answer through their agents: empty, same token and member set.
+  void AgentsAgree() {
+    for (const char* name : {"n2", "n3"}) {
+      peers.SetAgent(name, {true, "", DataState::kEmpty, "tok", expected.cluster_id()});
+    }
+  }
+  // n2 and n3 run etcd in the fake cluster as started voters (IDs as a bootstrap gave them).
+  void PeersRun() {
+    cluster.AddStarted(Id("n2"), "n2", {kN2}, {ClientUrl("n2")});
+    cluster.AddStarted(Id("n3"), "n3", {kN3}, {ClientUrl("n3")});
+    peers.SetRunning(kN2, true);
+    peers.SetRunning(kN3, true);
+  }
+  std::string EtcdConfig() const {
+    std::ifstream in(config.state_dir + "/" + kEtcdConfigFile);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  std::vector<ClusterMember> OursInCluster() const {
+    std::vector<ClusterMember> ours;
+    for (const auto& m : cluster.Members()) {
+      if (SharesUrl(m.peer_urls, {kN1})) ours.push_back(m);
+    }
+    return ours;
+  }
+};
+
+bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST_CASE("init: every member empty and agreeing starts a new cluster with the computed member ID") {
+  InitRig rig;
+  rig.AgentsAgree();
+  auto out = rig.Run();
+  REQUIRE(out.ok());
+  CHECK(out->decision.action == Action::kNew);
+  CHECK(out->member_id == rig.Id("n1"));
+  CHECK(out->cluster_id == rig.expected.cluster_id());
+  CHECK(Contains(rig.EtcdConfig(), "initial-cluster-state: new"));
+  CHECK(Contains(rig.EtcdConfig(), rig.expected.InitialCluster()));
+  auto bucket = LoadBucket(rig.config.state_dir);
+  REQUIRE(bucket.ok());
+  CHECK(bucket->members.cluster_id() == rig.expected.cluster_id());
+  CHECK(rig.cluster.ClientsMade() == 0);
+}
+
+TEST_CASE("init: a new member that is not the first peer waits for it, at most 5s, in fake time") {
+  InitRig rig;
+  rig.config.name = "n2";
+  rig.peers.SetAgent("n1", {true, "", DataState::kEmpty, "tok", rig.expected.cluster_id()});
+  rig.peers.SetAgent("n3", {true, "", DataState::kEmpty, "tok", rig.expected.cluster_id()});
+  auto start = rig.clock.Now();
+  auto out = rig.Run();
+  REQUIRE(out.ok());
+  CHECK(out->decision.action == Action::kNew);
+  CHECK(out->member_id == rig.Id("n2"));
+  CHECK(rig.clock.Now() - start == seconds(5));
+  auto probed = rig.peers.Probed();
+  CHECK(std::count(probed.begin(), probed.end(), kN1) > 100);
+}
+
+TEST_CASE("init: listed as an initial member that never started: late-initial, state new, our expected ID") {
+  InitRig rig;
+  FakeEtcdClient bootstrapped(rig.expected.cluster_id());
+  FakePeers peers(&bootstrapped);
+  bootstrapped.AddUnstarted(rig.Id("n1"), {kN1}, false);
+  bootstrapped.AddStarted(rig.Id("n2"), "n2", {kN2}, {rig.ClientUrl("n2")});
+  bootstrapped.AddStarted(rig.Id("n3"), "n3", {kN3}, {rig.ClientUrl("n3")});
+  peers.SetRunning(kN2, true);
+  InitOptions options = rig.Options();
+  options.peers = &peers;
+  options.etcd_clients = bootstrapped.Factory();
+  InitJob job(rig.config, options);
+  auto out = job.Run();
+  REQUIRE(out.ok());
+  CHECK(out->decision.action == Action::kLateInitial);
+  CHECK(out->member_id == rig.Id("n1"));
+  CHECK(Contains(rig.EtcdConfig(), "initial-cluster-state: new"));
+  CHECK(bootstrapped.ClientsMade() == 0);
+}
+
+TEST_CASE("init: local data restarts etcd on it without asking the cluster for anything") {
+  InitRig rig;
+  REQUIRE(MakeDirs(rig.config.data_dir + "/member/wal").ok());
+  std::ofstream(rig.config.data_dir + "/member/wal/0.wal") << "not read by the planner's restart rule";
+  auto out = rig.Run();
+  REQUIRE(out.ok());
+  CHECK(out->decision.action == Action::kRestart);
+  CHECK(out->member_id == rig.Id("n1"));
+  CHECK(LoadBucket(rig.config.state_dir).ok());
+  CHECK(rig.cluster.ClientsMade() == 0);
+}
+
+TEST_CASE("init: a cluster below its size that does not list us is joined as a learner, once") {
+  InitRig rig;
+  rig.PeersRun();
+  auto out = rig.Run();
+  REQUIRE(out.ok());
+  CHECK(out->decision.action == Action::kJoin);
+  auto ours = rig.OursInCluster();
+  REQUIRE(ours.size() == 1);
+  CHECK(ours[0].is_learner);
+  CHECK(out->member_id == ours[0].id);
+  CHECK(out->member_id != rig.Id("n1"));
+  CHECK(rig.cluster.CountCalls("MemberAdd") == 1);
+  CHECK(rig.cluster.ClientOptions().at(0).endpoints ==
+        std::vector<std::string>{rig.ClientUrl("n2"), rig.ClientUrl("n3")});
+  std::string yml = rig.EtcdConfig();
+  CHECK(Contains(yml, "initial-cluster-state: existing"));
+  CHECK(Contains(yml, "n2=" + kN2 + ",n3=" + kN3 + ",n1=" + kN1));
+}
+
+TEST_CASE("init: started before but its data is gone: the stale ID is removed and we are added back as a learner") {
+  InitRig rig;
+  rig.cluster.AddStarted(rig.Id("n1"), "n1", {kN1}, {rig.ClientUrl("n1")});
+  rig.PeersRun();
+  auto out = rig.Run();
+  REQUIRE(out.ok());
+  CHECK(out->decision.action == Action::kReplace);
+  CHECK(rig.cluster.Calls().at(0) == "MemberRemove " + IdToHex(rig.Id("n1")));
+  auto ours = rig.OursInCluster();
+  REQUIRE(ours.size() == 1);
+  CHECK(ours[0].is_learner);
+  CHECK(ours[0].id != rig.Id("n1"));
+  CHECK(out->member_id == ours[0].id);
+  CHECK(rig.cluster.Members().size() == 3);
+  CHECK(Contains(rig.EtcdConfig(), "initial-cluster-state: existing"));
+}
+
+TEST_CASE("init: a peer URL that is not this machine's is refused before MemberAdd, as bad input") {
+  InitRig rig;
+  rig.PeersRun();
+  InitOptions options = rig.Options();
+  options.is_own_address = [](const PeerUrl&) -> Result<bool> { return false; };
+  InitJob job(rig.config, options);
+  auto out = job.Run();
+  CHECK(out.status().IsInvalidArgument());
+  CHECK(rig.cluster.CountCalls("MemberAdd") == 0);
+}
+
+// DESIGN §4 "every step is idempotent": a run killed between any two steps of join or replace,
+// then a fresh run on the same dirs against the same cluster, leaves us a learner exactly once.
+TEST_CASE("init: killed between any two steps of join or replace, the next run converges") {
+  struct Case {
+    const char* scenario;
+    const char* killed_after;  // a change of the fake cluster, or "apply" for after the membership change
+  };
+  for (Case c : {Case{"replace", "MemberRemove"}, Case{"replace", "MemberAdd"}, Case{"replace", "apply"},
+                 Case{"join", "MemberAdd"}, Case{"join", "apply"}}) {
+    CAPTURE(c.scenario);
+    CAPTURE(c.killed_after);
+    InitRig rig;
+    bool replace = std::string(c.scenario) == "replace";
+    if (replace) rig.cluster.AddStarted(rig.Id("n1"), "n1", {kN1}, {rig.ClientUrl("n1")});
+    rig.PeersRun();
+
+    if (std::string(c.killed_after) == "apply") {
+      // Killed after the cluster changed, before any file was written.
+      REQUIRE(rig.Run().ok());
+      std::filesystem::remove_all(rig.config.state_dir);
+    } else {
+      std::string at = c.killed_after;
+      rig.cluster.AfterChange([at](const std::string& call) {
+        if (call == at) throw Killed{};
+      });
+      CHECK_THROWS_AS((void)rig.Run(), Killed);
+      rig.cluster.AfterChange(nullptr);
+      CHECK_FALSE(std::filesystem::exists(rig.config.state_dir + "/" + kEtcdConfigFile));
+    }
+
+    auto again = rig.Run();
+    REQUIRE(again.ok());
+    CHECK(again->decision.action == Action::kJoin);
+    auto ours = rig.OursInCluster();
+    REQUIRE(ours.size() == 1);
+    CHECK(ours[0].is_learner);
+    CHECK(again->member_id == ours[0].id);
+    CHECK(rig.cluster.Members().size() == 3);
+    std::string yml = rig.EtcdConfig();
+    CHECK(Contains(yml, "initial-cluster-state: existing"));
+    CHECK(Contains(yml, "n1=" + kN1));
+    CHECK(LoadBucket(rig.config.state_dir).ok());
+  }
+}
+
+TEST_CASE("init: 'unhealthy cluster' is retried with a doubling backoff until MemberAdd goes through") {
+  InitRig rig;
+  rig.PeersRun();
+  rig.cluster.FailAddsUnhealthy(3);
+  auto start = rig.clock.Now();
+  auto out = rig.Run();
+  REQUIRE(out.ok());
+  CHECK(rig.cluster.CountCalls("MemberAdd") == 4);
+  CHECK(rig.clock.Now() - start == milliseconds(500 + 1000 + 2000));
+  CHECK(rig.OursInCluster().size() == 1);
+}
+
+TEST_CASE("init: 'unhealthy cluster' until --timeout gives up at the deadline, exit 1, saying why") {
+  InitRig rig;
+  rig.PeersRun();
+  rig.cluster.FailAddsUnhealthy(1000);
+  auto start = rig.clock.Now();
+  auto out = rig.Run();
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.status().code() == Status::Code::kDeadlineExceeded);
+  CHECK(out.status().exit_code() == ExitCode::kFailure);
+  CHECK(Contains(out.status().message(), "unhealthy cluster"));
+  CHECK(rig.clock.Now() - start == rig.config.timeout);
+  CHECK(rig.OursInCluster().empty());
+  CHECK_FALSE(std::filesystem::exists(rig.config.state_dir + "/" + kEtcdConfigFile));
+}
+
+// A pipe standing for the SignalWatcher's: a byte in it is a signal.
+struct StopPipe {
+  int fds[2] = {-1, -1};
+  StopPipe() { REQUIRE(pipe2(fds, O_NONBLOCK | O_CLOEXEC) == 0); }
+  ~StopPipe() {
+    close(fds[0]);
+    close(fds[1]);
+  }
+  void Signal() const { REQUIRE(write(fds[1], "x", 1) == 1); }
+};
+
+TEST_CASE("init: a stop while waiting for peers ends the wait at once, saying no membership change was under way") {
+  InitRig rig;  // no agent answers: the job waits for its peers
+  StopPipe pipe;
+  rig.stop = {pipe.fds[0], nullptr};
+  auto start = rig.clock.Now();
+  rig.clock.At(start + seconds(3), [&] { pipe.Signal(); });
+  auto out = rig.Run();
+  REQUIRE(out.status().IsCancelled());
+  CHECK(rig.clock.Now() - start == seconds(3));
+  CHECK(Contains(out.status().message(), "no membership change was under way"));
+  CHECK(Contains(out.status().message(), "waiting for n2"));
+  CHECK_FALSE(std::filesystem::exists(rig.config.state_dir + "/" + kEtcdConfigFile));
+}
+
+TEST_CASE("init: a stop during a replace says the change is half done and what the next start does") {
+  InitRig rig;
+  rig.cluster.AddStarted(rig.Id("n1"), "n1", {kN1}, {rig.ClientUrl("n1")});
+  rig.PeersRun();
+  rig.cluster.FailAddsUnhealthy(1000);
+  StopPipe pipe;
+  rig.stop = {pipe.fds[0], nullptr};
+  auto start = rig.clock.Now();
+  rig.clock.At(start + seconds(2), [&] { pipe.Signal(); });
+  auto out = rig.Run();
+  REQUIRE(out.status().IsCancelled());
+  CHECK(rig.clock.Now() - start == seconds(2));
+  CHECK(Contains(out.status().message(), "half done"));
+  CHECK(Contains(out.status().message(), IdToHex(rig.Id("n1"))));
+}
+
+TEST_CASE("init: a wake-up of the stop fd that is not a stop (SIGCHLD on the same pipe) lets the wait go on") {
+  InitRig rig;
+  StopPipe pipe;
+  int wakeups = 0;
+  rig.stop = {pipe.fds[0], [&] {
+                char drained;
+                while (read(pipe.fds[0], &drained, 1) == 1) ++wakeups;
+                return false;
+              }};
+  auto start = rig.clock.Now();
+  rig.clock.At(start + seconds(1), [&] { pipe.Signal(); });
+  auto out = rig.Run();
+  CHECK(out.status().code() == Status::Code::kDeadlineExceeded);
+  CHECK(wakeups == 1);
+  CHECK(rig.clock.Now() - start == rig.config.timeout);
+}
+
+}  // namespace
+}  // namespace quorate

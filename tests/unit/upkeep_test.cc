@@ -1,0 +1,144 @@
+// The member's upkeep against a fake cluster: promotion once caught up, one MemberUpdate for changed
+// peer URLs, and one client for many rounds.
+#include <doctest/doctest.h>
+
+#include <thread>
+
+#include "node/upkeep.h"
+#include "testing/fake_clock.h"
+#include "testing/fake_etcd.h"
+
+namespace quorate {
+namespace {
+
+constexpr MemberId kN1 = 0x11, kN2 = 0x22, kN3 = 0x33;
+
+// n1 (us) beside the voters n2 and n3.
+struct UpkeepRig {
+  FakeClock clock;
+  FakeEtcdClient cluster;
+  Config config;
+  Metrics metrics;
+  Member self{"n1", {"http://127.0.0.1:2380"}, {"http://127.0.0.1:2379"}};
+  std::vector<std::string> peer_clients{"http://127.0.0.2:2379", "http://127.0.0.3:2379"};
+
+  explicit UpkeepRig(bool learner) {
+    cluster.AddStarted(kN2, "n2", {"http://127.0.0.2:2380"}, {peer_clients[0]});
+    cluster.AddStarted(kN3, "n3", {"http://127.0.0.3:2380"}, {peer_clients[1]});
+    cluster.AddStarted(kN1, "n1", self.peer_urls, self.client_urls, learner);
+  }
+  UpkeepOptions Options() { return {std::chrono::seconds(1), &clock, cluster.Factory()}; }
+  bool IsLearner() const {
+    for (const auto& m : cluster.Members()) {
+      if (m.id == kN1) return m.is_learner;
+    }
+    return false;
+  }
+};
+
+TEST_CASE("upkeep: a learner is promoted once it caught up, and not before") {
+  UpkeepRig rig(/*learner=*/true);
+  Upkeep upkeep(rig.config, rig.metrics, rig.Options());
+  upkeep.SetSelf(rig.self, rig.peer_clients);
+  for (int i = 0; i < 3; ++i) {
+    Status s = upkeep.Tick();
+    CHECK(s.IsUnavailable());
+    CHECK(s.message().find("not yet promoted") != std::string::npos);
+  }
+  CHECK(rig.IsLearner());
+  rig.cluster.SetCaughtUp(kN1, true);
+  CHECK(upkeep.Tick().ok());
+  CHECK_FALSE(rig.IsLearner());
+  CHECK(upkeep.Tick().ok());
+  CHECK(rig.cluster.CountCalls("MemberPromote") == 4);
+}
+
+TEST_CASE("upkeep: changed peer URLs are sent with exactly one MemberUpdate") {
+  UpkeepRig rig(/*learner=*/false);
+  Upkeep upkeep(rig.config, rig.metrics, rig.Options());
+  Member moved = rig.self;
+  moved.peer_urls = {"http://127.0.0.9:2380"};
+  upkeep.SetSelf(moved, rig.peer_clients);
+  for (int i = 0; i < 5; ++i) CHECK(upkeep.Tick().ok());
+  CHECK(rig.cluster.CountCalls("MemberUpdate") == 1);
+  CHECK(rig.cluster.Calls().end() !=
+        std::find(rig.cluster.Calls().begin(), rig.cluster.Calls().end(), "MemberUpdate 11 http://127.0.0.9:2380"));
+}
+
+TEST_CASE("upkeep: the same peer URLs in another order are no change") {
+  UpkeepRig rig(/*learner=*/false);
+  rig.self.peer_urls = {"http://127.0.0.1:2380", "http://127.0.0.1:2390"};
+  rig.cluster.Start(kN1, "n1", rig.self.client_urls);
+  Upkeep upkeep(rig.config, rig.metrics, rig.Options());
+  upkeep.SetSelf(rig.self, rig.peer_clients);
+  CHECK(upkeep.Tick().ok());
+  CHECK(rig.cluster.CountCalls("MemberUpdate") == 1);  // the cluster had one URL: updated once
+  rig.self.peer_urls = {"http://127.0.0.1:2390", "http://127.0.0.1:2380"};
+  upkeep.SetSelf(rig.self, rig.peer_clients);
+  CHECK(upkeep.Tick().ok());
+  CHECK(rig.cluster.CountCalls("MemberUpdate") == 1);
+}
+
+TEST_CASE("upkeep: one client serves every round; it is remade only when the endpoints change") {
+  UpkeepRig rig(/*learner=*/false);
+  Upkeep upkeep(rig.config, rig.metrics, rig.Options());
+  upkeep.SetSelf(rig.self, rig.peer_clients);
+  for (int i = 0; i < 20; ++i) {
+    CHECK(upkeep.Tick().ok());
+    upkeep.SetSelf(rig.self, rig.peer_clients);  // as `run` does before every etcd restart
+  }
+  CHECK(rig.cluster.ClientsMade() == 1);
+  // Voters first: a learner cannot serve the membership calls.
+  CHECK(rig.cluster.ClientOptions().at(0).endpoints ==
+        std::vector<std::string>{"http://127.0.0.2:2379", "http://127.0.0.3:2379", "http://127.0.0.1:2379"});
+  upkeep.SetSelf(rig.self, {"http://127.0.0.2:2379"});
+  CHECK(upkeep.Tick().ok());
+  CHECK(rig.cluster.ClientsMade() == 2);
+}
+
+TEST_CASE("upkeep: etcd not answering, or without a leader, is not ready") {
+  UpkeepRig rig(/*learner=*/false);
+  Upkeep upkeep(rig.config, rig.metrics, rig.Options());
+  CHECK(upkeep.Tick().IsUnavailable());  // no member yet
+  Member stranger = rig.self;
+  stranger.client_urls = {"http://127.0.0.7:2379"};
+  upkeep.SetSelf(stranger, rig.peer_clients);
+  Status s = upkeep.Tick();
+  CHECK(s.message().find("etcd does not answer") != std::string::npos);
+}
+
+TEST_CASE("upkeep: the loop runs rounds on its own thread until stopped, and reports readiness") {
+  UpkeepRig rig(/*learner=*/false);
+  UpkeepOptions options{std::chrono::milliseconds(5), &RealClock(), rig.cluster.Factory()};
+  Upkeep upkeep(rig.config, rig.metrics, options);
+  upkeep.SetSelf(rig.self, rig.peer_clients);
+  CHECK(upkeep.Ready().IsUnavailable());
+  upkeep.Start();
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!upkeep.Ready().ok() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK(upkeep.Ready().ok());
+  upkeep.Stop();
+  CHECK(rig.cluster.CountCalls("EndpointStatus") >= 1);
+  CHECK(rig.cluster.ClientsMade() == 1);
+}
+
+TEST_CASE("upkeep: while etcd is stopped the loop makes no round and is not ready") {
+  UpkeepRig rig(/*learner=*/false);
+  UpkeepOptions options{std::chrono::milliseconds(5), &RealClock(), rig.cluster.Factory()};
+  Upkeep upkeep(rig.config, rig.metrics, options);
+  upkeep.SetSelf(rig.self, rig.peer_clients);
+  upkeep.SetEtcdRunning(false);
+  upkeep.Start();
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (upkeep.Ready().message() != "etcd is not running" && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  upkeep.Stop();
+  CHECK(upkeep.Ready().message() == "etcd is not running");
+  CHECK(rig.cluster.Calls().empty());
+}
+
+}  // namespace
+}  // namespace quorate
