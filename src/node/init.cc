@@ -350,8 +350,14 @@ Result<InitOutcome> InitJob::Carry(const Local& local, const PlanInput& input, D
   out.etcd_config_path = c.state_dir + "/" + kEtcdConfigFile;
   out.etcd_env_path = c.state_dir + "/" + kEtcdEnvFile;
   out.etcd_flags = RenderEtcdFlags(launch);
-  if (Status s = WriteFileAtomic(out.etcd_config_path, RenderEtcdYaml(launch)); !s.ok()) return s;
-  if (Status s = WriteFileAtomic(out.etcd_env_path, RenderEtcdEnv(launch)); !s.ok()) return s;
+  // Written only when their content changes: a restart with nothing new needs no disk at all.
+  for (const auto& [path, content] : {std::pair{out.etcd_config_path, RenderEtcdYaml(launch)},
+                                      std::pair{out.etcd_env_path, RenderEtcdEnv(launch)}}) {
+    auto written = WriteFileIfChanged(path, content);
+    if (written.ok()) continue;
+    if (options_.etcd_files_required) return written.status();
+    spdlog::warn("not updated, etcd does not read it under quorate run: {}", written.status().message());
+  }
   return out;
 }
 

@@ -50,6 +50,10 @@ struct InitOptions {
   // Every wait of the job (peers, discovery, the bucket, membership retries) ends at once on a stop;
   // Run() then returns Cancelled, saying whether a membership change was left half done.
   StopSource stop;
+  // `init` hands etcd.conf.yml and etcd.env to etcd: failing to write them fails the job. `run`
+  // passes etcd flags and writes them only for the operator: a failed write is a warning, so a full
+  // disk cannot keep etcd down.
+  bool etcd_files_required = true;
 };
 
 class InitJob {

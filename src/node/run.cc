@@ -76,6 +76,7 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   InitOptions init_options;
   init_options.agent_mode = InitOptions::AgentMode::kAlways;
   init_options.stop = {watcher.fd(), stop_requested};
+  init_options.etcd_files_required = false;
 
   Metrics metrics;
   // Why init asked to keep etcd stopped for now (this member was removed, or a step to retry); empty
@@ -125,15 +126,20 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
       spdlog::info("{}: {}; quorate exits", SignalName(stop_signal), again.status().message());
       return Status::Unavailable(again.status().message());
     }
+    // Only the operator's input ends the supervisor here. Anything else the re-decision met (peers
+    // not answering, a timeout, a full disk) holds etcd stopped and is asked again with the
+    // supervisor's backoff, so an etcd whose data is fine comes back once it can.
+    bool hold = !again.ok() && !again.status().IsInvalidArgument();
     {
       std::lock_guard lock(held_mu);
-      std::string now_held = again.ok() || !again.status().IsUnavailable() ? "" : again.status().message();
+      std::string now_held = hold ? again.status().message() : "";
       if (!now_held.empty() && now_held != held) {
         spdlog::info("decision: wait: {}", now_held);
         metrics.RecordDecision(Action::kWait);
       }
       held = now_held;
     }
+    if (hold) return Status::Unavailable(again.status().message());
     if (!again.ok()) return again.status();
     metrics.IncEtcdRestarts();
     metrics.RecordDecision(again->decision.action);

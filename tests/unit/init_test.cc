@@ -1,12 +1,14 @@
 // The init job end to end against fakes: FakePeers for the other members, FakeEtcdClient for the
 // cluster, FakeClock for every wait, a temporary data and state dir for the files.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "core/bucket.h"
@@ -166,6 +168,38 @@ TEST_CASE("init: local data restarts etcd on it without asking the cluster for a
   CHECK(out->member_id == rig.Id("n1"));
   CHECK(LoadBucket(rig.config.state_dir).ok());
   CHECK(rig.cluster.ClientsMade() == 0);
+}
+
+TEST_CASE("init: a re-decision with nothing new writes nothing; under run an unwritable etcd file is a warning") {
+  InitRig rig;
+  REQUIRE(MakeDirs(rig.config.data_dir + "/member/wal").ok());
+  std::ofstream(rig.config.data_dir + "/member/wal/0.wal") << "not read by the planner's restart rule";
+  REQUIRE(rig.Run().ok());
+  std::map<std::string, ino_t> inodes;
+  for (const char* f : {kBucketFile, kEtcdConfigFile, kEtcdEnvFile}) {
+    struct stat st;
+    REQUIRE(stat((rig.config.state_dir + "/" + f).c_str(), &st) == 0);
+    inodes[f] = st.st_ino;
+  }
+  REQUIRE(rig.Run().ok());
+  for (const auto& [f, ino] : inodes) {
+    struct stat st;
+    REQUIRE(stat((rig.config.state_dir + "/" + f).c_str(), &st) == 0);
+    CHECK_MESSAGE(st.st_ino == ino, f, " was rewritten with the same content");
+  }
+
+  // A directory where etcd.env goes: no write of it can succeed, for root too.
+  std::string env = rig.config.state_dir + "/" + kEtcdEnvFile;
+  std::filesystem::remove(env);
+  std::filesystem::create_directory(env);
+  auto init = rig.Run();
+  CHECK_FALSE(init.ok());  // `quorate init` hands that file to etcd: failing to write it fails the job
+  InitOptions under_run = rig.Options();
+  under_run.etcd_files_required = false;
+  InitJob job(rig.config, under_run);
+  auto run = job.Run();
+  REQUIRE_MESSAGE(run.ok(), run.status().message());
+  CHECK(run->decision.action == Action::kRestart);
 }
 
 TEST_CASE("init: a cluster below its size that does not list us is joined as a learner, once") {
