@@ -193,6 +193,11 @@ AgentReport AskAgent(const std::string& target, const std::string& from_name, co
     }
     return report;
   }
+  return ReportFromAnswer(target, resp);
+}
+
+AgentReport ReportFromAnswer(const std::string& target, const agent::v1::DescribeResponse& resp) {
+  AgentReport report;
   // The token is compared and shown in reasons; a peer cannot slip a line break into either.
   if (!IsPrintable(resp.cluster_token()) || resp.cluster_token().size() > kMaxTokenBytes) {
     report.error = fmt::format("agent {} sent a cluster token that is not printable text: '{}'", target,

@@ -14,6 +14,9 @@
 #include "quorate/tls.h"
 
 namespace quorate {
+namespace agent::v1 {
+class DescribeResponse;
+}
 
 struct AgentState {
   Member self;
@@ -45,6 +48,10 @@ class AgentServer {
   std::unique_ptr<Impl> impl_;
   int port_ = 0;
 };
+
+// A peer agent's Describe answer as a report, checked: the border where its words come in (a token
+// that is not printable text makes the agent count as unreachable, with the reason).
+AgentReport ReportFromAnswer(const std::string& target, const agent::v1::DescribeResponse& answer);
 
 // Never fails: an agent that cannot be asked within `timeout` is a report with reachable=false and
 // a one-line reason naming `target`. With peer TLS it presents the peer certificate (mTLS).

@@ -1,0 +1,14 @@
+// A peer agent's Describe answer, as protobuf bytes off the wire: whatever it holds, the report made
+// of it carries only printable text.
+#include "agent.pb.h"
+#include "agent/agent.h"
+#include "fuzz.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace quorate;
+  agent::v1::DescribeResponse answer;
+  if (!answer.ParseFromArray(data, static_cast<int>(size))) return 0;
+  AgentReport report = ReportFromAnswer("127.0.0.2:2382", answer);
+  if (!IsPrintable(report.token) || !IsPrintable(report.error)) std::abort();
+  return 0;
+}
