@@ -193,6 +193,11 @@ AgentReport AskAgent(const std::string& target, const std::string& from_name, co
     }
     return report;
   }
+  return ReportFromAnswer(target, resp);
+}
+
+AgentReport ReportFromAnswer(const std::string& target, const agent::v1::DescribeResponse& resp) {
+  AgentReport report;
   // The token is compared and shown in reasons; a peer cannot slip a line break into either.
   if (!IsPrintable(resp.cluster_token()) || resp.cluster_token().size() > kMaxTokenBytes) {
     report.error = fmt::format("agent {} sent a cluster token that is not printable text: '{}'", target,
@@ -204,6 +209,16 @@ AgentReport AskAgent(const std::string& target, const std::string& from_name, co
   report.token = resp.cluster_token();
   report.expected_cluster_id = resp.cluster_id();
   return report;
+}
+
+AgentReport ReportFromWireForTest(const std::string& target, std::string_view bytes) {
+  pb::DescribeResponse answer;
+  if (!answer.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    AgentReport report;
+    report.error = fmt::format("agent {} sent an answer that is not a DescribeResponse", target);
+    return report;
+  }
+  return ReportFromAnswer(target, answer);
 }
 
 std::string AgentTarget(const PeerUrl& peer, int agent_port) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "quorate/member.h"
 #include "core/cluster.h"
@@ -14,6 +15,9 @@
 #include "quorate/tls.h"
 
 namespace quorate {
+namespace agent::v1 {
+class DescribeResponse;
+}
 
 struct AgentState {
   Member self;
@@ -45,6 +49,13 @@ class AgentServer {
   std::unique_ptr<Impl> impl_;
   int port_ = 0;
 };
+
+// A peer agent's Describe answer as a report, checked: the border where its words come in (a token
+// that is not printable text makes the agent count as unreachable, with the reason).
+AgentReport ReportFromAnswer(const std::string& target, const agent::v1::DescribeResponse& answer);
+// The same from the answer's protobuf bytes, for the fuzz target (the generated header is private
+// to the library); bytes that are not a DescribeResponse make an unreachable report.
+AgentReport ReportFromWireForTest(const std::string& target, std::string_view bytes);
 
 // Never fails: an agent that cannot be asked within `timeout` is a report with reachable=false and
 // a one-line reason naming `target`. With peer TLS it presents the peer certificate (mTLS).
