@@ -76,11 +76,8 @@ int Discover(const Config& config, const Words&) {
   if (config.cluster_size) {
     members = DiscoverExpected(**provider, config, std::chrono::steady_clock::now() + config.timeout);
   } else {
+    // One look, unlike init: what it finds missing (no records yet) is a runtime failure, exit 1.
     members = (*provider)->Discover();
-    // Nothing there is a wrong answer here: unlike init, discover does not wait.
-    if (!members.ok() && members.status().IsNotFound()) {
-      return Fail(Status::InvalidArgument(members.status().message()));
-    }
   }
   if (!members.ok()) return Fail(members.status());
   auto set = MemberSet::Create(*members, config.initial_cluster_token);
@@ -97,7 +94,7 @@ int ClusterInit(const Config& config, const Words&) {
   if (!provider.ok()) return Fail(provider.status());
   auto members = DiscoverExpected(**provider, config, std::chrono::steady_clock::now() + config.timeout);
   if (!members.ok()) {
-    return Fail(members.status().IsNotFound() ? Status::InvalidArgument(members.status().message()) : members.status());
+    return Fail(members.status());
   }
   auto set = MemberSet::Create(*members, config.initial_cluster_token);
   if (!set.ok()) return Fail(set.status().Prefixed((*provider)->Describe()));

@@ -94,25 +94,6 @@ class RealChild : public ChildProcess {
   std::optional<ExitStatus> exit_status_;
 };
 
-// Where execvp would find `program`, looked up before fork: after it, only async-signal-safe
-// calls may run in the child, and a lookup there allocates.
-Result<std::string> FindProgram(const std::string& program) {
-  if (program.find('/') != std::string::npos) return program;
-  const char* path = std::getenv("PATH");
-  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
-  for (size_t start = 0; start <= dirs.size();) {
-    size_t colon = std::min(dirs.find(':', start), dirs.size());
-    std::string dir = dirs.substr(start, colon - start);
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
-    struct stat st;
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) {
-      return candidate;
-    }
-    start = colon + 1;
-  }
-  return Status::NotFound("start " + program + ": no such program on PATH (" + dirs + ")");
-}
-
 // Closes the descriptor it holds on every path out of Start.
 class UniqueFd {
  public:
@@ -224,6 +205,25 @@ class ForkLauncher : public ProcessLauncher {
 };
 
 }  // namespace
+
+// Where execvp would find `program`, looked up before fork: after it, only async-signal-safe
+// calls may run in the child, and a lookup there allocates.
+Result<std::string> FindProgram(const std::string& program) {
+  if (program.find('/') != std::string::npos) return program;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (size_t start = 0; start <= dirs.size();) {
+    size_t colon = std::min(dirs.find(':', start), dirs.size());
+    std::string dir = dirs.substr(start, colon - start);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
+    struct stat st;
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    start = colon + 1;
+  }
+  return Status::NotFound("start " + program + ": no such program on PATH (" + dirs + ")");
+}
 
 std::string SignalName(int signal) {
   const char* abbrev = sigabbrev_np(signal);

@@ -34,6 +34,10 @@ struct ExitStatus {
 // "SIGTERM" for 15; "signal 99" for a number without a name.
 std::string SignalName(int signal);
 
+// Where execvp would find `program` (a path, or a name on PATH): an executable regular file.
+// NotFound naming PATH when there is none.
+Result<std::string> FindProgram(const std::string& program);
+
 struct LaunchSpec {
   // argv[0] is a path, or a name looked up on quorate's PATH.
   std::vector<std::string> argv;

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <mutex>
 
@@ -53,6 +54,35 @@ Status WaitForStopSignal() {
 }  // namespace
 
 Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_args) {
+  // What the operator typed is checked, and the status port bound, before anything is written or
+  // moved: a bad --etcd or --status-listen is bad input and leaves the disk as it was.
+  if (auto etcd = FindProgram(config.etcd_path); !etcd.ok()) {
+    return Status::InvalidArgument(fmt::format("--etcd: {}; give the path of the etcd binary", etcd.status().message()));
+  }
+  Metrics metrics;
+  // Why init asked to keep etcd stopped for now (this member was removed, or a step to retry); empty
+  // while it may run. quorate is then alive and waiting, only not ready: a liveness probe must not
+  // restart it, which would turn a removal into a rejoin.
+  std::mutex held_mu;
+  std::string held;
+  // Set once they exist: until then quorate is deciding how to start etcd, alive and not ready.
+  std::atomic<Supervisor*> supervising{nullptr};
+  std::atomic<Upkeep*> upkeeping{nullptr};
+  StatusChecks checks;
+  checks.live = [&] {
+    std::lock_guard lock(held_mu);
+    Supervisor* s = supervising.load();
+    return !held.empty() || s == nullptr ? Status::Ok() : s->Alive();
+  };
+  checks.ready = [&] {
+    std::lock_guard lock(held_mu);
+    if (!held.empty()) return Status::Unavailable(held);
+    Upkeep* u = upkeeping.load();
+    return u == nullptr ? Status::Unavailable("deciding how to start etcd") : u->Ready();
+  };
+  auto status_server = ServeStatus(config, metrics, checks);
+  if (!status_server.ok()) return status_server.status();
+
   if (Status s = StopStrayEtcd(config.data_dir); !s.ok()) return s;
   // One watcher from the start, so a stop signal also ends init's waits (for peers, for quorum),
   // and the supervisor then takes its signals from it.
@@ -78,12 +108,6 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   init_options.stop = {watcher.fd(), stop_requested};
   init_options.etcd_files_required = false;
 
-  Metrics metrics;
-  // Why init asked to keep etcd stopped for now (this member was removed, or a step to retry); empty
-  // while it may run. quorate is then alive and waiting, only not ready: a liveness probe must not
-  // restart it, which would turn a removal into a rejoin.
-  std::mutex held_mu;
-  std::string held;
   InitJob job(config, init_options);
   auto outcome = job.Run();
   if (!outcome.ok() && outcome.status().IsCancelled()) {
@@ -151,21 +175,14 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   };
   Supervisor running(std::move(options));
   supervisor = &running;
+  supervising = &running;
+  upkeeping = &upkeep;
 
-  StatusChecks checks;
-  checks.live = [&] {
-    std::lock_guard lock(held_mu);
-    return held.empty() ? running.Alive() : Status::Ok();
-  };
-  checks.ready = [&] {
-    std::lock_guard lock(held_mu);
-    return held.empty() ? upkeep.Ready() : Status::Unavailable(held);
-  };
-  auto status_server = ServeStatus(config, metrics, checks);
-  if (!status_server.ok()) return status_server.status();
   upkeep.Start();
   Status result = running.Run();
   upkeep.Stop();
+  // The status server asks these two; they end with this scope, so it stops asking first.
+  status_server->reset();
   if (result.ok()) spdlog::info("etcd stopped; quorate exits");
   return result;
 }

@@ -69,7 +69,7 @@ def check_samples(samples, who, want_learner_503):
                   f"{who}: /readyz said 200 while etcd lists it as {entry}")
         else:
             check(body.strip(), f"{who}: /readyz 503 without a reason")
-    # /healthz: 503 only until quorate has spawned etcd, 200 from then on.
+    # /healthz: 200 from the first answer on (deciding how to start etcd counts as alive).
     health = [h[0] for _, h, _ in samples]
     first_up = health.index(200) if 200 in health else len(health)
     check(first_up < len(health) and all(h == 200 for h in health[first_up:]), f"{who}: /healthz went {health}")
