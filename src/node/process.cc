@@ -209,17 +209,21 @@ class ForkLauncher : public ProcessLauncher {
 // Where execvp would find `program`, looked up before fork: after it, only async-signal-safe
 // calls may run in the child, and a lookup there allocates.
 Result<std::string> FindProgram(const std::string& program) {
-  if (program.find('/') != std::string::npos) return program;
+  auto runnable = [](const std::string& candidate) {
+    struct stat st;
+    return ::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0;
+  };
+  if (program.find('/') != std::string::npos) {
+    if (runnable(program)) return program;
+    return Status::NotFound("start " + program + ": no executable file there");
+  }
   const char* path = std::getenv("PATH");
   std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
   for (size_t start = 0; start <= dirs.size();) {
     size_t colon = std::min(dirs.find(':', start), dirs.size());
     std::string dir = dirs.substr(start, colon - start);
     std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
-    struct stat st;
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) {
-      return candidate;
-    }
+    if (runnable(candidate)) return candidate;
     start = colon + 1;
   }
   return Status::NotFound("start " + program + ": no such program on PATH (" + dirs + ")");

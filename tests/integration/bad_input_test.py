@@ -177,6 +177,22 @@ def test():
     check("etcd version: not found" in r.stdout and took < 15, f"version waited {took:.1f} s for a silent etcd: {r.stdout}")
     log(f"version --etcd: no shell, and a silent binary is given up on after {took:.1f} s")
 
+    # `run` checks --etcd and binds --status-listen before it writes or moves anything.
+    run_base = ["run", "--name", "n1", "--data-dir", n.data_dir, "--agent-listen", f"{n.ip}:0",
+                "--initial-cluster", ic, "--timeout", "2s"]
+    expect_bad(c, run_base + ["--etcd", os.path.join(c.dir, "no-such-etcd"), "--status-listen", f"{n.ip}:0"], "--etcd")
+    import socket
+    taken = socket.socket()
+    taken.bind((n.ip, 0))
+    taken.listen(1)
+    before = tree(c.dir)
+    r = run([QUORATE] + run_base + ["--status-listen", f"{n.ip}:{taken.getsockname()[1]}"])
+    taken.close()
+    check(r.returncode != 0 and "--status-listen" in r.stderr.splitlines()[-1],
+          f"run with its status port taken: exit {r.returncode}: {r.stderr}")
+    check(tree(c.dir) == before, f"run with its status port taken wrote something: {changes(before, tree(c.dir))}")
+    log(f"exit {r.returncode}: {r.stderr.splitlines()[-1]}")
+
     # Discovery answers that are wrong, from a real DNS server.
     netns = Netns()
     dns = Dns(netns, c.dir)
