@@ -182,10 +182,10 @@ TEST_CASE("init: a re-decision with nothing new writes nothing; under run an unw
     inodes[f] = st.st_ino;
   }
   REQUIRE(rig.Run().ok());
-  for (const auto& [f, ino] : inodes) {
+  for (const auto& entry : inodes) {  // no structured binding: clang 14 cannot capture one in CHECK
     struct stat st;
-    REQUIRE(stat((rig.config.state_dir + "/" + f).c_str(), &st) == 0);
-    CHECK_MESSAGE(st.st_ino == ino, f, " was rewritten with the same content");
+    REQUIRE(stat((rig.config.state_dir + "/" + entry.first).c_str(), &st) == 0);
+    CHECK_MESSAGE(st.st_ino == entry.second, entry.first, " was rewritten with the same content");
   }
 
   // A directory where etcd.env goes: no write of it can succeed, for root too.
