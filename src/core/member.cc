@@ -211,9 +211,10 @@ Result<std::vector<Member>> ParseInitialCluster(std::string_view text, std::stri
     size_t eq = entry.find('=');
     if (eq == std::string_view::npos || eq == 0) {
       return Status::InvalidArgument(
-          fmt::format("{}: entry '{}' is not name=URL", what, entry));
+          fmt::format("{}: entry '{}' is not name=URL", what, Printable(entry)));
     }
     std::string name(entry.substr(0, eq));
+    if (Status s = CheckMemberName(name, fmt::format("{}: member name", what)); !s.ok()) return s;
     auto url = ParseUrl(entry.substr(eq + 1));
     if (!url.ok()) return url.status().Prefixed(fmt::format("{}: member '{}'", what, name));
     auto it = std::find_if(members.begin(), members.end(),
