@@ -1,6 +1,6 @@
 // The `dns-srv` provider: the members are the targets of _etcd-server-ssl._tcp (https) and
 // _etcd-server._tcp (http) SRV records, as etcd's --discovery-srv reads them, but with both schemes
-// merged (etcd 3.4's plain-http path is broken, DESIGN §8) and every answer checked before use.
+// merged (etcd 3.4's plain-http path is broken, docs/DESIGN.md §8) and every answer checked before use.
 #include "dns_srv.h"
 
 #include <fmt/format.h>

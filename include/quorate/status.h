@@ -1,6 +1,6 @@
 // Errors as values. A Status says whether an operation worked and, when it did not, why, in words
 // meant for the operator. Result<T> carries either a value or the Status that explains its absence.
-// The code decides the process exit code (DESIGN §1): bad input is 2, everything else that fails is 1.
+// The code decides the process exit code (docs/DESIGN.md §1): bad input is 2, everything else that fails is 1.
 #pragma once
 
 #include <cassert>

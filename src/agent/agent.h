@@ -1,4 +1,4 @@
-// The agent (DESIGN §6): a small gRPC service through which a node tells its peers, before any
+// The agent (docs/DESIGN.md §6): a small gRPC service through which a node tells its peers, before any
 // etcd quorum exists, who it is, what data it holds and which member set it discovered. The
 // planner's rule "every expected member is empty and agrees" is read through it.
 #pragma once

@@ -1,4 +1,4 @@
-// The start-up decision of DESIGN §4 as a pure function: facts quorate can read without quorum go
+// The start-up decision of docs/DESIGN.md §4 as a pure function: facts quorate can read without quorum go
 // in, one decision with its reason comes out. No I/O, no clock, so every rule is tested exhaustively.
 #pragma once
 

@@ -1,4 +1,4 @@
-// quorate's client of a running etcd cluster: the membership calls of DESIGN §4 (join, replace,
+// quorate's client of a running etcd cluster: the membership calls of docs/DESIGN.md §4 (join, replace,
 // promote, update), the status the supervisor reads, and the KV calls the etcd discovery provider
 // and the tests need. An interface, so callers can be tested against a fake.
 #pragma once

@@ -1,4 +1,4 @@
-// Carrying out a start-up decision's membership change (DESIGN §4 rules 2 and 4: remove the stale
+// Carrying out a start-up decision's membership change (docs/DESIGN.md §4 rules 2 and 4: remove the stale
 // ID, add this member as a learner) and the checks around it, against an etcd client factory, a
 // clock and a stop request, so every step and every wait is tested in fake time.
 #pragma once

@@ -1,4 +1,4 @@
-// The environment etcd runs with under `quorate run` (DESIGN §5): the ETCD_* variables the operator
+// The environment etcd runs with under `quorate run` (docs/DESIGN.md §5): the ETCD_* variables the operator
 // set for etcd and the basics a Go program needs, nothing else of quorate's, so no cloud or API
 // credential given to quorate reaches etcd; and none of the ETCD_* variables that would fight the
 // flags quorate computed (etcd refuses --initial-cluster beside ETCD_DISCOVERY, and ignores every

@@ -1,4 +1,4 @@
-// The init job (DESIGN §1, §4): discover the members, learn what every peer knows, let the planner
+// The init job (docs/DESIGN.md §1, §4): discover the members, learn what every peer knows, let the planner
 // decide, carry the decision out (membership changes included), and write the member bucket and
 // etcd's config. Shared by `quorate init` and `quorate run`. Gather (discovery, local state, peers)
 // → Plan (core/planner.h, pure) → apply (node/apply.h); every side effect goes through a seam in

@@ -1,4 +1,4 @@
-// `quorate run` (DESIGN §5): init, then etcd as a supervised child, with the agent and the status
+// `quorate run` (docs/DESIGN.md §5): init, then etcd as a supervised child, with the agent and the status
 // endpoints serving for as long as it runs, and the member's own upkeep (learner promotion, peer
 // URL updates) done in the background; or that upkeep alone, beside an etcd started by others.
 #pragma once

@@ -1,4 +1,4 @@
-// Keeps etcd running under `quorate run` (DESIGN §5). One child at a time: restarted when it exits
+// Keeps etcd running under `quorate run` (docs/DESIGN.md §5). One child at a time: restarted when it exits
 // by itself, at once the first time and after a capped exponential backoff when it keeps crashing;
 // stopped on SIGTERM/SIGINT or Stop() by forwarding the signal, waiting a grace period, then
 // SIGKILL; orphans reaped when quorate is PID 1. Run() owns the loop and the thread it is called

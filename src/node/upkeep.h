@@ -1,4 +1,4 @@
-// The member's own upkeep while its etcd runs (DESIGN §5): promote it once it is a caught-up learner,
+// The member's own upkeep while its etcd runs (docs/DESIGN.md §5): promote it once it is a caught-up learner,
 // and bring its advertised peer URLs up to date. Only ever acts on this member, so nodes never fight.
 // One etcd client per member set, reused across rounds; the clock and the client factory are seams,
 // so a round (Tick) is tested against a fake cluster.

@@ -1,4 +1,4 @@
-// quorate's HTTP status endpoints (DESIGN §5) on --status-listen: /healthz, /readyz and Prometheus
+// quorate's HTTP status endpoints (docs/DESIGN.md §5) on --status-listen: /healthz, /readyz and Prometheus
 // /metrics. Metrics is what the rest of quorate updates (from any thread); the server only reads
 // it and asks the caller's checks, so it knows nothing of etcd or the supervisor. It answers a
 // liveness probe whatever other clients do: a slow or silent connection is dropped after 2 s and

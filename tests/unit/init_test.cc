@@ -249,7 +249,7 @@ TEST_CASE("init: a peer URL that is not this machine's is refused before MemberA
   CHECK(rig.cluster.CountCalls("MemberAdd") == 0);
 }
 
-// DESIGN §4 "every step is idempotent": a run killed between any two steps of join or replace,
+// docs/DESIGN.md §4 "every step is idempotent": a run killed between any two steps of join or replace,
 // then a fresh run on the same dirs against the same cluster, leaves us a learner exactly once.
 TEST_CASE("init: killed between any two steps of join or replace, the next run converges") {
   struct Case {
