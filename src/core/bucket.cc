@@ -27,6 +27,13 @@ Result<std::vector<std::string>> StringArray(const json& j, const char* field, c
   return out;
 }
 
+// The string at `key`, or "" when it is absent or not a string: json::value would throw on another
+// type, and a bucket read back from disk may hold anything.
+std::string StringOr(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 }  // namespace
 
 std::string NowRfc3339() {
@@ -62,7 +69,7 @@ Result<Bucket> DecodeBucket(std::string_view text, std::string_view source) {
   };
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return corrupt("not valid JSON (truncated or overwritten?)");
-  if (!doc.is_object() || doc.value("format", "") != kFormat) {
+  if (!doc.is_object() || StringOr(doc, "format") != kFormat) {
     return corrupt(fmt::format("not a quorate bucket (no \"format\": \"{}\")", kFormat));
   }
   if (!doc.contains("cluster") || !doc["cluster"].is_object() || !doc.contains("members") ||
@@ -98,7 +105,7 @@ Result<Bucket> DecodeBucket(std::string_view text, std::string_view source) {
   if (IdToHex(set->cluster_id()) != cluster["clusterID"].get<std::string>()) {
     return corrupt("clusterID does not match the members");
   }
-  return Bucket{std::move(*set), {cluster.value("state", ""), cluster.value("createdAt", "")}};
+  return Bucket{std::move(*set), {StringOr(cluster, "state"), StringOr(cluster, "createdAt")}};
 }
 
 Result<Bucket> LoadBucket(const std::string& dir) {

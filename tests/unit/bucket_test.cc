@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -60,6 +62,13 @@ TEST_CASE("tampered and foreign buckets are detected") {
   CHECK(DecodeBucket("{\"members\":{}}", "t").status().code() == Status::Code::kDataLoss);
   auto message = tamper("\"tok\"", "\"other\"").message();
   CHECK(message.find("corrupt") != std::string::npos);
+  // Found by fuzzing: a field of the wrong type threw out of DecodeBucket instead of being corrupt.
+  CHECK(tamper("\"quorate.bucket/v1\"", "1").code() == Status::Code::kDataLoss);
+  nlohmann::json doc = nlohmann::json::parse(text);
+  doc["cluster"]["state"] = nlohmann::json::array({1});
+  auto odd_state = DecodeBucket(doc.dump(), "t");
+  REQUIRE_MESSAGE(odd_state.ok(), odd_state.status().message());  // state and createdAt are only informative
+  CHECK(odd_state->cluster.state.empty());
 }
 
 TEST_CASE("buckets are saved atomically and loaded back") {
