@@ -93,14 +93,13 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   if (!signals.ok()) return signals.status();
   SignalWatcher& watcher = **signals;
   int stop_signal = 0;
-  Supervisor* supervisor = nullptr;
   // The pipe also carries SIGCHLD when reaping orphans: only SIGTERM and SIGINT stop init's waits,
   // and the supervisor, which no longer sees them on the pipe, is told directly.
   auto stop_requested = [&] {
     for (int signal : watcher.Take()) {
       if ((signal == SIGTERM || signal == SIGINT) && stop_signal == 0) stop_signal = signal;
     }
-    if (stop_signal != 0 && supervisor != nullptr) supervisor->Stop();
+    if (Supervisor* s = supervising.load(); stop_signal != 0 && s != nullptr) s->Stop();
     return stop_signal != 0;
   };
   InitOptions init_options;
@@ -174,7 +173,6 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     return Status::Ok();
   };
   Supervisor running(std::move(options));
-  supervisor = &running;
   supervising = &running;
   upkeeping = &upkeep;
 
