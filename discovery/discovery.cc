@@ -61,6 +61,10 @@ Result<std::vector<Member>> DiscoverExpected(DiscoveryProvider& provider, const 
                                    members->size(), NamesOf(*members), want);
     } else if (members.status().IsInvalidArgument()) {
       return members.status().Prefixed(provider.Describe());
+    } else if (backoff.clock().Now() >= backoff.deadline() && !last.empty()) {
+      // The try due at the deadline had no time left for its calls: the reason worth reporting is
+      // what the provider answered before, not that the last call was cut short.
+      progress = last;
     } else {
       progress = fmt::format("{}: {}", provider.Describe(), members.status().message());
     }

@@ -102,24 +102,25 @@ class EtcdProvider : public DiscoveryProvider {
   }
 
   // A claim must be well formed and its key the ID its URLs give: anything else was not written by
-  // a member of this cluster and is refused rather than guessed at.
+  // a member of this cluster and is refused rather than guessed at. It was fetched, not typed: retried
+  // within --timeout (whoever planted it may delete it), then a runtime failure naming the key.
   Result<Member> ParseClaim(const KeyValue& kv) const {
-    if (kv.value.size() > kMaxValueBytes) {
-      return Status::InvalidArgument(fmt::format("registry key {} is larger than {} bytes", kv.key, kMaxValueBytes));
-    }
-    auto members = ParseInitialCluster(kv.value, "registry key " + kv.key);
-    if (!members.ok()) return members.status();
-    if (members->size() != 1) {
-      return Status::InvalidArgument(fmt::format("registry key {} names {} members, not one", kv.key, members->size()));
-    }
+    std::string key = Printable(kv.key, 300);
+    auto refuse = [&](const std::string& why) {
+      return Status::Unavailable(fmt::format("registry key {} {}; delete it (etcdctl del) if no member of this "
+                                             "cluster wrote it", key, why));
+    };
+    if (kv.value.size() > kMaxValueBytes) return refuse(fmt::format("is larger than {} bytes", kMaxValueBytes));
+    auto members = ParseInitialCluster(kv.value, "its value");
+    if (!members.ok()) return refuse("is not one member's claim: " + members.status().message());
+    if (members->size() != 1) return refuse(fmt::format("names {} members, not one", members->size()));
     Member m = std::move(members->front());
     if (m.name.size() > 253 || m.name.find_first_of("/ \t\r\n") != std::string::npos) {
-      return Status::InvalidArgument(fmt::format("registry key {} has a bad member name", kv.key));
+      return refuse("has a bad member name");
     }
     std::string id = kv.key.substr(kv.key.rfind('/') + 1);
     if (id != IdToHex(ComputeMemberId(m.peer_urls, token_))) {
-      return Status::InvalidArgument(fmt::format("registry key {} does not match the ID of {} with token {}",
-                                                 kv.key, fmt::join(m.peer_urls, ","), token_));
+      return refuse(fmt::format("does not match the ID of {} with token {}", fmt::join(m.peer_urls, ","), token_));
     }
     for (const auto& u : m.peer_urls) m.client_urls.push_back(DefaultClientUrl(*ParseUrl(u)));
     if (m.name == self_.name) m.client_urls = self_.client_urls;
@@ -149,7 +150,8 @@ Result<std::unique_ptr<DiscoveryProvider>> CreateEtcd(ProviderParams& params) {
   if (self.name.empty() || self.peer_urls.empty()) {
     return Status::InvalidArgument("--discovery provider=etcd needs --name and --initial-advertise-peer-urls to register");
   }
-  auto client = MakeEtcdClient({*urls, tls, std::chrono::seconds(3)});
+  // Each call gets 3 s, and none outlives the caller's --timeout.
+  auto client = MakeEtcdClient({*urls, tls, std::chrono::seconds(3), params.context().deadline});
   return std::unique_ptr<DiscoveryProvider>(
       new EtcdProvider(std::move(client), *endpoints, self, token, params.context().cluster_size));
 }

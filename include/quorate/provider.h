@@ -32,8 +32,8 @@ Result<DiscoverySpec> ParseDiscoverySpec(std::string_view text);
 class DiscoveryProvider {
  public:
   virtual ~DiscoveryProvider() = default;
-  // The members the provider sees now. InvalidArgument when the answer itself is wrong (a bogus
-  // target, a name claimed twice): exit 2. Unavailable when it may be right later: retry.
+  // The members the provider sees now. InvalidArgument only for the operator's own spec (exit 2);
+  // whatever the remote side answered wrongly or not at all is Unavailable: retried within --timeout.
   virtual Result<std::vector<Member>> Discover() = 0;
   // The member count the provider's configuration fixes (a static list), if any.
   virtual std::optional<size_t> ImpliedSize() const { return std::nullopt; }

@@ -28,7 +28,7 @@ class [[nodiscard]] Status {
  public:
   enum class Code {
     kOk,
-    kInvalidArgument,  // the user's input (flag, env, YAML, discovery answer) is wrong: exit 2
+    kInvalidArgument,  // what the operator typed (flag, env, YAML, a static list) is wrong: exit 2
     kNotFound,
     kUnavailable,       // a peer, server or file is not there yet: retry
     kDeadlineExceeded,  // waited for --timeout: exit 1

@@ -334,7 +334,7 @@ class GrpcEtcdClient : public EtcdClient {
     std::vector<grpc::Channel*> channels;
     for (Target* t : targets) channels.push_back(t->channel.get());
     ChannelWatch clock(std::move(channels));
-    const Clock::TimePoint deadline = clock.Now() + options_.timeout;
+    const Clock::TimePoint deadline = std::min(clock.Now() + options_.timeout, options_.deadline);
     Backoff backoff(clock, kFirstBackoff, kMaxBackoff, deadline);
     while (true) {
       std::vector<std::string> failures;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "quorate/clock.h"
 #include "quorate/member.h"
 #include "core/cluster.h"
 #include "quorate/status.h"
@@ -26,6 +27,8 @@ struct EtcdClientOptions {
   // Bounds each call as a whole, every endpoint and retry included. One endpoint gets at most an
   // even share of what is left, so a silent endpoint cannot use up the others' time.
   std::chrono::milliseconds timeout{5000};
+  // No call lasts past this, whatever `timeout` says: the caller's own --timeout as a point in time.
+  Clock::TimePoint deadline = Clock::kNever;
 };
 
 struct MemberListing {

@@ -1,9 +1,12 @@
 """Issue 4, `etcd` provider: nodes rendezvous in a separate, real etcd (the registry) with etcd
 3.6's v3 discovery key layout: 3 nodes at once form one cluster with the predicted IDs, and 6
-processes racing for 5 seats always agree on one set, the 6th told it is extra."""
+processes racing for 5 seats always agree on one set, the 6th told it is extra. A claim planted in
+the registry with a name that is not UTF-8, or that holds a newline, is refused: `discover` retries
+it within --timeout, then exits 1 with one escaped line naming the key (issue 15 §3, §12)."""
 import os
+import time
 
-from harness import NET, Cluster, check, log, main, require, spawn, wait_until
+from harness import NET, QUORATE, Cluster, check, log, main, require, run, spawn, wait_until
 
 
 def start_registry(c):
@@ -37,6 +40,25 @@ def test():
         check(len(sets) == 1 and len(sets[0]) == 5, f"round {r}: sets {sets}")
         check(len(failed) == 1 and "extra" in failed[0], f"round {r}: extra {failed}")
     log("5 rounds of 6 racing for 5 in the registry: one set each, the extra node told so")
+
+    n1 = c.nodes[0]
+    # "\udcff" leaves Python as the byte 0xff (os.fsencode), a name that is not UTF-8.
+    for planted, name in ((f"{c.token}-badutf8", "\udcff"), (f"{c.token}-newline", "a\nb")):
+        c.etcdctl("put", f"/_etcd/registry/{planted}/_config/size", "2", endpoints=registry)
+        key = f"/_etcd/registry/{planted}/members/0000000000000001"
+        c.etcdctl("put", key, f"{name}=http://{NET}.99:2380", endpoints=registry)
+        started = time.monotonic()
+        r = run([QUORATE, "discover", "-w", "json", "--name", n1.name, "--initial-advertise-peer-urls", n1.peer_url,
+                 "--initial-cluster-token", planted, "--timeout", "3s", "--cluster-size", "2",
+                 "--discovery", f"provider=etcd endpoints={registry}"], prefix=c.prefix, timeout=60)
+        took = time.monotonic() - started
+        lines = [ln for ln in r.stderr.strip().split("\n") if " info " not in ln]  # the progress log aside
+        log(f"planted claim {name!r}: exit {r.returncode} after {took:.1f}s: {r.stderr.strip()}")
+        check(r.returncode == 1, f"a planted claim is a runtime failure, exit 1, not {r.returncode}")
+        check(len(lines) == 1 and key in lines[0], f"one error line naming {key}: {lines}")
+        check("\udcff" not in r.stderr and "\x1b" not in r.stderr, f"raw bytes reached the message: {r.stderr!r}")
+        check(2.5 < took < 20, f"--timeout 3s took {took:.1f}s: not retried within it, or not bounded by it")
+        check(r.stdout == "", f"nothing printed on stdout: {r.stdout!r}")
 
 
 if __name__ == "__main__":

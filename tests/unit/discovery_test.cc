@@ -1,0 +1,71 @@
+#include "discovery/discovery.h"
+
+#include <doctest/doctest.h>
+
+#include "testing/fake_clock.h"
+
+namespace quorate {
+namespace {
+
+using std::chrono::seconds;
+
+// Answers Unavailable with `reason` while there is time, and "cut short" once the clock reaches the
+// deadline, as a network provider whose calls are bounded by --timeout does on its last try.
+class DeadlineBoundProvider : public DiscoveryProvider {
+ public:
+  DeadlineBoundProvider(Clock& clock, Clock::TimePoint deadline, std::string reason)
+      : clock_(clock), deadline_(deadline), reason_(std::move(reason)) {}
+  Result<std::vector<Member>> Discover() override {
+    ++calls;
+    if (clock_.Now() >= deadline_) return Status::Unavailable("Range: Deadline Exceeded");
+    return Status::Unavailable(reason_);
+  }
+  std::string Describe() const override { return "test registry"; }
+  int calls = 0;
+
+ private:
+  Clock& clock_;
+  Clock::TimePoint deadline_;
+  std::string reason_;
+};
+
+TEST_CASE("DiscoverExpected retries a runtime failure until --timeout, then reports the last real reason") {
+  FakeClock clock;
+  Config config;
+  config.cluster_size = 3;
+  config.timeout = seconds(3);
+  const auto deadline = clock.Now() + config.timeout;
+  DeadlineBoundProvider provider(clock, deadline, "registry key /k holds a bad claim");
+  Backoff backoff(clock, kDiscoveryPollInterval, kDiscoveryPollInterval, deadline);
+
+  auto members = DiscoverExpected(provider, config, backoff);
+
+  REQUIRE_FALSE(members.ok());
+  CHECK(members.status().code() == Status::Code::kDeadlineExceeded);
+  CHECK(provider.calls > 2);
+  CHECK(clock.Now() >= deadline);
+  // The try at the deadline had no time for its calls: its "Deadline Exceeded" is not the reason.
+  CHECK(members.status().message().find("registry key /k holds a bad claim") != std::string::npos);
+  CHECK(members.status().message().find("Deadline Exceeded") == std::string::npos);
+}
+
+TEST_CASE("DiscoverExpected returns the operator's own bad input at once") {
+  FakeClock clock;
+  Config config;
+  config.cluster_size = 3;
+  struct BadSpec : DiscoveryProvider {
+    Result<std::vector<Member>> Discover() override { return Status::InvalidArgument("--discovery: bad key"); }
+    std::string Describe() const override { return "test"; }
+  } provider;
+  Backoff backoff(clock, kDiscoveryPollInterval, kDiscoveryPollInterval, clock.Now() + seconds(3));
+  const auto started = clock.Now();
+
+  auto members = DiscoverExpected(provider, config, backoff);
+
+  REQUIRE_FALSE(members.ok());
+  CHECK(members.status().IsInvalidArgument());
+  CHECK(clock.Now() == started);
+}
+
+}  // namespace
+}  // namespace quorate
