@@ -13,6 +13,7 @@ class SharedClient : public EtcdClient {
  public:
   explicit SharedClient(FakeEtcdClient& cluster) : cluster_(cluster) {}
   Result<MemberListing> MemberList() override { return cluster_.MemberList(); }
+  Result<MemberListing> MemberListLinearizable() override { return cluster_.MemberListLinearizable(); }
   Result<MemberListing> MemberAdd(const std::vector<std::string>& peer_urls, bool is_learner,
                                   MemberId* added) override {
     return cluster_.MemberAdd(peer_urls, is_learner, added);
@@ -153,6 +154,18 @@ Result<MemberListing> FakeEtcdClient::MemberList() {
   Record("MemberList");
   std::lock_guard lock(mu_);
   return ListingLocked();
+}
+
+Result<MemberListing> FakeEtcdClient::MemberListLinearizable() {
+  Record("MemberListLinearizable");
+  std::lock_guard lock(mu_);
+  if (!has_quorum_) return Status::Unavailable("Range: etcdserver: no leader");
+  return ListingLocked();
+}
+
+void FakeEtcdClient::SetQuorum(bool has_quorum) {
+  std::lock_guard lock(mu_);
+  has_quorum_ = has_quorum;
 }
 
 Result<MemberListing> FakeEtcdClient::MemberAdd(const std::vector<std::string>& peer_urls, bool is_learner,

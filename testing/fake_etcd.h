@@ -29,6 +29,8 @@ class FakeEtcdClient : public EtcdClient {
 
   // The next `n` MemberAdd calls fail as etcd does while a voter is not connected to the leader.
   void FailAddsUnhealthy(int n);
+  // Without quorum there is no leader: a linearizable read fails, a plain MemberList still answers.
+  void SetQuorum(bool has_quorum);
   // Runs after every change is applied, outside the lock, with the call's name ("MemberRemove",
   // "MemberAdd", "MemberPromote", "MemberUpdate"): a test throws from it to kill the caller there.
   void AfterChange(std::function<void(const std::string& call)> hook);
@@ -45,6 +47,7 @@ class FakeEtcdClient : public EtcdClient {
   std::vector<EtcdClientOptions> ClientOptions() const;
 
   Result<MemberListing> MemberList() override;
+  Result<MemberListing> MemberListLinearizable() override;
   Result<MemberListing> MemberAdd(const std::vector<std::string>& peer_urls, bool is_learner, MemberId* added) override;
   Status MemberRemove(MemberId id) override;
   Status MemberPromote(MemberId id) override;
@@ -67,6 +70,7 @@ class FakeEtcdClient : public EtcdClient {
   std::vector<ClusterMember> members_;
   std::set<MemberId> caught_up_;
   int unhealthy_adds_ = 0;
+  bool has_quorum_ = true;
   int adds_ = 0;
   std::function<void(const std::string&)> after_;
   std::vector<std::string> calls_;

@@ -255,28 +255,24 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
   return d;
 }
 
-// Rule 1b: our data is a member's the cluster removed. Said only when the view is of the cluster our
-// WAL names, lacks our member ID, and comes from a majority of its voters (a view lagging behind our
-// own join would lack us too, but our join was committed by a majority before we started, and the
-// union of the views keeps us listed if any one of them has it). Then a removal met while
-// etcd ran here was the operator's (scale-down) and is never undone from here; on a fresh start the
-// node is a new one for the cluster (a kept volume reused by a scale-up), which joins by rule 2 when
-// the cluster is below its size, its old data moved aside, never deleted.
-std::optional<Decision> PlanRemoved(const PlanInput& in, const ClusterView& view) {
+// Rule 1b: our data is a member's the cluster removed. Said only from the quorum view: a member list
+// made right after a linearizable read, so it holds every change committed before it. A peer URL's
+// GET /members is not enough, whichever way it points: etcd answers it while it still rebuilds the
+// membership from its WAL after a restart (lacking members it has), and a member that has not yet
+// applied a removal still lists the removed one. Then a removal met while etcd ran here was the
+// operator's (scale-down) and is never undone from here; on a fresh start the node is a new one for
+// the cluster (a kept volume reused by a scale-up), which joins by rule 2 when the cluster is below its
+// size, its old data moved aside, never deleted.
+std::optional<Decision> PlanRemoved(const PlanInput& in) {
   const WalIdentity& local = *in.local;
+  const ClusterView& view = *in.quorum_view;
   if (view.cluster_id != local.cluster_id) return std::nullopt;
-  size_t voters = 0;
-  size_t answering = 0;
   for (const auto& m : view.members) {
     if (m.id == local.member_id) return std::nullopt;
-    if (m.is_learner) continue;
-    ++voters;
-    if (VoterAnswers(in, m)) ++answering;
   }
-  if (answering < voters / 2 + 1) return std::nullopt;
   std::string removed =
-      fmt::format("member {} ({}) was removed from cluster {}, as {} of its {} voters agree", IdToHex(local.member_id),
-                  in.self.name, IdToHex(view.cluster_id), answering, voters);
+      fmt::format("member {} ({}) was removed from cluster {}: a member list read with quorum lacks it",
+                  IdToHex(local.member_id), in.self.name, IdToHex(view.cluster_id));
   if (in.etcd_ran) {
     return Wait(WaitKind::kRemoved,
                 fmt::format("{}: not restarting etcd, and not rejoining, since a removal is deliberate; delete this "
@@ -392,8 +388,8 @@ Decision Plan(const PlanInput& input) {
   }
 
   if (input.has_local_data) {
-    if (!reporting.empty() && conflicting == nullptr && input.local) {
-      if (auto removed = PlanRemoved(input, MergeViews(reporting))) return *removed;
+    if (input.local && input.quorum_view) {
+      if (auto removed = PlanRemoved(input)) return *removed;
     }
     Decision d = PlanRestart(input);
     if (!reporting.empty() && conflicting == nullptr) {

@@ -31,6 +31,10 @@ struct PlanInput {
   // etcd ran under this process and exited: a removal it met was an operator's, and is not undone.
   bool etcd_ran = false;
   std::vector<PeerFacts> peers;  // every expected member except self
+  // The membership as a member lists it right after a linearizable read, so it holds every change
+  // committed before the read; nullopt when no member could do one (no quorum) or it was not asked
+  // (asked only when a peer's view of our WAL's cluster lacks our member). Rule 1b trusts only this.
+  std::optional<ClusterView> quorum_view;
 };
 
 enum class Action {

@@ -194,6 +194,27 @@ class GrpcEtcdClient : public EtcdClient {
     return ToListing(resp.header(), resp.members());
   }
 
+  Result<MemberListing> MemberListLinearizable() override {
+    pb::RangeRequest read;
+    // One key no one writes: the read is only for its linearizability (etcd serves it once the member
+    // has applied the leader's commit index as of the read).
+    read.set_key(std::string(1, '\0'));
+    pb::MemberListResponse resp;
+    Status st = Call<pb::KV>(
+        "linearizable MemberList", Kind::kRead, Targets(), /*require_leader=*/true,
+        [&](pb::KV::Stub& s, grpc::ClientContext* c, const std::shared_ptr<grpc::Channel>& channel) {
+          pb::RangeResponse ignored;
+          grpc::Status read_st = s.Range(c, read, &ignored);
+          if (!read_st.ok()) return read_st;
+          // The same member, which has now applied every change committed before the read.
+          grpc::ClientContext list;
+          list.set_deadline(c->deadline());
+          return pb::Cluster::NewStub(channel)->MemberList(&list, pb::MemberListRequest(), &resp);
+        });
+    if (!st.ok()) return st;
+    return ToListing(resp.header(), resp.members());
+  }
+
   Result<MemberListing> MemberAdd(const std::vector<std::string>& peer_urls, bool is_learner,
                                   MemberId* added) override {
     pb::MemberAddRequest req;
@@ -355,7 +376,13 @@ class GrpcEtcdClient : public EtcdClient {
         ctx.set_wait_for_ready(false);
         if (require_leader) ctx.AddMetadata("hasleader", "true");
         auto stub = Service::NewStub(t.channel);
-        grpc::Status st = rpc(*stub, &ctx);
+        grpc::Status st;
+        if constexpr (std::is_invocable_v<Rpc, typename Service::Stub&, grpc::ClientContext*,
+                                          const std::shared_ptr<grpc::Channel>&>) {
+          st = rpc(*stub, &ctx, t.channel);  // calls that must stay on one member
+        } else {
+          st = rpc(*stub, &ctx);
+        }
         if (st.ok()) return Status::Ok();
         bool broken = ConnectionBroken(st);
         bool unanswered = broken || st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;

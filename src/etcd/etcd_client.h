@@ -69,6 +69,10 @@ class EtcdClient {
  public:
   virtual ~EtcdClient() = default;
   virtual Result<MemberListing> MemberList() = 0;
+  // MemberList from a member that first did a linearizable read, so its listing holds every change
+  // committed before the call (what etcd 3.5's linearizable MemberList does, done so on 3.4 too).
+  // Needs quorum: Unavailable without a leader.
+  virtual Result<MemberListing> MemberListLinearizable() = 0;
   // The listing is the membership after the add; `added` (may be null) receives the new member's ID.
   virtual Result<MemberListing> MemberAdd(const std::vector<std::string>& peer_urls, bool is_learner,
                                           MemberId* added) = 0;

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -20,6 +21,37 @@ namespace quorate {
 namespace {
 
 std::string Join(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ", ")); }
+
+// How long the member list of rule 1b may take: a cluster without quorum refuses it at once (no
+// leader), so this bounds only a slow one.
+constexpr auto kQuorumViewTimeout = std::chrono::seconds(2);
+
+// True when a peer's view is of the cluster our WAL names and does not list our member: only the
+// quorum view tells a removal from a view still being rebuilt (rule 1b).
+bool ViewsLackUs(const PlanInput& input) {
+  if (!input.local) return false;
+  for (const auto& p : input.peers) {
+    if (!p.cluster || p.cluster->cluster_id != input.local->cluster_id) continue;
+    bool listed = false;
+    for (const auto& m : p.cluster->members) listed |= m.id == input.local->member_id;
+    if (!listed) return true;
+  }
+  return false;
+}
+
+// The client URLs of the members the peers list as started: where the quorum view is asked.
+std::vector<std::string> ListedClientUrls(const PlanInput& input) {
+  std::vector<std::string> urls;
+  for (const auto& p : input.peers) {
+    if (!p.cluster) continue;
+    for (const auto& m : p.cluster->members) {
+      for (const auto& u : m.client_urls) {
+        if (std::find(urls.begin(), urls.end(), u) == urls.end()) urls.push_back(u);
+      }
+    }
+  }
+  return urls;
+}
 
 // A stop fd that woke a wait for something else (see StopSource) lets the wait go on.
 bool StopConfirmed(const StopSource& stop) { return !stop.requested || stop.requested(); }
@@ -289,6 +321,20 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Cl
     {
       std::lock_guard lock(state_->mu);
       input.etcd_ran = state_->etcd_ran;
+    }
+    input.quorum_view.reset();
+    if (input.has_local_data && ViewsLackUs(input)) {
+      const TlsFiles& client_tls = config_.etcdctl_tls.enabled() ? config_.etcdctl_tls : config_.client_tls;
+      // Not cut by --timeout's deadline: the try due at the deadline must see what the others saw, or
+      // it would fall back to rule 1 and start etcd on a removed member's data. kQuorumViewTimeout
+      // bounds the overrun.
+      auto client = options_.etcd_clients({ListedClientUrls(input), client_tls, kQuorumViewTimeout});
+      auto listing = client->MemberListLinearizable();
+      if (listing.ok()) {
+        input.quorum_view = ClusterView{listing->cluster_id, listing->members};
+      } else {
+        spdlog::debug("no member list read with quorum, so no removal is concluded: {}", listing.status().message());
+      }
     }
     Decision decision = Plan(input);
     if (decision.action != Action::kWait) return decision;

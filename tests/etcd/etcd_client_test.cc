@@ -47,6 +47,11 @@ TEST_CASE("the etcd client against a real etcd 3.4") {
     CHECK_FALSE(listing->members[0].is_learner);
     CHECK(listing->answered_by == id);
     CHECK(listing->cluster_id == ComputeClusterId({id}));
+    auto linearizable = client->MemberListLinearizable();
+    REQUIRE_MESSAGE(linearizable.ok(), linearizable.status().message());
+    CHECK(linearizable->cluster_id == listing->cluster_id);
+    REQUIRE(linearizable->members.size() == 1);
+    CHECK(linearizable->members[0].id == id);
 
     REQUIRE(client->Put("quorate/k", "v1").ok());
     auto got = client->Get("quorate/k");

@@ -18,6 +18,7 @@
 #include "testing/fake_clock.h"
 #include "testing/fake_etcd.h"
 #include "testing/fake_peers.h"
+#include "../support/etcd_wal_head.h"
 
 namespace quorate {
 namespace {
@@ -236,6 +237,38 @@ TEST_CASE("init: started before but its data is gone: the stale ID is removed an
   CHECK(out->member_id == ours[0].id);
   CHECK(rig.cluster.Members().size() == 3);
   CHECK(Contains(rig.EtcdConfig(), "initial-cluster-state: existing"));
+}
+
+TEST_CASE("init: a peer's view that lacks our member is no removal until a member list read with quorum lacks it too") {
+  // Our data is member d900b5d72e088c74's (a real WAL head). n2's peer URL lists only n2, as etcd 3.4
+  // answers GET /members while it still replays its WAL after all members restarted at once.
+  InitRig rig;
+  FakeEtcdClient cluster(kRealWalCluster);
+  FakePeers peers(&cluster);
+  cluster.AddStarted(rig.Id("n2"), "n2", {kN2}, {rig.ClientUrl("n2")});
+  peers.SetRunning(kN2, true);
+  REQUIRE(MakeDirs(rig.config.data_dir + "/member/wal").ok());
+  std::ofstream(rig.config.data_dir + "/member/wal/0.wal") << RealWalHead() << std::string(64, '\0');
+  InitOptions options = rig.Options();
+  options.peers = &peers;
+  options.etcd_clients = cluster.Factory();
+
+  SUBCASE("no quorum to confirm it: restart on our data, which stays where it is") {
+    cluster.SetQuorum(false);
+    auto out = InitJob(rig.config, options).Run();
+    REQUIRE(out.ok());
+    CHECK(out->decision.action == Action::kRestart);
+    CHECK(cluster.CountCalls("MemberListLinearizable") == 1);
+    CHECK(std::filesystem::exists(rig.config.data_dir + "/member/wal/0.wal"));
+  }
+  SUBCASE("confirmed with quorum: removed, so the data goes aside and we join as a new learner") {
+    auto out = InitJob(rig.config, options).Run();
+    REQUIRE(out.ok());
+    CHECK(out->decision.action == Action::kJoin);
+    CHECK(Contains(out->decision.reason, "a member list read with quorum lacks it"));
+    CHECK_FALSE(std::filesystem::exists(rig.config.data_dir + "/member/wal/0.wal"));
+    CHECK(cluster.CountCalls("MemberAdd") == 1);
+  }
 }
 
 TEST_CASE("init: a peer URL that is not this machine's is refused before MemberAdd, as bad input") {

@@ -180,6 +180,7 @@ class FakeCluster : public EtcdClient {
   explicit FakeCluster(MemberListing listing) : listing_(std::move(listing)) {}
 
   Result<MemberListing> MemberList() override { return listing_; }
+  Result<MemberListing> MemberListLinearizable() override { return Status::Internal("not expected"); }
   Result<MemberListing> MemberAdd(const std::vector<std::string>&, bool, MemberId*) override {
     return Status::Internal("not expected");
   }

@@ -320,7 +320,8 @@ TEST_CASE("restart beats every other rule") {
 // ---- rule 1b: local data of a member the cluster removed ----
 
 // n5 with data of its bootstrap ID in `set` (5 members); peers n<k> for k in `answering` report the
-// cluster as `members` (all started), the others do not answer on their peer URLs.
+// cluster as `members` (all started), the others do not answer on their peer URLs; a linearizable
+// member list confirms that membership.
 PlanInput RemovedInput(const MemberSet& set, const std::set<int>& members, const std::set<int>& answering) {
   PlanInput in = MakeInput(set, 5);
   in.has_local_data = true;
@@ -331,7 +332,48 @@ PlanInput RemovedInput(const MemberSet& set, const std::set<int>& members, const
   for (auto& p : in.peers) {
     if (answering.count(std::stoi(p.name.substr(1)))) p.cluster = v;
   }
+  in.quorum_view = v;
   return in;
+}
+
+TEST_CASE("rule 1b: views that lack us are no removal until a linearizable member list confirms it") {
+  // All restarted at once on etcd 3.4: a peer URL answers GET /members while its etcd replays its WAL,
+  // listing only the members added so far. Taken for a removal, that moved a healthy member's data aside.
+  MemberSet set = MakeSet(3);
+  PlanInput in = MakeInput(set, 3);
+  in.has_local_data = true;
+  in.local = WalIdentity{set.IdOf(MemberNo(3)), set.cluster_id()};
+  ClusterView replaying;
+  replaying.cluster_id = set.cluster_id();
+  replaying.members.push_back(CMember(set, 1, true));
+  for (auto& p : in.peers) p.cluster = replaying;
+  SUBCASE("no quorum yet to confirm: restart on our data") {
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kRestart);
+    CHECK_FALSE(d.move_data_aside);
+  }
+  SUBCASE("the quorum view lists us: restart on our data") {
+    ClusterView whole = replaying;
+    whole.members.push_back(CMember(set, 2, true));
+    whole.members.push_back(CMember(set, 3, true));
+    in.quorum_view = whole;
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kRestart);
+    CHECK_FALSE(d.move_data_aside);
+  }
+  SUBCASE("the quorum view is of another cluster: restart on our data") {
+    ClusterView other = replaying;
+    other.cluster_id = 0x1234;
+    in.quorum_view = other;
+    CHECK(Plan(in).action == Action::kRestart);
+  }
+  SUBCASE("the quorum view lacks us too: removed") {
+    in.quorum_view = replaying;
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kJoin);
+    CHECK(d.move_data_aside);
+    CHECK(Contains(d.reason, "a member list read with quorum lacks it"));
+  }
 }
 
 TEST_CASE("removed while etcd ran here: wait, never restart etcd, never rejoin") {
@@ -342,7 +384,7 @@ TEST_CASE("removed while etcd ran here: wait, never restart etcd, never rejoin")
   CHECK(d.action == Action::kWait);
   CHECK(d.wait == WaitKind::kRemoved);
   CHECK(Contains(d.reason, "member " + IdToHex(set.IdOf(MemberNo(5))) + " (n5) was removed from cluster " +
-                               IdToHex(set.cluster_id()) + ", as 3 of its 3 voters agree"));
+                               IdToHex(set.cluster_id()) + ": a member list read with quorum lacks it"));
   CHECK(Contains(d.reason, "not restarting etcd"));
   CHECK_FALSE(d.move_data_aside);
   CHECK_FALSE(d.add_member);
@@ -385,6 +427,7 @@ TEST_CASE("removed, and our peer URLs since added back under a new ID") {
   for (auto& p : in.peers) {
     if (p.cluster) p.cluster->members.push_back(readded);
   }
+  in.quorum_view->members.push_back(readded);
   SUBCASE("not started yet: an earlier rejoin stopped mid-way, so resume it with the data aside") {
     Decision d = Plan(in);
     CHECK(d.action == Action::kJoin);
@@ -395,16 +438,17 @@ TEST_CASE("removed, and our peer URLs since added back under a new ID") {
     for (auto& p : in.peers) {
       if (p.cluster) p.cluster->members.back().client_urls = {ClientUrlOf(5)};
     }
+    in.quorum_view->members.back().client_urls = {ClientUrlOf(5)};
     Decision d = Plan(in);
     CHECK(d.action == Action::kWait);
     CHECK_FALSE(d.move_data_aside);
   }
 }
 
-TEST_CASE("a removal is only concluded from our own cluster, lacking our ID, by a majority of its voters") {
+TEST_CASE("a removal is only concluded from our own cluster's member list read with quorum, lacking our ID") {
   // 4 voters n1..n4 without n5; n5's data says member n5 of the set's cluster. Every combination of
-  // which voters answer, whether the WAL names this cluster, whether the cluster still lists our
-  // ID (as a voter or a learner), whether etcd ran here, and the size.
+  // which voters answer GET /members, whether the WAL names this cluster, whether the cluster still
+  // lists our ID (as a voter or a learner), whether etcd ran here, the size, and the quorum view.
   MemberSet set = MakeSet(5);
   int combinations = 0;
   for (int mask = 0; mask < 16; ++mask) {
@@ -417,6 +461,7 @@ TEST_CASE("a removal is only concluded from our own cluster, lacking our ID, by 
         for (bool etcd_ran : {false, true}) {
           for (size_t size : {4, 5}) {
             for (bool wal_read : {true, false}) {
+             for (int quorum = 0; quorum < 3; ++quorum) {  // 0: confirms the views, 1: none, 2: lists us
               ++combinations;
               PlanInput in = RemovedInput(set, {1, 2, 3, 4}, answering);
               in.etcd_ran = etcd_ran;
@@ -429,8 +474,12 @@ TEST_CASE("a removal is only concluded from our own cluster, lacking our ID, by 
                 for (auto& p : in.peers) {
                   if (p.cluster) p.cluster->members.push_back(self);
                 }
+                in.quorum_view->members.push_back(self);
               }
+              if (quorum == 1) in.quorum_view.reset();
+              if (quorum == 2 && listed == 0) in.quorum_view->members.push_back(CMember(set, 5, true));
               Decision d = Plan(in);
+              CAPTURE(quorum);
               CAPTURE(mask);
               CAPTURE(same_cluster);
               CAPTURE(listed);
@@ -438,9 +487,7 @@ TEST_CASE("a removal is only concluded from our own cluster, lacking our ID, by 
               CAPTURE(size);
               CAPTURE(wal_read);
               CAPTURE(d.reason);
-              // Voters: n1..n4, plus n5 when it is listed as one.
-              size_t voters = 4 + (listed == 1);
-              bool removed = wal_read && same_cluster && listed == 0 && answering.size() >= voters / 2 + 1;
+              bool removed = wal_read && same_cluster && listed == 0 && quorum == 0;
               // Never a bootstrap, and data goes aside only to join an existing cluster.
               CHECK(d.action != Action::kNew);
               CHECK(d.action != Action::kLateInitial);
@@ -457,13 +504,14 @@ TEST_CASE("a removal is only concluded from our own cluster, lacking our ID, by 
               } else {
                 CHECK(d.wait == WaitKind::kExtra);
               }
+             }
             }
           }
         }
       }
     }
   }
-  CHECK(combinations == 16 * 2 * 3 * 2 * 2 * 2);
+  CHECK(combinations == 16 * 2 * 3 * 2 * 2 * 2 * 3);
 }
 
 // ---- rule 2: conflict ----
