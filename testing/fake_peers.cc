@@ -21,6 +21,15 @@ void FakePeers::SetForeign(const std::string& peer_url, const std::string& answe
   foreign_[peer_url] = answer;
 }
 
+void FakePeers::SetStaleView(const std::string& peer_url, std::optional<ClusterView> view) {
+  std::lock_guard lock(mu_);
+  if (view) {
+    stale_[peer_url] = std::move(*view);
+  } else {
+    stale_.erase(peer_url);
+  }
+}
+
 int FakePeers::Asks() const {
   std::lock_guard lock(mu_);
   return asks_;
@@ -57,6 +66,7 @@ Result<ClusterView> FakePeers::Probe(const std::string& peer_url, std::chrono::m
   if (auto it = foreign_.find(peer_url); it != foreign_.end()) {
     return Status::InvalidArgument(peer_url + "/members answered " + it->second);
   }
+  if (auto it = stale_.find(peer_url); it != stale_.end()) return it->second;
   if (cluster_ != nullptr && running_.count(peer_url)) return cluster_->View();
   return Status::Unavailable(peer_url + "/members: connection refused");
 }

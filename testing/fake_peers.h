@@ -5,6 +5,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -23,6 +24,9 @@ class FakePeers : public Peers {
   void SetRunning(const std::string& peer_url, bool running);
   // Something that is not etcd answers at this peer URL, with this text.
   void SetForeign(const std::string& peer_url, const std::string& answer);
+  // This peer URL answers with `view` instead of the cluster's membership (as an etcd replaying its
+  // WAL answers, with only the members replayed so far); nullopt: the cluster's again.
+  void SetStaleView(const std::string& peer_url, std::optional<ClusterView> view);
   int Asks() const;
   std::vector<std::string> Probed() const;
 
@@ -35,6 +39,7 @@ class FakePeers : public Peers {
   std::map<std::string, AgentReport> agents_;
   std::set<std::string> running_;
   std::map<std::string, std::string> foreign_;
+  std::map<std::string, ClusterView> stale_;
   int asks_ = 0;
   std::vector<std::string> probed_;
 };

@@ -22,6 +22,7 @@ enum class Reason {
   kNotEnoughStarted,   // etcd: the change would leave too few started voters (strict reconfig)
   kLearnerNotReady,    // etcd: the learner is not in sync with the leader yet
   kTooManyLearners,    // etcd: the cluster has as many learners as it allows
+  kStaleDecision,      // the membership met while applying a decision is not the one it was made on
 };
 
 class [[nodiscard]] Status {

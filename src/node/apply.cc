@@ -127,9 +127,19 @@ Result<MembershipChange> ApplyMembershipChange(const ApplySeams& seams, const Tl
         break;
       }
       if (listing.status().code() == Status::Code::kFailedPrecondition) {
-        // An earlier run added us and was killed before starting etcd.
-        listing = client->MemberList();
+        // An earlier run added us and was killed before starting etcd. Unless the member at our peer
+        // URL has started: then it is our old self, whose data is gone, and the decision was made on a
+        // view that lacked it (a peer still replaying its WAL); starting etcd as that member with an
+        // empty data dir would crash it, so decide again (rule 4 replaces it).
+        listing = client->MemberListLinearizable();
         if (!listing.ok()) return listing.status();
+        for (const auto& m : listing->members) {
+          if (SharesUrl(m.peer_urls, self.peer_urls) && m.started()) {
+            return Status::Unavailable(fmt::format(
+                "the cluster lists {} as started member {}, which the decision's view lacked; deciding again",
+                self.name, IdToHex(m.id))).With(Reason::kStaleDecision);
+          }
+        }
         break;
       }
       if (Status r = retry(listing.status(), "add this member as a learner"); !r.ok()) return r;

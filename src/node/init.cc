@@ -429,10 +429,27 @@ Result<InitOutcome> InitJob::Run() {
   }
   if (Status s = ServeAgent(*local, input); !s.ok()) return s;
 
-  auto decision = Decide(input, local->expected, deadline);
-  if (!decision.ok()) return decision.status();
-  spdlog::info("decision: {}: {}", ActionName(decision->action), decision->reason);
-  return Carry(*local, input, std::move(*decision), deadline);
+  Backoff stale(clock_, kDiscoveryPollInterval, kDiscoveryPollInterval, deadline, options_.stop.fd);
+  while (true) {
+    auto decision = Decide(input, local->expected, deadline);
+    if (!decision.ok()) return decision.status();
+    spdlog::info("decision: {}: {}", ActionName(decision->action), decision->reason);
+    auto carried = Carry(*local, input, std::move(*decision), deadline);
+    if (carried.ok() || carried.status().reason() != Reason::kStaleDecision) return carried;
+    spdlog::info("{}", carried.status().message());
+    switch (WaitOrStop(stale, options_.stop)) {
+      case Backoff::kRetry:
+        break;
+      case Backoff::kDeadline:
+        return carried;
+      case Backoff::kStopped:
+        return Status::Cancelled(carried.status().message() + "; stopped, and no membership change was made");
+    }
+    if (!HasEtcdData(config_.data_dir)) {  // a rule 1b join moved it aside before it met the change
+      local->has_data = input.has_local_data = false;
+      input.local.reset();
+    }
+  }
 }
 
 }  // namespace quorate

@@ -271,6 +271,43 @@ TEST_CASE("init: a peer's view that lacks our member is no removal until a membe
   }
 }
 
+TEST_CASE("init: a join decided on a view that lacked our started old member is decided again, never started as it") {
+  // n1 lost its data; n2 and n3 answer GET /members with a view that lacks n1 (replaying their WALs),
+  // so the plan is a join. MemberAdd then meets n1's old member at our peer URL, started.
+  InitRig rig;
+  rig.PeersRun();
+  rig.cluster.AddStarted(rig.Id("n1"), "n1", {kN1}, {rig.ClientUrl("n1")});
+  ClusterView partial;
+  partial.cluster_id = rig.cluster.View().cluster_id;
+  for (const auto& m : rig.cluster.Members()) {
+    if (m.name != "n1") partial.members.push_back(m);
+  }
+  rig.peers.SetStaleView(kN2, partial);
+  rig.peers.SetStaleView(kN3, partial);
+
+  SUBCASE("the views stay stale until --timeout: exit 1, nothing changed, nothing written") {
+    rig.config.timeout = seconds(2);
+    auto out = rig.Run();
+    REQUIRE_FALSE(out.ok());
+    CHECK(out.status().IsUnavailable());
+    CHECK(Contains(out.status().message(), "deciding again"));
+    CHECK(rig.OursInCluster().size() == 1);
+    CHECK(rig.cluster.CountCalls("MemberRemove") == 0);
+    CHECK_FALSE(std::filesystem::exists(rig.config.state_dir + "/" + kEtcdConfigFile));
+  }
+  SUBCASE("the peers finish replaying their WALs: the same run decides again and replaces our old member") {
+    rig.clock.At(rig.clock.Now() + milliseconds(100), [&] {
+      rig.peers.SetStaleView(kN2, std::nullopt);
+      rig.peers.SetStaleView(kN3, std::nullopt);
+    });
+    auto out = rig.Run();
+    REQUIRE(out.ok());
+    CHECK(out->decision.action == Action::kReplace);
+    REQUIRE(rig.OursInCluster().size() == 1);
+    CHECK(rig.OursInCluster().front().id != rig.Id("n1"));
+  }
+}
+
 TEST_CASE("init: a peer URL that is not this machine's is refused before MemberAdd, as bad input") {
   InitRig rig;
   rig.PeersRun();
