@@ -18,6 +18,7 @@
 #include "testing/fake_clock.h"
 #include "testing/fake_etcd.h"
 #include "testing/fake_peers.h"
+#include "testing/fake_wal.h"
 
 namespace quorate {
 namespace {
@@ -200,6 +201,26 @@ TEST_CASE("init: a re-decision with nothing new writes nothing; under run an unw
   auto run = job.Run();
   REQUIRE_MESSAGE(run.ok(), run.status().message());
   CHECK(run->decision.action == Action::kRestart);
+}
+
+// Found by the simulator (tests/sim, seed 19 of 3 nodes): a removal seen while etcd ran held etcd
+// stopped only while a majority kept saying so; once one of them went down, the next re-decision
+// restarted etcd on the removed member's data.
+TEST_CASE("init: a removal seen while etcd ran holds etcd stopped, even once the majority that said so is gone") {
+  InitRig rig;
+  REQUIRE(WriteWal(rig.config.data_dir, rig.Id("n1"), rig.cluster.View().cluster_id).ok());
+  rig.PeersRun();  // n2 and n3 are the cluster, which no longer lists n1
+  InitJob job(rig.config, rig.Options());
+  job.SetRunning(true);
+  job.SetRunning(false);
+  auto held = job.Run();
+  REQUIRE(held.status().IsUnavailable());
+  CHECK(Contains(held.status().message(), "was removed"));
+  rig.peers.SetRunning(kN3, false);  // one voter of two answers: no majority says so any more
+  auto again = job.Run();
+  REQUIRE(again.status().IsUnavailable());
+  CHECK(Contains(again.status().message(), "was removed"));
+  CHECK(HasEtcdData(rig.config.data_dir));
 }
 
 TEST_CASE("init: a cluster below its size that does not list us is joined as a learner, once") {
