@@ -120,7 +120,10 @@ int main(int argc, char** argv) {
     if (single) {
       std::printf("seed %llu nodes %d etcd %s: %s, trace %016llx, %llu steps, %.1f simulated s\n",
                   static_cast<unsigned long long>(r.seed), r.nodes, result.etcd35 ? "3.5" : "3.4",
-                  result.ok ? (result.majority_lost ? "ok (majority lost: waits, saying so)" : "ok") : "FAILED",
+                  !result.ok                     ? "FAILED"
+                  : !result.known_open.empty()   ? "known open finding"
+                  : result.majority_lost         ? "ok (majority lost: waits, saying so)"
+                                                 : "ok",
                   static_cast<unsigned long long>(result.trace_hash), static_cast<unsigned long long>(result.steps),
                   result.simulated_seconds);
     }

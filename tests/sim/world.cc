@@ -617,7 +617,7 @@ void World::ModelTick() {
     }
     auto it = std::find_if(c.members.begin(), c.members.end(), [&](const ClusterMember& m) { return m.id == n.etcd.id; });
     if (it == c.members.end()) {
-      ExitEtcd(n.index, ExitStatus::Exited(1), "the member has been permanently removed from the cluster");
+      ExitEtcd(n.index, ExitStatus::Exited(0), "the member has been permanently removed from the cluster");
       continue;
     }
     if (!n.etcd.connected) {
