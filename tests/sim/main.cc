@@ -6,6 +6,7 @@
 //   quorate_sim --replay-check --seeds N ...           each seed twice: the traces must be equal
 //   quorate_sim --regressions                          the seeds kept from bugs found
 //   --hashes FILE                                      append each run's decision-sequence hash
+//   --etcd 3.4|3.5                                     etcd's MemberAdd check (default: the seed picks)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -39,7 +40,7 @@ constexpr Regression kRegressions[] = {
 int Usage() {
   std::fprintf(stderr,
                "usage: quorate_sim (--seeds N [--start S] | --seed S | --regressions) [--nodes 3|5] [--verbose]\n"
-               "                   [--replay-check] [--hashes FILE]\n");
+               "                   [--replay-check] [--hashes FILE] [--etcd 3.4|3.5]\n");
   return 2;
 }
 
@@ -48,12 +49,13 @@ int Usage() {
 int main(int argc, char** argv) {
   uint64_t start = 1, count = 0;
   int nodes = 3;
+  int etcd_minor = 0;
   bool verbose = false, replay_check = false, regressions = false, single = false;
   const char* hashes_path = nullptr;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-    if (a == "--seeds" || a == "--start" || a == "--seed" || a == "--nodes" || a == "--hashes") {
+    if (a == "--seeds" || a == "--start" || a == "--seed" || a == "--nodes" || a == "--hashes" || a == "--etcd") {
       const char* v = value();
       if (v == nullptr) return Usage();
       if (a == "--seeds") count = std::strtoull(v, nullptr, 10);
@@ -65,6 +67,7 @@ int main(int argc, char** argv) {
       }
       if (a == "--nodes") nodes = std::atoi(v);
       if (a == "--hashes") hashes_path = v;
+      if (a == "--etcd") etcd_minor = std::string(v) == "3.4" ? 4 : std::string(v) == "3.5" ? 5 : -1;
     } else if (a == "--verbose") {
       verbose = true;
     } else if (a == "--replay-check") {
@@ -75,7 +78,7 @@ int main(int argc, char** argv) {
       return Usage();
     }
   }
-  if (nodes != 3 && nodes != 5) return Usage();
+  if ((nodes != 3 && nodes != 5) || etcd_minor < 0) return Usage();
   std::vector<Regression> runs;
   if (regressions) {
     runs.assign(std::begin(kRegressions), std::end(kRegressions));
@@ -95,6 +98,7 @@ int main(int argc, char** argv) {
     options.seed = r.seed;
     options.nodes = r.nodes;
     options.verbose = verbose;
+    options.etcd_minor = etcd_minor;
     RunResult result = RunSeed(options);
     if (result.ok && replay_check) {
       RunOptions again = options;

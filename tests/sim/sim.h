@@ -15,6 +15,8 @@ struct RunOptions {
   int nodes = 3;
   // Every event of the run and every log line of the real code, on stderr, for a replay.
   bool verbose = false;
+  // The add check of etcd 3.4 (every voter connected for 5 s) or 3.5 (quorum holds); 0: the seed picks.
+  int etcd_minor = 0;
   // Where the nodes' data and state dirs go (one directory per run, removed after it).
   std::string scratch = "/dev/shm";
 };

@@ -748,6 +748,7 @@ Result<std::vector<Member>> World::Discover(int i) {
 
 void World::ScheduleFaults() {
   etcd35_ = rng_.Chance(0.5);
+  if (options_.etcd_minor != 0) etcd35_ = options_.etcd_minor == 5;
   fault_end_ = start_ + rng_.Between(milliseconds(5000), milliseconds(90000));
   end_ = fault_end_ + std::chrono::minutes(15);
   for (size_t i = 0; i < nodes.size(); ++i) {
