@@ -229,7 +229,6 @@ class World {
   std::vector<int> group_;
   double drop_rate_ = 0;
   bool operator_done_ = false;
-  bool stale_views_seen_ = false;  // a frozen view or a partition happened in this run
 
   std::binary_semaphore back_{0};  // a task hands the baton back to the driver
 
