@@ -111,7 +111,6 @@ class SimClient : public EtcdClient {
         n->operator_removed = id;
         if (n->proc && n->proc->etcd_ran) n->removed_in_gen = n->proc->gen;
       }
-      ++w_.removals_by_operator;
     }
     w_.CheckChange(c, "MemberRemove");
     return AnswerLost("member remove");
@@ -189,7 +188,7 @@ class SimClient : public EtcdClient {
 
   // The node whose etcd serves the call, after the call's latency; an error when none does.
   Result<int> Reach() {
-    auto target = w_.PickEndpoint(from_, endpoints_, timeout_, true);
+    auto target = w_.PickEndpoint(from_, endpoints_, timeout_);
     if (target.node < 0) return target.error;
     if (!w_.InQuorum(target.node)) {
       if (!w_.Sleep(timeout_)) return Killed();

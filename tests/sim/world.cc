@@ -144,7 +144,6 @@ World::~World() {
 Task* World::Spawn(Proc* proc, int node, std::function<void()> body) {
   auto task = std::make_unique<Task>();
   Task* t = task.get();
-  t->id = next_task_++;
   t->node = node;
   t->proc = proc;
   t->body = std::move(body);
@@ -692,8 +691,7 @@ Result<ClusterView> World::Probe(int from, const std::string& peer_url, millisec
   return Status::Unavailable(peer_url + "/members: connection refused");
 }
 
-World::CallTarget World::PickEndpoint(int from, const std::vector<std::string>& endpoints, milliseconds timeout,
-                                      bool voters_only) {
+World::CallTarget World::PickEndpoint(int from, const std::vector<std::string>& endpoints, milliseconds timeout) {
   bool silent = false;
   for (const auto& e : endpoints) {
     int k = NodeByClientUrl(e);
@@ -706,7 +704,7 @@ World::CallTarget World::PickEndpoint(int from, const std::vector<std::string>& 
     SimCluster* c = ClusterOf(k);
     auto it = std::find_if(c->members.begin(), c->members.end(),
                            [&](const ClusterMember& m) { return m.id == nodes[k]->etcd.id; });
-    if (it == c->members.end() || (voters_only && it->is_learner)) continue;
+    if (it == c->members.end() || it->is_learner) continue;
     return {k, Status::Ok()};
   }
   if (!Sleep(silent ? Duration(timeout) : Duration(milliseconds(2)))) return {-1, Status::Unavailable("sim: killed")};

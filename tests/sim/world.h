@@ -9,11 +9,9 @@
 #include <sys/types.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <semaphore>
 #include <string>
@@ -63,7 +61,6 @@ struct Wait {
 struct Proc;
 
 struct Task {
-  int id = 0;
   int node = -1;  // -1: the operator
   Proc* proc = nullptr;
   std::function<void()> body;
@@ -168,8 +165,8 @@ class World {
     int node = -1;
     Status error;
   };
-  CallTarget PickEndpoint(int from, const std::vector<std::string>& endpoints, std::chrono::milliseconds timeout,
-                          bool voters_only);
+  // The first endpoint whose etcd answers and is a voter (learners refuse the membership calls).
+  CallTarget PickEndpoint(int from, const std::vector<std::string>& endpoints, std::chrono::milliseconds timeout);
   SimCluster* ClusterOf(int node);
   bool InQuorum(int node);
   bool Reach(int from, int to) const;
@@ -185,8 +182,6 @@ class World {
   bool FaultsOn() const { return now_ < fault_end_; }
   Rng& rng() { return rng_; }
   double drop_rate() const { return drop_rate_; }
-  uint64_t seed() const { return options_.seed; }
-  int removals_by_operator = 0;
   std::vector<std::unique_ptr<Node>> nodes;
 
  private:
@@ -221,7 +216,6 @@ class World {
   std::unique_ptr<Clock> clock_;
   std::string root_;
   std::vector<std::unique_ptr<Task>> tasks_;
-  int next_task_ = 0;
   pid_t next_pid_ = 1000;
   std::multimap<TimePoint, std::function<void()>> events_;
   std::vector<SimCluster> clusters_;
