@@ -202,6 +202,14 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
     }
   }
   for (const auto& m : c.members) {
+    // Two members on our peer URLs: one view still lists the ID a replace removed. Taking the wrong
+    // one would start etcd as a member the cluster removed.
+    if (listed != nullptr && &m != listed && SharesUrl(in.self.peer_urls, m.peer_urls)) {
+      return Wait(WaitKind::kPeersNotReady,
+                  fmt::format("peers disagree on which member of cluster {} has our peer URLs, {} or {} (a stale "
+                              "view still lists one that was removed): waiting for their views to agree",
+                              IdToHex(c.cluster_id), IdToHex(listed->id), IdToHex(m.id)));
+    }
     // Our name on someone else's peer URLs is most likely our old self at an old address; joining
     // beside it would add a dead voter, and --initial-cluster would fold the two into one member.
     if (&m != listed && !m.name.empty() && m.name == in.self.name) {

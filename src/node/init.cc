@@ -159,6 +159,9 @@ struct InitJob::State {
   std::mutex mu;
   AgentState agent_state;
   bool etcd_ran = false;
+  // Rule 1b's removal, once a majority said so: that member ID never comes back, so the hold stands
+  // for its data even when the majority stops answering later.
+  std::optional<std::pair<MemberId, std::string>> removed;
   std::unique_ptr<AgentServer> agent;
 };
 
@@ -312,6 +315,12 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Cl
   Backoff backoff(clock_, kDiscoveryPollInterval, kDiscoveryPollInterval, deadline, options_.stop.fd);
   std::string last_reason;
   while (true) {
+    {
+      std::lock_guard lock(state_->mu);
+      if (state_->removed && input.local && state_->removed->first == input.local->member_id) {
+        return Status::Unavailable(state_->removed->second);
+      }
+    }
     input.peers = GatherFacts(peers_, expected, input.self.name);
     for (const auto& p : input.peers) {
       spdlog::debug("{}: agent {} ({}), etcd {}", p.name, p.agent.reachable ? "answers" : "unreachable",
@@ -339,7 +348,11 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Cl
     Decision decision = Plan(input);
     if (decision.action != Action::kWait) return decision;
     // Not waited out here: `run` keeps etcd stopped and asks again, answering signals meanwhile.
-    if (decision.wait == WaitKind::kRemoved) return Status::Unavailable(decision.reason);
+    if (decision.wait == WaitKind::kRemoved) {
+      std::lock_guard lock(state_->mu);
+      if (input.local) state_->removed = {input.local->member_id, decision.reason};
+      return Status::Unavailable(decision.reason);
+    }
     if (decision.reason != last_reason) {
       spdlog::info("waiting: {}", decision.reason);
       last_reason = decision.reason;

@@ -768,6 +768,28 @@ TEST_CASE("a stale view cannot hide that we started: views are merged") {
   CHECK(d.endpoints == std::vector<std::string>{ClientUrlOf(1), ClientUrlOf(2), ClientUrlOf(3)});
 }
 
+// Found by the simulator (tests/sim, seed 121 of 3 nodes): after a replace, one peer's stale view
+// listed our old ID, never started, beside the new one; taking the old one was a `new` start as a
+// member the cluster had removed.
+TEST_CASE("two members on our peer URLs (one view is older than a replace): wait until the views agree") {
+  MemberSet set = MakeSet(3);
+  PlanInput in = MakeInput(set);
+  PeerNamed(in, "n2").cluster = ViewOf(set, {2, 3});  // from before the replace: our old ID, unstarted
+  ClusterView current = ViewOf(set, {2, 3});
+  current.members.erase(current.members.begin());
+  ClusterMember added;
+  added.id = 0xabcdef;
+  added.peer_urls = {PeerUrlOf(1)};
+  added.is_learner = true;
+  current.members.push_back(added);
+  PeerNamed(in, "n3").cluster = current;
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kWait);
+  CHECK(d.wait == WaitKind::kPeersNotReady);
+  CHECK(Contains(d.reason, IdToHex(set.IdOf(MemberNo(1)))));
+  CHECK(Contains(d.reason, IdToHex(0xabcdef)));
+}
+
 // ---- rule 3: join / extra ----
 
 TEST_CASE("a cluster below --cluster-size that does not list us: join as a learner") {

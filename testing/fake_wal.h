@@ -1,0 +1,18 @@
+// The head of an etcd WAL file naming a member and a cluster, as etcd's WAL encoder writes it (a CRC
+// record, then the metadata record), so tests give a data dir an identity without running etcd.
+// Built only into the test binaries.
+#pragma once
+
+#include <string>
+
+#include "core/cluster.h"
+#include "quorate/status.h"
+
+namespace quorate {
+
+std::string WalHead(MemberId member_id, ClusterId cluster_id);
+
+// Writes <data_dir>/member/wal/0000000000000000-0000000000000000.wal with that head.
+Status WriteWal(const std::string& data_dir, MemberId member_id, ClusterId cluster_id);
+
+}  // namespace quorate

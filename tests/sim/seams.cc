@@ -1,0 +1,348 @@
+// The seams of the real code, implemented on the simulated world: the clock, the peers, the etcd
+// client, the process launcher and a discovery provider. Each call parks its thread at the driver
+// for the call's simulated latency, then reads or changes the world.
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "node/member_remove.h"
+#include "quorate/provider.h"
+#include "world.h"
+
+namespace quorate::sim {
+
+World* g_world = nullptr;
+
+namespace {
+
+using std::chrono::milliseconds;
+
+class SimClock : public Clock {
+ public:
+  explicit SimClock(World& w) : w_(w) {}
+  TimePoint Now() override { return w_.Now(); }
+  Result<int> Poll(std::span<pollfd> fds, TimePoint deadline) override {
+    std::vector<pollfd> copy(fds.begin(), fds.end());
+    bool any_fd = std::any_of(copy.begin(), copy.end(), [](const pollfd& p) { return p.fd >= 0; });
+    if (!any_fd && deadline == kNever) return Status::FailedPrecondition("sim: waiting forever on nothing");
+    if (!w_.Yield({Wait::kFds, deadline, copy})) return Status::Cancelled("sim: killed");
+    int n = ::poll(fds.data(), fds.size(), 0);
+    return n < 0 ? 0 : n;
+  }
+
+ private:
+  World& w_;
+};
+
+class SimPeers : public Peers {
+ public:
+  SimPeers(World& w, int node) : w_(w), node_(node) {}
+  PeerFacts Ask(const Member& peer) override { return w_.Ask(node_, peer); }
+  Result<ClusterView> Probe(const std::string& peer_url, milliseconds timeout) override {
+    return w_.Probe(node_, peer_url, timeout);
+  }
+
+ private:
+  World& w_;
+  int node_;
+};
+
+Status Killed() { return Status::Unavailable("sim: the calling process was killed"); }
+
+// etcd's gRPC API as a client at node `from_` meets it: the first endpoint that answers (learners
+// refuse the calls, as they do in etcd), and the membership rules of etcd's server.
+class SimClient : public EtcdClient {
+ public:
+  SimClient(World& w, int from, int gen, const EtcdClientOptions& options)
+      : w_(w), from_(from), gen_(gen), endpoints_(options.endpoints), timeout_(options.timeout) {}
+
+  Result<MemberListing> MemberList() override {
+    auto t = Reach();
+    if (!t.ok()) return t.status();
+    return Listing(*t);
+  }
+  // Every call here is served by a member in the quorum with the cluster's current membership, so a
+  // plain listing already holds every committed change.
+  Result<MemberListing> MemberListLinearizable() override { return MemberList(); }
+
+  Result<MemberListing> MemberAdd(const std::vector<std::string>& peer_urls, bool is_learner,
+                                  MemberId* added) override {
+    auto t = Reach();
+    if (!t.ok()) return t.status();
+    SimCluster& c = *w_.ClusterOf(*t);
+    if (!is_learner) w_.Fail("a member was added as a voter, not a learner (rule 2: new members join as learners)");
+    if (from_ >= 0 && w_.nodes[from_]->removed_in_gen == gen_ && SharesUrl(peer_urls, {w_.nodes[from_]->peer_url})) {
+      w_.Fail(fmt::format("{} adds itself again in the quorate process that ran etcd when the operator removed it "
+                          "(rule 1b: a removal is never undone by itself)",
+                          w_.nodes[from_]->name));
+    }
+    for (const auto& m : c.members) {
+      if (SharesUrl(m.peer_urls, peer_urls)) return Status::FailedPrecondition("etcdserver: Peer URLs already exists");
+    }
+    if (!Healthy(c)) return Status::Unavailable("etcdserver: unhealthy cluster").With(Reason::kUnhealthyCluster);
+    if (std::any_of(c.members.begin(), c.members.end(), [](const ClusterMember& m) { return m.is_learner; })) {
+      return Status::Unavailable("etcdserver: too many learner members in cluster").With(Reason::kTooManyLearners);
+    }
+    MemberId id = ComputeMemberId(peer_urls, fmt::format("added-{}-{}", c.id, ++c.adds));
+    c.members.push_back({id, "", peer_urls, {}, is_learner});
+    c.catch_up[id] = w_.rng().Between(milliseconds(200), milliseconds(4000));
+    w_.Event(fmt::format("MemberAdd {} {} by {}", IdToHex(id), fmt::join(peer_urls, ","), Who()));
+    w_.CheckChange(c, "MemberAdd");
+    if (added != nullptr) *added = id;
+    MemberListing listing{c.id, w_.nodes[*t]->etcd.id, c.members};
+    if (Status lost = AnswerLost("member add"); !lost.ok()) return lost;
+    return listing;
+  }
+
+  Status MemberRemove(MemberId id) override {
+    auto t = Reach();
+    if (!t.ok()) return t.status();
+    SimCluster& c = *w_.ClusterOf(*t);
+    auto it = Find(c, id);
+    if (it == c.members.end()) return Status::NotFound("etcdserver: member not found");
+    if (!it->is_learner && !EnoughStartedAfter(c, id, false)) {
+      return Status::Unavailable("etcdserver: re-configuration failed due to not enough started members")
+          .With(Reason::kNotEnoughStarted);
+    }
+    c.members.erase(it);
+    w_.Event(fmt::format("MemberRemove {} by {}", IdToHex(id), Who()));
+    if (from_ < 0) {
+      for (auto& n : w_.nodes) {
+        if (n->data_member != id) continue;
+        n->operator_removed = id;
+        if (n->proc && n->proc->etcd_ran) n->removed_in_gen = n->proc->gen;
+      }
+    }
+    w_.CheckChange(c, "MemberRemove");
+    return AnswerLost("member remove");
+  }
+
+  Status MemberPromote(MemberId id) override {
+    auto t = Reach();
+    if (!t.ok()) return t.status();
+    SimCluster& c = *w_.ClusterOf(*t);
+    auto it = Find(c, id);
+    if (it == c.members.end()) return Status::NotFound("etcdserver: member not found");
+    if (!it->is_learner) return Status::FailedPrecondition("etcdserver: can only promote a learner member");
+    if (std::find(c.caught_up.begin(), c.caught_up.end(), id) == c.caught_up.end()) {
+      return Status::Unavailable("etcdserver: can only promote a learner member which is in sync with leader")
+          .With(Reason::kLearnerNotReady);
+    }
+    if (!EnoughStartedAfter(c, id, true)) {
+      return Status::Unavailable("etcdserver: re-configuration failed due to not enough started members")
+          .With(Reason::kNotEnoughStarted);
+    }
+    it->is_learner = false;
+    w_.Event(fmt::format("MemberPromote {} by {}", IdToHex(id), Who()));
+    w_.CheckChange(c, "MemberPromote");
+    return AnswerLost("member promote");
+  }
+
+  Status MemberUpdate(MemberId id, const std::vector<std::string>& peer_urls) override {
+    auto t = Reach();
+    if (!t.ok()) return t.status();
+    SimCluster& c = *w_.ClusterOf(*t);
+    auto it = Find(c, id);
+    if (it == c.members.end()) return Status::NotFound("etcdserver: member not found");
+    it->peer_urls = peer_urls;
+    w_.Event(fmt::format("MemberUpdate {} by {}", IdToHex(id), Who()));
+    return AnswerLost("member update");
+  }
+
+  Result<EndpointStatus> EndpointStatusOf(const std::string& endpoint) override {
+    int k = w_.NodeByClientUrl(endpoint);
+    bool reachable = k >= 0 && w_.Reach(from_, k);
+    if (!w_.Sleep(reachable ? w_.rng().Between(milliseconds(1), milliseconds(20)) : timeout_)) return Killed();
+    if (k < 0 || !w_.Reach(from_, k) || !w_.Answers(k)) return Status::Unavailable(endpoint + ": connection refused");
+    const Node& n = *w_.nodes[k];
+    SimCluster* c = w_.ClusterOf(k);
+    EndpointStatus st;
+    st.endpoint = endpoint;
+    st.member_id = n.etcd.id;
+    if (w_.InQuorum(k) && c != nullptr) {
+      for (const auto& m : c->members) {
+        if (!m.is_learner) {
+          st.leader = m.id;
+          break;
+        }
+      }
+    }
+    if (c != nullptr) {
+      auto it = Find(*c, n.etcd.id);
+      st.is_learner = it != c->members.end() && it->is_learner;
+    }
+    return st;
+  }
+
+  Status Put(const std::string&, const std::string&) override { return NoKeys(); }
+  Result<std::optional<std::string>> Get(const std::string&) override { return NoKeys(); }
+  Result<std::vector<KeyValue>> GetPrefix(const std::string&) override { return NoKeys(); }
+  Result<bool> PutIfAbsent(const std::string&, const std::string&) override { return NoKeys(); }
+
+ private:
+  static Status NoKeys() { return Status::Internal("the simulated etcd keeps no keys"); }
+  std::string Who() const { return from_ < 0 ? "the operator" : w_.nodes[from_]->name; }
+
+  static std::vector<ClusterMember>::iterator Find(SimCluster& c, MemberId id) {
+    return std::find_if(c.members.begin(), c.members.end(), [&](const ClusterMember& m) { return m.id == id; });
+  }
+
+  // The node whose etcd serves the call, after the call's latency; an error when none does.
+  Result<int> Reach() {
+    auto target = w_.PickEndpoint(from_, endpoints_, timeout_);
+    if (target.node < 0) return target.error;
+    if (!w_.InQuorum(target.node)) {
+      if (!w_.Sleep(timeout_)) return Killed();
+      return Status::Unavailable(fmt::format("{}: etcdserver: request timed out", w_.nodes[target.node]->client_url));
+    }
+    if (!w_.Sleep(w_.rng().Between(milliseconds(1), milliseconds(30)))) return Killed();
+    if (!w_.Answers(target.node) || !w_.Reach(from_, target.node) || !w_.InQuorum(target.node)) {
+      return Status::Unavailable(fmt::format("{}: etcdserver: leader changed", w_.nodes[target.node]->client_url))
+          .With(Reason::kOutcomeUnknown);
+    }
+    return target.node;
+  }
+
+  Result<MemberListing> Listing(int node) {
+    SimCluster& c = *w_.ClusterOf(node);
+    return MemberListing{c.id, w_.nodes[node]->etcd.id, c.members};
+  }
+
+  // etcd 3.4 refuses MemberAdd unless every voter has been connected to the leader for 5 s
+  // (HealthInterval); 3.5.30 only unless quorum would still hold.
+  bool Healthy(const SimCluster& c) {
+    size_t voters = 0, healthy = 0;
+    for (const auto& m : c.members) {
+      if (m.is_learner) continue;
+      ++voters;
+      for (const auto& n : w_.nodes) {
+        if (n->etcd.running && n->etcd.id == m.id && n->etcd.cluster_id == c.id && n->etcd.connected &&
+            w_.Now() - n->etcd.connected_since >= std::chrono::seconds(5)) {
+          ++healthy;
+        }
+      }
+    }
+    return w_.etcd35() ? healthy >= voters / 2 + 1 : healthy == voters;
+  }
+
+  // etcd's strict reconfiguration check: after removing (or promoting) `id`, the voters connected to
+  // the leader are still a majority of the voters.
+  bool EnoughStartedAfter(const SimCluster& c, MemberId id, bool promote) {
+    size_t voters = 0, connected = 0;
+    for (const auto& m : c.members) {
+      bool voter = !m.is_learner || (promote && m.id == id);
+      if (!voter || (!promote && m.id == id)) continue;
+      ++voters;
+      for (const auto& n : w_.nodes) {
+        if (n->etcd.running && n->etcd.id == m.id && n->etcd.cluster_id == c.id && n->etcd.connected) ++connected;
+      }
+    }
+    return connected >= voters / 2 + 1;
+  }
+
+  // A change the cluster made whose answer the network lost: the caller cannot tell it happened.
+  Status AnswerLost(const char* what) {
+    w_.AfterChange();
+    if (!w_.FaultsOn() || !w_.rng().Chance(w_.drop_rate())) return Status::Ok();
+    if (!w_.Sleep(timeout_)) return Killed();
+    return Status::Unavailable(fmt::format("{}: no answer, so it may or may not have been done", what))
+        .With(Reason::kOutcomeUnknown);
+  }
+
+  World& w_;
+  int from_;
+  int gen_;
+  std::vector<std::string> endpoints_;
+  milliseconds timeout_;
+};
+
+class SimChild : public ChildProcess {
+ public:
+  SimChild(World& w, int node, std::shared_ptr<Child> child) : w_(w), node_(node), child_(std::move(child)) {}
+  pid_t pid() const override { return child_->pid; }
+  int exit_fd() const override { return child_->exit_fd; }
+  std::optional<ExitStatus> exit_status() const override { return seen_; }
+  Status Signal(int signal) override {
+    if (seen_) return Status::FailedPrecondition("sim: the child has exited");
+    w_.SignalEtcd(node_, child_, signal);
+    return Status::Ok();
+  }
+  Result<std::optional<ExitStatus>> Poll() override {
+    seen_ = child_->exited;
+    return seen_;
+  }
+
+ private:
+  World& w_;
+  int node_;
+  std::shared_ptr<Child> child_;
+  std::optional<ExitStatus> seen_;
+};
+
+class SimLauncher : public ProcessLauncher {
+ public:
+  SimLauncher(World& w, int node) : w_(w), node_(node) {}
+  Result<std::unique_ptr<ChildProcess>> Start(const LaunchSpec& spec) override { return w_.StartEtcd(node_, spec); }
+
+ private:
+  World& w_;
+  int node_;
+};
+
+class SimProvider : public DiscoveryProvider {
+ public:
+  explicit SimProvider(int node) : node_(node) {}
+  Result<std::vector<Member>> Discover() override { return g_world->Discover(node_); }
+  std::string Describe() const override { return "the simulated discovery"; }
+
+ private:
+  int node_;
+};
+
+const RegisterProvider kRegisterSim("sim", [](ProviderParams& params) -> Result<std::unique_ptr<DiscoveryProvider>> {
+  auto node = params.TakeRequired("node");
+  if (!node.ok()) return node.status();
+  if (Status s = params.CheckAllTaken({"node"}); !s.ok()) return s;
+  return std::unique_ptr<DiscoveryProvider>(new SimProvider(std::stoi(*node)));
+});
+
+}  // namespace
+
+std::unique_ptr<Clock> MakeSimClock(World& w) { return std::make_unique<SimClock>(w); }
+std::unique_ptr<Peers> MakeSimPeers(World& w, int node) { return std::make_unique<SimPeers>(w, node); }
+std::unique_ptr<ProcessLauncher> MakeSimLauncher(World& w, int node) { return std::make_unique<SimLauncher>(w, node); }
+std::unique_ptr<ChildProcess> MakeSimChild(World& w, int node, std::shared_ptr<Child> child) {
+  return std::make_unique<SimChild>(w, node, std::move(child));
+}
+
+EtcdClientFactory World::ClientFactory(int from, int gen) {
+  return [this, from, gen](const EtcdClientOptions& options) -> std::unique_ptr<EtcdClient> {
+    return std::make_unique<SimClient>(*this, from, gen, options);
+  };
+}
+
+// A report for `quorate member remove`'s lines, which the simulation only logs.
+class OperatorReport : public RemovalReport {
+ public:
+  explicit OperatorReport(World& w) : w_(w) {}
+  void Handled(ClusterId, const ClusterMember& member, Outcome) override {
+    w_.Event("operator: member remove " + member.name + " done");
+  }
+  void NotAMember(ClusterId, const std::string& arg) override { w_.Event("operator: " + arg + " is not a member"); }
+
+ private:
+  World& w_;
+};
+
+Status OperatorRemoves(World& w, Clock& clock, const std::string& name) {
+  std::vector<std::string> endpoints;
+  for (const auto& n : w.nodes) endpoints.push_back(n->client_url);
+  auto client = w.ClientFactory(-1, 0)({endpoints, {}, std::chrono::milliseconds(5000)});
+  OperatorReport report(w);
+  RemoveOptions options;
+  return RemoveMembers(clock, *client, *client, {name}, options, report);
+}
+
+}  // namespace quorate::sim

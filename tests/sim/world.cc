@@ -1,0 +1,1103 @@
+#include "world.h"
+
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/sinks/base_sink.h>
+
+#include "core/bucket.h"
+#include "etcd/etcd_wal.h"
+#include "node/init.h"
+#include "node/supervisor.h"
+#include "quorate/fs.h"
+#include "quorate/log.h"
+#include "testing/fake_wal.h"
+
+namespace quorate::sim {
+
+extern World* g_world;
+std::unique_ptr<Clock> MakeSimClock(World& w);
+std::unique_ptr<Peers> MakeSimPeers(World& w, int node);
+std::unique_ptr<ProcessLauncher> MakeSimLauncher(World& w, int node);
+std::unique_ptr<ChildProcess> MakeSimChild(World& w, int node, std::shared_ptr<Child> child);
+Status OperatorRemoves(World& w, Clock& clock, const std::string& name);
+
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+thread_local Task* tl_task = nullptr;
+thread_local int tl_node = -1;
+
+constexpr const char* kToken = "sim";
+
+// The supervisor takes its stop signals from a watcher; one for a signal nobody sends serves every
+// node (only one watcher may exist in a process).
+SignalWatcher* SharedWatcher() {
+  static std::unique_ptr<SignalWatcher> watcher = [] {
+    auto created = SignalWatcher::Create({SIGURG});
+    if (!created.ok()) {
+      std::fprintf(stderr, "sim: %s\n", created.status().message().c_str());
+      std::abort();
+    }
+    return std::move(*created);
+  }();
+  return watcher.get();
+}
+
+// The real code's log lines go to the node whose thread wrote them.
+class SimSink : public spdlog::sinks::base_sink<std::mutex> {
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    if (g_world != nullptr) g_world->OnLog(tl_node, std::string(msg.payload.begin(), msg.payload.end()));
+  }
+  void flush_() override {}
+};
+
+void InstallSink() {
+  static bool installed = [] {
+    auto logger = std::make_shared<spdlog::logger>("sim", std::make_shared<SimSink>());
+    logger->set_level(spdlog::level::info);
+    spdlog::set_default_logger(logger);
+    return true;
+  }();
+  (void)installed;
+}
+
+double Seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+uint64_t Rng::Next() {
+  uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+Duration Rng::Between(milliseconds lo, milliseconds hi) {
+  return lo + milliseconds(Below(static_cast<uint64_t>(hi.count() - lo.count() + 1)));
+}
+
+Child::~Child() {
+  if (exit_fd >= 0) ::close(exit_fd);
+}
+
+World::World(const RunOptions& options) : options_(options), rng_(options.seed * 0x2545f4914f6cdd1dULL + 1) {
+  InstallSink();
+  SharedWatcher();
+  start_ = now_ = TimePoint(std::chrono::hours(1000));
+  clock_ = MakeSimClock(*this);
+  root_ = fmt::format("{}/quorate-sim-{}-{}", options.scratch, ::getpid(), options.seed);
+  std::filesystem::remove_all(root_);
+  std::filesystem::create_directories(root_);
+  group_.assign(options.nodes, 0);
+  for (int i = 0; i < options.nodes; ++i) {
+    auto n = std::make_unique<Node>();
+    n->index = i;
+    n->name = fmt::format("n{}", i + 1);
+    n->host = fmt::format("10.0.0.{}", i + 1);
+    n->peer_url = "http://" + n->host + ":2380";
+    n->client_url = "http://" + n->host + ":2379";
+    n->root = fmt::format("{}/{}", root_, n->name);
+    n->data_dir = n->root + "/data";
+    n->asks.assign(options.nodes, 0);
+    Config& c = n->config;
+    c.name = n->name;
+    c.data_dir = n->data_dir;
+    c.state_dir = n->data_dir + "/quorate";
+    c.discovery = fmt::format("provider=sim node={}", i);
+    c.cluster_size = static_cast<size_t>(options.nodes);
+    c.initial_cluster_token = kToken;
+    c.timeout = seconds(60);
+    c.etcd_path = "etcd";
+    nodes.push_back(std::move(n));
+  }
+}
+
+World::~World() {
+  for (auto& n : nodes) {
+    if (n->proc) EndProc(n->index);
+  }
+  for (auto& t : tasks_) {
+    if (!t->done) {
+      t->killed = true;
+      Resume(*t);
+    }
+    t->thread.join();
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(root_, ignored);
+  if (g_world == this) g_world = nullptr;
+}
+
+// --- the baton ---
+
+Task* World::Spawn(Proc* proc, int node, std::function<void()> body) {
+  auto task = std::make_unique<Task>();
+  Task* t = task.get();
+  t->node = node;
+  t->proc = proc;
+  t->body = std::move(body);
+  if (proc != nullptr) proc->tasks.push_back(t);
+  tasks_.push_back(std::move(task));
+  t->thread = std::thread([this, t] {
+    tl_task = t;
+    tl_node = t->node;
+    t->go.acquire();
+    if (!t->killed) {
+      try {
+        t->body();
+      } catch (const SimCrash&) {
+      } catch (const std::exception& e) {
+        Fail(fmt::format("an exception escaped the real code on {}: {}", t->node >= 0 ? nodes[t->node]->name : "operator",
+                         e.what()));
+      }
+    }
+    t->done = true;
+    back_.release();
+  });
+  return t;
+}
+
+void World::Resume(Task& t) {
+  t.go.release();
+  back_.acquire();
+}
+
+bool World::Yield(Wait wait) {
+  Task* t = tl_task;
+  auto killed = [&] {
+    if (std::uncaught_exceptions() == 0) throw SimCrash{};
+    return false;
+  };
+  if (t->killed) return killed();
+  t->after_change = false;
+  t->wait = std::move(wait);
+  back_.release();
+  t->go.acquire();
+  if (t->killed) return killed();
+  return true;
+}
+
+bool World::Sleep(Duration d) { return Yield({Wait::kUntil, now_ + d, {}}); }
+
+void World::AfterChange() {
+  Task* t = tl_task;
+  if (Yield({Wait::kNow, now_, {}})) t->after_change = true;
+}
+
+bool World::Ready(Task& t) {
+  switch (t.wait.kind) {
+    case Wait::kNow:
+      return true;
+    case Wait::kUntil:
+      return t.wait.until <= now_;
+    case Wait::kFds:
+      if (t.wait.until <= now_) return true;
+      return ::poll(t.wait.fds.data(), t.wait.fds.size(), 0) > 0;
+  }
+  return false;
+}
+
+void World::At(TimePoint t, std::function<void()> fn) { events_.emplace(t, std::move(fn)); }
+
+// --- quorate processes ---
+
+void World::StartProc(int i) {
+  Node& n = *nodes[i];
+  n.restart_pending = false;
+  if (n.proc) return;
+  auto proc = std::make_unique<Proc>();
+  proc->node = i;
+  proc->gen = n.gens++;
+  proc->launcher = MakeSimLauncher(*this, i);
+  n.agent_served = false;
+  n.expected_cluster_id = 0;
+  ++result_.quorate_starts;
+  Event(fmt::format("{}: quorate starts", n.name));
+  Proc* p = proc.get();
+  n.proc = std::move(proc);
+  Spawn(p, i, [this, &n, p] { QuorateMain(n, *p); });
+}
+
+// `quorate run` (node/run.cc) wired onto the seams: the init job, then the supervisor restarting
+// etcd with a re-decision before every restart, and upkeep while etcd runs. RunNode itself takes no
+// seams (it builds the real clock, peers, agent, status server and signal handling), so its wiring
+// is repeated here, callback for callback.
+void World::QuorateMain(Node& n, Proc& p) {
+  auto peers = MakeSimPeers(*this, n.index);
+  InitOptions init_options;
+  init_options.agent_mode = InitOptions::AgentMode::kAlways;
+  init_options.clock = clock_.get();
+  init_options.peers = peers.get();
+  init_options.etcd_clients = ClientFactory(n.index, p.gen);
+  init_options.is_own_address = [host = n.host](const PeerUrl& url) -> Result<bool> { return url.host == host; };
+  init_options.etcd_files_required = false;
+  InitJob job(n.config, init_options);
+  auto outcome = job.Run();
+  if (!outcome.ok()) {
+    n.last_message = outcome.status().message();
+    Decision(n.index, fmt::format("init failed ({})", static_cast<int>(outcome.status().code())));
+    if (outcome.status().IsInvalidArgument()) Fail(n.name + ": init refused its input: " + n.last_message);
+    return;
+  }
+  Decision(n.index, ActionName(outcome->decision.action));
+
+  p.metrics = std::make_unique<Metrics>();
+  UpkeepOptions upkeep_options;
+  upkeep_options.clock = clock_.get();
+  upkeep_options.etcd_clients = ClientFactory(n.index, p.gen);
+  p.upkeep = std::make_unique<Upkeep>(n.config, *p.metrics, upkeep_options);
+  p.upkeep->SetSelf(outcome->self, PeerClientUrls(n.config.state_dir, outcome->self.name));
+  p.upkeep->SetEtcdRunning(false);
+  Spawn(&p, n.index, [this, &p] { UpkeepLoop(p); });
+
+  auto argv_of = [&](const InitOutcome& o) {
+    std::vector<std::string> argv = {n.config.etcd_path};
+    argv.insert(argv.end(), o.etcd_flags.begin(), o.etcd_flags.end());
+    return argv;
+  };
+  SupervisorOptions options;
+  options.spec.argv = argv_of(*outcome);
+  options.reap_orphans = false;
+  options.launcher = p.launcher.get();
+  options.clock = clock_.get();
+  options.signals = SharedWatcher();
+  options.on_start = [&](const ChildProcess&) {
+    job.SetRunning(true);
+    p.upkeep->SetEtcdRunning(true);
+    p.etcd_running = true;
+    p.etcd_ran = true;
+  };
+  options.on_exit = [&](const SupervisorExit&) {
+    job.SetRunning(false);
+    p.upkeep->SetEtcdRunning(false);
+    p.etcd_running = false;
+  };
+  options.before_restart = [&](LaunchSpec& spec) -> Status {
+    auto again = job.Run();
+    if (!again.ok() && again.status().IsCancelled()) return Status::Unavailable(again.status().message());
+    bool hold = !again.ok() && !again.status().IsInvalidArgument();
+    if (!again.ok()) {
+      n.last_message = again.status().message();
+      if (n.last_message.find("was removed") != std::string::npos) n.held_removed_gen = p.gen;
+      Decision(n.index, fmt::format("hold ({})", static_cast<int>(again.status().code())));
+    }
+    if (hold) return Status::Unavailable(again.status().message());
+    if (!again.ok()) {
+      Fail(n.name + ": a re-decision refused its input: " + n.last_message);
+      return again.status();
+    }
+    Decision(n.index, ActionName(again->decision.action));
+    p.upkeep->SetSelf(again->self, PeerClientUrls(n.config.state_dir, again->self.name));
+    spec.argv = argv_of(*again);
+    return Status::Ok();
+  };
+  Supervisor supervisor(std::move(options));
+  Status ended = supervisor.Run();
+  n.last_message = "the supervisor ended: " + ended.message();
+}
+
+// Upkeep::Start's loop, a round each interval while etcd runs, as a task of the process.
+void World::UpkeepLoop(Proc& p) {
+  while (true) {
+    Sleep(seconds(1));
+    if (p.etcd_running) (void)p.upkeep->Tick();
+  }
+}
+
+void World::CrashProc(int i, bool lose_volume, const std::string& why) {
+  Node& n = *nodes[i];
+  if (n.proc) {
+    Event(fmt::format("{}: quorate crashes ({}){}", n.name, why, lose_volume ? ", volume lost" : ""));
+    EndProc(i);
+  }
+  if (lose_volume) {
+    std::error_code ignored;
+    std::filesystem::remove_all(n.data_dir, ignored);
+    n.wals.clear();
+    n.data_incarnation = -1;
+    n.data_member = 0;
+    n.view.reset();
+    if (!n.proc) Event(fmt::format("{}: volume lost", n.name));
+  }
+  if (!n.restart_pending) {
+    n.restart_pending = true;
+    At(now_ + rng_.Between(milliseconds(200), milliseconds(8000)), [this, i] { StartProc(i); });
+  }
+}
+
+// Ends node i's quorate process: its threads unwind from the seam calls they are parked in, and its
+// etcd, which gets a parent-death signal, ends with it.
+void World::EndProc(int i) {
+  Node& n = *nodes[i];
+  std::unique_ptr<Proc> proc = std::move(n.proc);
+  for (auto it = proc->tasks.rbegin(); it != proc->tasks.rend(); ++it) {
+    Task* t = *it;
+    if (!t->done) {
+      t->killed = true;
+      Resume(*t);
+    }
+    t->thread.join();
+  }
+  for (Task* t : proc->tasks) {
+    std::erase_if(tasks_, [&](const std::unique_ptr<Task>& owned) { return owned.get() == t; });
+  }
+  if (n.etcd.running) ExitEtcd(i, ExitStatus::Signaled(SIGTERM), "its quorate process ended");
+}
+
+// --- etcd ---
+
+bool World::HoldsData(const Node& n) const { return n.data_incarnation >= 0 && HasEtcdData(n.data_dir); }
+
+int World::LiveIncarnation(ClusterId id) {
+  for (int inc = static_cast<int>(clusters_.size()) - 1; inc >= 0; --inc) {
+    if (clusters_[inc].id != id) continue;
+    for (auto& n : nodes) {
+      if ((n->etcd.running && n->etcd.incarnation == inc) || (HoldsData(*n) && n->data_incarnation == inc)) return inc;
+    }
+  }
+  return -1;
+}
+
+void World::WriteWal(Node& n, MemberId id, ClusterId cluster_id, int incarnation) {
+  if (Status s = quorate::WriteWal(n.data_dir, id, cluster_id); !s.ok()) Fail("sim: " + s.message());
+  std::string path = n.data_dir + "/member/wal/0000000000000000-0000000000000000.wal";
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) n.wals.emplace_back(st.st_ino, path);
+  n.data_incarnation = incarnation;
+  n.data_member = id;
+}
+
+Result<std::unique_ptr<ChildProcess>> World::StartEtcd(int i, const LaunchSpec& spec) {
+  Node& n = *nodes[i];
+  if (!Sleep(milliseconds(2))) return Status::Internal("sim: killed");
+  if (n.proc && n.proc->gen == n.held_removed_gen) {
+    Fail(fmt::format("{} starts etcd again after holding it stopped because its member was removed (rule 1b)",
+                     n.name));
+  }
+  std::map<std::string, std::string> flags;
+  for (size_t k = 1; k < spec.argv.size(); ++k) {
+    const std::string& a = spec.argv[k];
+    auto eq = a.find('=');
+    if (a.rfind("--", 0) == 0 && eq != std::string::npos) flags[a.substr(2, eq - 2)] = a.substr(eq + 1);
+  }
+  auto child = std::make_shared<Child>();
+  child->pid = next_pid_++;
+  child->exit_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  ++result_.etcd_starts;
+  n.etcd = EtcdState{};
+  n.etcd.child = child;
+  std::optional<std::string> refused = BootEtcd(n, flags);
+  if (refused) {
+    Event(fmt::format("{}: etcd refuses to start: {}", n.name, *refused));
+    n.etcd.running = true;  // until it exits, a moment later
+    n.etcd.ready_at = Clock::kNever;
+    At(now_ + milliseconds(50), [this, i, child, why = *refused] {
+      if (nodes[i]->etcd.child == child && nodes[i]->etcd.running) ExitEtcd(i, ExitStatus::Exited(1), why);
+    });
+  }
+  AfterChange();
+  return MakeSimChild(*this, i, child);
+}
+
+// What etcd does with its data dir and flags at start; why it exits at once, if it does.
+std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, std::string>& flags) {
+  auto flag = [&](const char* name) {
+    auto it = flags.find(name);
+    return it == flags.end() ? std::string() : it->second;
+  };
+  auto run = [&](MemberId id, int inc, ClusterView view) {
+    n.etcd.running = true;
+    n.etcd.id = id;
+    n.etcd.cluster_id = clusters_[inc].id;
+    n.etcd.incarnation = inc;
+    n.etcd.ready_at = now_ + rng_.Between(milliseconds(20), milliseconds(400));
+    if (!n.view || n.view->cluster_id != view.cluster_id) n.view = std::move(view);
+  };
+  if (flag("data-dir") != n.data_dir) return "sim: --data-dir is not the node's";
+  if (HasEtcdData(n.data_dir)) {
+    auto wal = ReadWalIdentity(n.data_dir);
+    if (!wal.ok()) return "cannot read its WAL: " + wal.status().message();
+    int inc = n.data_incarnation;
+    if (inc < 0 || clusters_[inc].id != wal->cluster_id) return "sim: a WAL the simulation did not write";
+    Event(fmt::format("{}: etcd restarts on its data as {} of {}", n.name, IdToHex(wal->member_id),
+                      IdToHex(wal->cluster_id)));
+    run(wal->member_id, inc, n.view.value_or(ClusterView{clusters_[inc].id, clusters_[inc].members}));
+    return std::nullopt;
+  }
+  auto entries = ParseInitialCluster(flag("initial-cluster"), "--initial-cluster");
+  if (!entries.ok()) return entries.status().message();
+  auto advertised = ParseUrlList(flag("initial-advertise-peer-urls"), "--initial-advertise-peer-urls");
+  if (!advertised.ok()) return advertised.status().message();
+  std::string token = flag("initial-cluster-token");
+  std::string state = flag("initial-cluster-state");
+
+  // The etcd answering at the first of these peer URLs that does, and what it knows.
+  auto remote = [&]() -> std::optional<ClusterView> {
+    for (const auto& e : *entries) {
+      for (const auto& u : e.peer_urls) {
+        if (std::find(advertised->begin(), advertised->end(), u) != advertised->end()) continue;
+        auto url = ParseUrl(u);
+        int k = url.ok() ? NodeByHost(url->host) : -1;
+        if (k >= 0 && k != n.index && Answers(k) && Reach(n.index, k) && nodes[k]->view) return nodes[k]->view;
+      }
+    }
+    return std::nullopt;
+  };
+
+  if (state == "new") {
+    std::vector<MemberId> ids;
+    std::optional<MemberId> self;
+    for (const auto& e : *entries) {
+      ids.push_back(ComputeMemberId(e.peer_urls, token));
+      if (e.name == flag("name")) {
+        if (!SameUrlSet(e.peer_urls, *advertised)) return "--initial-cluster does not match --initial-advertise-peer-urls";
+        self = ids.back();
+      }
+    }
+    if (!self) return "--name is not in --initial-cluster";
+    ClusterId cid = ComputeClusterId(ids);
+    // etcd 3.4's isMemberBootstrapped: a peer lists this member as started.
+    if (auto r = remote(); r && r->cluster_id == cid) {
+      for (const auto& m : r->members) {
+        if (m.id == *self && m.started()) return fmt::format("member {} has already been bootstrapped", IdToHex(*self));
+      }
+    }
+    // Invariant: no `new` start where peers hold data of a cluster of the same token, but for an
+    // initial member of that very cluster that never started (rule 3).
+    for (size_t inc = 0; inc < clusters_.size(); ++inc) {
+      const SimCluster& c = clusters_[inc];
+      if (c.token != token || LiveIncarnation(c.id) != static_cast<int>(inc)) continue;
+      if (c.id != cid) {
+        Fail(fmt::format("{} starts a new cluster {} while cluster {} of the same token has data (rules 1, 5)", n.name,
+                         IdToHex(cid), IdToHex(c.id)));
+        continue;
+      }
+      auto it = std::find_if(c.members.begin(), c.members.end(), [&](const ClusterMember& m) { return m.id == *self; });
+      if (it == c.members.end() || it->started()) {
+        std::string what = fmt::format(
+            "{} starts `new` as member {} of cluster {}, which {} (rule 3 is for initial members that never started)",
+            n.name, IdToHex(*self), IdToHex(cid), it == c.members.end() ? "removed it" : "lists as started before");
+        // Known and open (docs/DESIGN.md §10): every view that answered was older than the member's
+        // start (or removal), and rule 3 trusts the union of the views that answer.
+        if (result_.known_open.empty()) result_.known_open = "late-initial from stale views: " + what;
+      }
+    }
+    int inc = LiveIncarnation(cid);
+    if (inc < 0) {
+      SimCluster c;
+      c.id = cid;
+      c.token = token;
+      for (const auto& e : *entries) c.members.push_back({ComputeMemberId(e.peer_urls, token), "", e.peer_urls, {}, false});
+      clusters_.push_back(std::move(c));
+      inc = static_cast<int>(clusters_.size()) - 1;
+      auto& seen = cluster_ids_by_token_[token];
+      if (std::find(seen.begin(), seen.end(), cid) == seen.end()) seen.push_back(cid);
+      if (seen.size() > 1) {
+        Fail(fmt::format("token '{}' has {} cluster IDs: {} (rule 5: never two clusters from one discovery set)", token,
+                         seen.size(), fmt::join(seen, ",")));
+      }
+      Event(fmt::format("{}: etcd bootstraps cluster {} (incarnation {})", n.name, IdToHex(cid), inc));
+    } else {
+      Event(fmt::format("{}: etcd starts new as initial member {} of cluster {}", n.name, IdToHex(*self), IdToHex(cid)));
+    }
+    ClusterView initial{cid, {}};
+    for (const auto& e : *entries) initial.members.push_back({ComputeMemberId(e.peer_urls, token), "", e.peer_urls, {}, false});
+    WriteWal(n, *self, cid, inc);
+    n.view.reset();
+    run(*self, inc, initial);
+    return std::nullopt;
+  }
+  if (state != "existing") return "bad --initial-cluster-state " + state;
+  // etcd's ValidateClusterAndAssignIDs against the membership a peer answers.
+  auto r = remote();
+  if (!r) return "could not retrieve cluster information from the given URLs";
+  if (r->members.size() != entries->size()) {
+    return fmt::format("member count is unequal ({} in --initial-cluster, {} in the cluster)", entries->size(),
+                       r->members.size());
+  }
+  for (const auto& e : *entries) {
+    bool matched = std::any_of(r->members.begin(), r->members.end(),
+                               [&](const ClusterMember& m) { return SameUrlSet(m.peer_urls, e.peer_urls); });
+    if (!matched) return "unmatched member while checking PeerURLs";
+  }
+  auto self = std::find_if(r->members.begin(), r->members.end(),
+                           [&](const ClusterMember& m) { return SharesUrl(m.peer_urls, *advertised); });
+  if (self == r->members.end()) return "the cluster does not list this member";
+  int inc = LiveIncarnation(r->cluster_id);
+  if (inc < 0) return "no such cluster runs";
+  const auto& members = clusters_[inc].members;
+  if (std::none_of(members.begin(), members.end(), [&](const ClusterMember& m) { return m.id == self->id; })) {
+    return "the member was removed from the cluster";
+  }
+  Event(fmt::format("{}: etcd joins cluster {} as {}", n.name, IdToHex(r->cluster_id), IdToHex(self->id)));
+  WriteWal(n, self->id, r->cluster_id, inc);
+  n.view.reset();
+  run(self->id, inc, *r);
+  return std::nullopt;
+}
+
+void World::SignalEtcd(int i, const std::shared_ptr<Child>& child, int signal) {
+  if (nodes[i]->etcd.child != child || !nodes[i]->etcd.running) return;
+  if (signal == SIGTERM || signal == SIGINT || signal == SIGKILL) ExitEtcd(i, ExitStatus::Signaled(signal), "signalled");
+}
+
+void World::ExitEtcd(int i, ExitStatus status, const std::string& why) {
+  Node& n = *nodes[i];
+  if (!n.etcd.running) return;
+  Event(fmt::format("{}: etcd exits ({}): {}", n.name, status.ToString(), why));
+  n.etcd.running = false;
+  n.etcd.connected = false;
+  std::shared_ptr<Child> child = n.etcd.child;
+  child->exited = status;
+  uint64_t one = 1;
+  (void)!::write(child->exit_fd, &one, sizeof one);
+}
+
+bool World::Answers(int i) const {
+  const Node& n = *nodes[i];
+  return n.etcd.running && now_ >= n.etcd.ready_at;
+}
+
+bool World::Reach(int from, int to) const {
+  if (from < 0 || to < 0 || from == to) return true;
+  if (nodes[to]->slow_until > now_ || nodes[from]->slow_until > now_) return false;
+  return group_[from] == group_[to];
+}
+
+SimCluster* World::ClusterOf(int i) {
+  const Node& n = *nodes[i];
+  return n.etcd.incarnation >= 0 ? &clusters_[n.etcd.incarnation] : nullptr;
+}
+
+// Whether node i's etcd is on the side of the network where a majority of its cluster's voters run.
+bool World::InQuorum(int i) {
+  SimCluster* c = ClusterOf(i);
+  if (c == nullptr || !Answers(i)) return false;
+  size_t voters = 0, with_me = 0;
+  for (const auto& m : c->members) {
+    if (m.is_learner) continue;
+    ++voters;
+    for (auto& k : nodes) {
+      if (Answers(k->index) && k->etcd.incarnation == nodes[i]->etcd.incarnation && k->etcd.id == m.id &&
+          Reach(i, k->index)) {
+        ++with_me;
+      }
+    }
+  }
+  return voters > 0 && with_me * 2 > voters;
+}
+
+// What raft does between two steps: members on the quorum's side publish themselves, learn the
+// membership, catch up; a member that learns it was removed stops.
+void World::ModelTick() {
+  for (auto& np : nodes) {
+    Node& n = *np;
+    if (!Answers(n.index)) continue;
+    SimCluster& c = clusters_[n.etcd.incarnation];
+    bool in_quorum = InQuorum(n.index);
+    if (!in_quorum) {
+      n.etcd.connected = false;
+      continue;
+    }
+    auto it = std::find_if(c.members.begin(), c.members.end(), [&](const ClusterMember& m) { return m.id == n.etcd.id; });
+    if (it == c.members.end()) {
+      ExitEtcd(n.index, ExitStatus::Exited(0), "the member has been permanently removed from the cluster");
+      continue;
+    }
+    if (!n.etcd.connected) {
+      n.etcd.connected = true;
+      n.etcd.connected_since = now_;
+    }
+    if (!it->started()) {
+      it->name = n.name;
+      it->client_urls = {n.client_url};
+      Event(fmt::format("{}: member {} published", n.name, IdToHex(it->id)));
+    }
+    if (it->is_learner && std::find(c.caught_up.begin(), c.caught_up.end(), it->id) == c.caught_up.end() &&
+        now_ - n.etcd.connected_since >= c.catch_up[it->id]) {
+      c.caught_up.push_back(it->id);
+    }
+    if (n.frozen_until <= now_) n.view = ClusterView{c.id, c.members};
+  }
+}
+
+// --- peers, network, discovery ---
+
+int World::NodeByHost(const std::string& host) const {
+  for (const auto& n : nodes) {
+    if (n->host == host) return n->index;
+  }
+  return -1;
+}
+
+int World::NodeByClientUrl(const std::string& url) const {
+  for (const auto& n : nodes) {
+    if (n->client_url == url) return n->index;
+  }
+  return -1;
+}
+
+PeerFacts World::Ask(int from, const Member& peer) {
+  PeerFacts facts{peer.name, {false, "deadline exceeded", DataState::kUnknown, "", 0}, std::nullopt, {}};
+  nodes[from]->agent_served = true;
+  auto url = ParseUrl(peer.peer_urls.front());
+  int k = url.ok() ? NodeByHost(url->host) : -1;
+  if (k < 0) return facts;
+  // Asks run on GatherFacts' threads at once: their drops come from a hash, not the shared generator.
+  uint64_t draw = Rng(options_.seed ^ (static_cast<uint64_t>(from) << 40) ^ (static_cast<uint64_t>(k) << 32) ^
+                      nodes[from]->asks[k]++)
+                      .Next();
+  bool dropped = FaultsOn() && static_cast<double>(draw >> 11) * 0x1.0p-53 < drop_rate_;
+  const Node& p = *nodes[k];
+  if (dropped || !Reach(from, k)) return facts;
+  if (p.proc && p.agent_served) {
+    DataState state = p.proc->etcd_running ? DataState::kRunning
+                      : HoldsData(p)       ? DataState::kHasData
+                                           : DataState::kEmpty;
+    facts.agent = {true, "", state, p.config.initial_cluster_token, p.expected_cluster_id};
+  } else {
+    facts.agent = {false, "connection refused", DataState::kUnknown, "", 0};
+  }
+  for (const auto& u : peer.peer_urls) {
+    auto parsed = ParseUrl(u);
+    int j = parsed.ok() ? NodeByHost(parsed->host) : -1;
+    if (j >= 0 && nodes[j]->peer_url == u && Answers(j) && Reach(from, j) && nodes[j]->view) {
+      facts.cluster = nodes[j]->view;
+      break;
+    }
+  }
+  return facts;
+}
+
+Result<ClusterView> World::Probe(int from, const std::string& peer_url, milliseconds timeout) {
+  auto url = ParseUrl(peer_url);
+  int k = url.ok() ? NodeByHost(url->host) : -1;
+  bool reachable = k >= 0 && Reach(from, k);
+  if (!Sleep(reachable ? rng_.Between(milliseconds(1), milliseconds(10)) : Duration(timeout))) {
+    return Status::Unavailable("sim: killed");
+  }
+  if (k >= 0 && nodes[k]->peer_url == peer_url && Answers(k) && Reach(from, k) && nodes[k]->view) return *nodes[k]->view;
+  return Status::Unavailable(peer_url + "/members: connection refused");
+}
+
+World::CallTarget World::PickEndpoint(int from, const std::vector<std::string>& endpoints, milliseconds timeout) {
+  bool silent = false;
+  for (const auto& e : endpoints) {
+    int k = NodeByClientUrl(e);
+    if (k < 0) continue;
+    if (!Reach(from, k)) {
+      silent = true;
+      continue;
+    }
+    if (!Answers(k)) continue;
+    SimCluster* c = ClusterOf(k);
+    auto it = std::find_if(c->members.begin(), c->members.end(),
+                           [&](const ClusterMember& m) { return m.id == nodes[k]->etcd.id; });
+    if (it == c->members.end() || it->is_learner) continue;
+    return {k, Status::Ok()};
+  }
+  if (!Sleep(silent ? Duration(timeout) : Duration(milliseconds(2)))) return {-1, Status::Unavailable("sim: killed")};
+  return {-1, Status::Unavailable(fmt::format("no endpoint answers of {}", fmt::join(endpoints, ",")))};
+}
+
+Result<std::vector<Member>> World::Discover(int i) {
+  if (!Sleep(rng_.Between(milliseconds(1), milliseconds(20)))) return Status::Unavailable("sim: killed");
+  Node& n = *nodes[i];
+  std::vector<Member> members;
+  for (const auto& m : nodes) members.push_back({m->name, {m->peer_url}, {m->client_url}});
+  if (n.odd_discovery_until > now_ && nodes.size() > 1) {
+    size_t other = (static_cast<size_t>(i) + 1 + rng_.Below(nodes.size() - 1)) % nodes.size();
+    switch (n.odd_discovery) {
+      case 0:  // partial: one member not listed yet
+        members.erase(members.begin() + static_cast<long>(other));
+        break;
+      case 1:  // one member still at its old address
+        members[other].peer_urls = {fmt::format("http://10.0.9.{}:2380", other + 1)};
+        members[other].client_urls = {fmt::format("http://10.0.9.{}:2379", other + 1)};
+        break;
+      default:  // a member that is gone is still listed
+        members.push_back({"gone", {"http://10.0.9.99:2380"}, {"http://10.0.9.99:2379"}});
+        break;
+    }
+  }
+  if (members.size() == nodes.size()) {
+    auto set = MemberSet::Create(members, n.config.initial_cluster_token);
+    if (set.ok()) n.expected_cluster_id = set->cluster_id();
+  }
+  return members;
+}
+
+// --- faults ---
+
+void World::ScheduleFaults() {
+  etcd35_ = rng_.Chance(0.5);
+  if (options_.etcd_minor != 0) etcd35_ = options_.etcd_minor == 5;
+  fault_end_ = start_ + rng_.Between(milliseconds(5000), milliseconds(90000));
+  end_ = fault_end_ + std::chrono::minutes(15);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    Duration delay = rng_.Chance(0.8) ? rng_.Between(milliseconds(0), milliseconds(3000))
+                                      : rng_.Between(milliseconds(0), milliseconds(30000));
+    At(start_ + delay, [this, i] { StartProc(static_cast<int>(i)); });
+  }
+  int faults = static_cast<int>(rng_.Below(9));
+  for (int k = 0; k < faults; ++k) {
+    At(start_ + rng_.Between(milliseconds(0), std::chrono::duration_cast<milliseconds>(fault_end_ - start_)),
+       [this] { Fault(); });
+  }
+  if (rng_.Chance(0.25)) {
+    At(start_ + rng_.Between(milliseconds(5000), std::chrono::duration_cast<milliseconds>(fault_end_ - start_) +
+                                                     milliseconds(5000)),
+       [this] { OperatorRemove(); });
+  }
+  At(fault_end_, [this] {
+    Event("faults stop; partitions heal");
+    std::fill(group_.begin(), group_.end(), 0);
+    drop_rate_ = 0;
+    for (auto& n : nodes) {
+      n->slow_until = n->frozen_until = n->odd_discovery_until = now_;
+      if (!n->proc && !n->restart_pending) {
+        n->restart_pending = true;
+        At(now_ + rng_.Between(milliseconds(0), milliseconds(2000)), [this, i = n->index] { StartProc(i); });
+      }
+    }
+  });
+}
+
+void World::Fault() {
+  int i = static_cast<int>(rng_.Below(nodes.size()));
+  Node& n = *nodes[i];
+  Duration lasting = rng_.Between(milliseconds(500), milliseconds(20000));
+  TimePoint until = std::min(now_ + lasting, fault_end_);
+  switch (rng_.Below(10)) {
+    case 0:
+    case 1:
+      CrashProc(i, false, "fault");
+      break;
+    case 2:
+      CrashProc(i, true, "fault");
+      break;
+    case 3:
+      if (n.etcd.running) ExitEtcd(i, ExitStatus::Signaled(SIGKILL), "fault: etcd crashes");
+      break;
+    case 4:
+      Event("fault: every node crashes at once");
+      for (auto& m : nodes) CrashProc(m->index, rng_.Chance(0.15), "all at once");
+      break;
+    case 5: {
+      std::vector<int> groups(nodes.size());
+      for (auto& g : groups) g = static_cast<int>(rng_.Below(2));
+      Event(fmt::format("fault: partition {}", fmt::join(groups, "")));
+      group_ = groups;
+      At(until, [this] {
+        Event("partition heals");
+        std::fill(group_.begin(), group_.end(), 0);
+      });
+      break;
+    }
+    case 6:
+      Event(fmt::format("fault: {} is slow to answer", n.name));
+      n.slow_until = until;
+      break;
+    case 7:
+      Event(fmt::format("fault: {}'s etcd answers a stale membership", n.name));
+      n.frozen_until = std::min(until, now_ + rng_.Between(milliseconds(200), milliseconds(5000)));
+      break;
+    case 8:
+      drop_rate_ = 0.05 + 0.3 * static_cast<double>(rng_.Below(100)) / 100;
+      Event(fmt::format("fault: the network drops {:.2f} of answers", drop_rate_));
+      At(until, [this] { drop_rate_ = 0; });
+      break;
+    default:
+      n.odd_discovery = static_cast<int>(rng_.Below(3));
+      n.odd_discovery_until = until;
+      Event(fmt::format("fault: discovery answers {} oddly ({})", n.name, n.odd_discovery));
+      break;
+  }
+}
+
+// The operator scales down by one the etcdctl way: `quorate member remove NAME` (node/member_remove).
+void World::OperatorRemove() {
+  if (operator_done_) return;
+  operator_done_ = true;
+  std::string name = nodes[rng_.Below(nodes.size())]->name;
+  Event("operator: quorate member remove " + name);
+  Spawn(nullptr, -1, [this, name] {
+    Status s = OperatorRemoves(*this, *clock_, name);
+    Event(fmt::format("operator: member remove {}: {}", name, s.ok() ? "ok" : s.message()));
+  });
+}
+
+// --- invariants ---
+
+void World::CheckChange(const SimCluster& c, const std::string& what) {
+  size_t voters = 0, up = 0;
+  for (const auto& m : c.members) {
+    if (m.is_learner) continue;
+    ++voters;
+    for (auto& n : nodes) {
+      if (n->etcd.running && n->etcd.cluster_id == c.id && n->etcd.id == m.id && n->etcd.connected) ++up;
+    }
+  }
+  if (voters > 0 && up < voters / 2 + 1) {
+    Fail(fmt::format("{} left {} of {} voters up, fewer than a quorum (§4: changes never lose quorum)", what, up, voters));
+  }
+}
+
+void World::CheckDataKept(int i) {
+  Node& n = *nodes[i];
+  bool moved = std::any_of(n.wals.begin(), n.wals.end(), [](const std::pair<ino_t, std::string>& w) {
+    struct stat st;
+    return ::stat(w.second.c_str(), &st) != 0 || st.st_ino != w.first;
+  });
+  if (!moved) return;
+  std::vector<std::pair<ino_t, std::string>> present;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(n.root, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->path().extension() != ".wal") continue;
+    struct stat st;
+    if (::stat(it->path().c_str(), &st) == 0) present.emplace_back(st.st_ino, it->path().string());
+  }
+  for (auto& wal : n.wals) {
+    auto found = std::find_if(present.begin(), present.end(),
+                              [&](const std::pair<ino_t, std::string>& p) { return p.first == wal.first; });
+    if (found == present.end()) {
+      Fail(fmt::format("a WAL file etcd wrote on {} is gone (§4: data is moved aside, never deleted)", n.name));
+      n.wals.clear();
+      return;
+    }
+    wal.second = found->second;
+  }
+}
+
+// Every node but one the operator removed (while its quorate ran etcd) runs etcd as a started voter
+// of the one live cluster, which has exactly those members.
+bool World::Converged(std::string* why) {
+  int inc = -1;
+  size_t expected = 0;
+  for (auto& n : nodes) {
+    if (!n->proc) {
+      *why = n->name + " has no quorate process";
+      return false;
+    }
+    // Rule 1b holds a node on a member the operator removed, once its etcd ran under this process
+    // (and a fresh process that only learns of the removal from its own etcd ran it too).
+    bool out = n->operator_removed != 0 && n->operator_removed == n->data_member && HoldsData(*n) &&
+               !n->etcd.running && n->last_message.find("was removed") != std::string::npos;
+    if (out) continue;
+    ++expected;
+    if (!Answers(n->index)) {
+      *why = n->name + "'s etcd does not run";
+      return false;
+    }
+    if (inc < 0) inc = n->etcd.incarnation;
+    if (n->etcd.incarnation != inc) {
+      *why = "the nodes run etcds of different clusters";
+      return false;
+    }
+  }
+  if (inc < 0) {
+    *why = "no etcd runs";
+    return false;
+  }
+  const SimCluster& c = clusters_[inc];
+  if (c.members.size() != expected) {
+    *why = fmt::format("the cluster has {} members, {} expected", c.members.size(), expected);
+    return false;
+  }
+  for (const auto& m : c.members) {
+    if (m.is_learner || !m.started()) {
+      *why = fmt::format("member {} is {}", IdToHex(m.id), m.is_learner ? "a learner" : "not started");
+      return false;
+    }
+    bool runs = std::any_of(nodes.begin(), nodes.end(), [&](const std::unique_ptr<Node>& n) {
+      return n->etcd.running && n->etcd.incarnation == inc && n->etcd.id == m.id;
+    });
+    if (!runs) {
+      *why = fmt::format("member {} runs nowhere", IdToHex(m.id));
+      return false;
+    }
+  }
+  return true;
+}
+
+// A majority of the last cluster's voters lost their data: no rule may replace them (rule 4).
+bool World::MajorityLost() {
+  if (clusters_.empty()) return false;
+  const SimCluster& c = clusters_.back();
+  size_t voters = 0, with_data = 0;
+  for (const auto& m : c.members) {
+    if (m.is_learner) continue;
+    ++voters;
+    for (auto& n : nodes) {
+      if (HoldsData(*n) && n->data_incarnation == static_cast<int>(clusters_.size()) - 1 && n->data_member == m.id) {
+        ++with_data;
+      }
+    }
+  }
+  return with_data < voters / 2 + 1;
+}
+
+std::string World::Describe() {
+  std::string out = fmt::format("t={:.3f}s etcd {}", Seconds(now_ - start_), etcd35_ ? "3.5" : "3.4");
+  for (size_t inc = 0; inc < clusters_.size(); ++inc) {
+    const SimCluster& c = clusters_[inc];
+    out += fmt::format("\n  cluster {} (incarnation {}):", IdToHex(c.id), inc);
+    for (const auto& m : c.members) {
+      out += fmt::format(" {}[{}{}{}]", IdToHex(m.id), m.name.empty() ? "?" : m.name, m.is_learner ? ",learner" : "",
+                         m.started() ? "" : ",unstarted");
+    }
+  }
+  for (auto& n : nodes) {
+    out += fmt::format("\n  {}: quorate {}, etcd {}{}, data {}; last: {}", n->name, n->proc ? "up" : "down",
+                       n->etcd.running ? "running as " + IdToHex(n->etcd.id) : "stopped",
+                       n->etcd.running && !InQuorum(n->index) ? " (no quorum)" : "",
+                       HoldsData(*n) ? IdToHex(n->data_member) : "none", n->last_message);
+  }
+  return out;
+}
+
+void World::Event(const std::string& text) {
+  std::string line = fmt::format("{:.3f} {}", Seconds(now_ - start_), text);
+  for (char c : line) {
+    result_.trace_hash ^= static_cast<uint8_t>(c);
+    result_.trace_hash *= 0x100000001b3ULL;
+  }
+  result_.trace_hash ^= '\n';
+  result_.trace_hash *= 0x100000001b3ULL;
+  if (options_.verbose) std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+void World::Decision(int node, const std::string& text) {
+  std::string line = nodes[node]->name + ":" + text + ";";
+  for (char c : line) {
+    result_.decision_hash ^= static_cast<uint8_t>(c);
+    result_.decision_hash *= 0x100000001b3ULL;
+  }
+  Event(nodes[node]->name + ": decision " + text);
+}
+
+void World::Fail(const std::string& why) {
+  if (!failure_.empty()) return;
+  failure_ = why;
+  Event("INVARIANT: " + why);
+}
+
+void World::OnLog(int node, const std::string& text) {
+  if (node >= 0 && text.rfind("waiting: ", 0) == 0) {
+    nodes[node]->last_message = text;
+    Decision(node, "wait");
+  }
+  if (options_.verbose) {
+    std::fprintf(stderr, "%.3f   [%s] %s\n", Seconds(now_ - start_), node >= 0 ? nodes[node]->name.c_str() : "-",
+                 text.c_str());
+  }
+}
+
+RunResult World::Run() {
+  g_world = this;
+  result_.trace_hash = result_.decision_hash = 0xcbf29ce484222325ULL;
+  ScheduleFaults();
+  result_.etcd35 = etcd35_;
+  std::string why;
+  while (failure_.empty()) {
+    while (!events_.empty() && events_.begin()->first <= now_) {
+      auto fn = std::move(events_.begin()->second);
+      events_.erase(events_.begin());
+      fn();
+    }
+    ModelTick();
+    if (now_ >= fault_end_ && Converged(&why)) break;
+    if (now_ >= end_) break;
+    std::vector<Task*> ready;
+    TimePoint next = events_.empty() ? end_ : std::min(end_, events_.begin()->first);
+    for (auto& t : tasks_) {
+      if (t->done) continue;
+      if (Ready(*t)) {
+        ready.push_back(t.get());
+      } else if (t->wait.kind != Wait::kNow) {
+        next = std::min(next, t->wait.until);
+      }
+    }
+    if (ready.empty()) {
+      now_ = std::max(now_, next);
+      continue;
+    }
+    Task* t = ready[rng_.Below(ready.size())];
+    if (t->proc != nullptr && FaultsOn() && rng_.Chance(t->after_change ? 0.05 : 0.002)) {
+      CrashProc(t->node, rng_.Chance(0.1), t->after_change ? "after a change" : "between two calls");
+      continue;
+    }
+    Resume(*t);
+    ++result_.steps;
+    if (t->node >= 0) CheckDataKept(t->node);
+    if (t->done) {
+      Proc* proc = t->proc;
+      int node = t->node;
+      if (proc != nullptr && t == proc->tasks.front()) {
+        Event(fmt::format("{}: quorate exits", nodes[node]->name));
+        EndProc(node);
+        nodes[node]->restart_pending = true;
+        At(now_ + seconds(5), [this, node] { StartProc(node); });
+      } else if (proc == nullptr) {
+        t->thread.join();
+        std::erase_if(tasks_, [&](const std::unique_ptr<Task>& owned) { return owned.get() == t; });
+      }
+    }
+  }
+  result_.simulated_seconds = Seconds(now_ - start_);
+  if (failure_.empty() && !Converged(&why)) {
+    if (MajorityLost()) {
+      // Said by the node that would replace its member (rule 4), or by one that sees no cluster and
+      // names the peer whose data stops a new one (rule 5).
+      bool said = std::any_of(nodes.begin(), nodes.end(), [](const std::unique_ptr<Node>& n) {
+        return n->last_message.find("majority") != std::string::npos ||
+               n->last_message.find("has data but its etcd is not answering") != std::string::npos;
+      });
+      // A removed member that never learnt of its removal (no quorum reached it) answers a view
+      // still listing itself as a voter; the planner counts it as a live one, tries a replace, and
+      // says the change timed out rather than that the majority is lost.
+      bool unaware_removed = std::any_of(nodes.begin(), nodes.end(), [&](const std::unique_ptr<Node>& n) {
+        if (!n->etcd.running) return false;
+        const auto& members = clusters_[n->etcd.incarnation].members;
+        return std::none_of(members.begin(), members.end(),
+                            [&](const ClusterMember& m) { return m.id == n->etcd.id; });
+      });
+      if (said) {
+        result_.majority_lost = true;
+      } else if (unaware_removed) {
+        result_.majority_lost = true;
+        result_.known_open = "majority lost, but a removed member's stale view hides it";
+      } else {
+        Fail("a majority of the cluster lost its data, and no node says so: " + why);
+      }
+    } else if (!result_.known_open.empty()) {
+      result_.known_open += "; then no convergence: " + why;
+    } else {
+      Fail(fmt::format("no convergence {:.0f}s after the faults stopped: {}", Seconds(now_ - fault_end_), why));
+    }
+  }
+  if (!failure_.empty()) {
+    result_.ok = false;
+    result_.failure = failure_ + "\n" + Describe();
+  }
+  return result_;
+}
+
+RunResult RunSeed(const RunOptions& options) {
+  World world(options);
+  return world.Run();
+}
+
+}  // namespace quorate::sim

@@ -1,0 +1,233 @@
+// The simulated world one seed runs in: a baton scheduler over the threads of the real quorate code,
+// the clock, the network, the etcds and the fault schedule. Only one thread runs at a time; every seam
+// call (a clock wait, a peer ask, an etcd call, a process start, a discovery call) hands the baton
+// back to the driver, which picks who runs next with the seeded generator. A crash is a SimCrash
+// thrown from the seam call the killed thread is parked in, unwinding the real code.
+#pragma once
+
+#include <poll.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <semaphore>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/config.h"
+#include "etcd/etcd_client.h"
+#include "node/peers.h"
+#include "node/process.h"
+#include "node/signal_watcher.h"
+#include "node/upkeep.h"
+#include "quorate/clock.h"
+#include "quorate/member.h"
+#include "sim.h"
+#include "status/status_server.h"
+
+namespace quorate::sim {
+
+using TimePoint = Clock::TimePoint;
+using Duration = Clock::Duration;
+
+// Thrown from a seam call to end the quorate process the calling thread belongs to.
+struct SimCrash {};
+
+// splitmix64: small, fast, and the same on every machine.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t Next();
+  uint64_t Below(uint64_t n) { return n == 0 ? 0 : Next() % n; }
+  bool Chance(double p) { return static_cast<double>(Next() >> 11) * 0x1.0p-53 < p; }
+  Duration Between(std::chrono::milliseconds lo, std::chrono::milliseconds hi);
+
+ private:
+  uint64_t state_;
+};
+
+struct Wait {
+  enum Kind { kNow, kUntil, kFds };
+  Kind kind = kNow;
+  TimePoint until = Clock::kNever;
+  std::vector<pollfd> fds;
+};
+
+struct Proc;
+
+struct Task {
+  int node = -1;  // -1: the operator
+  Proc* proc = nullptr;
+  std::function<void()> body;
+  std::thread thread;
+  std::binary_semaphore go{0};  // the driver hands this task the baton
+  Wait wait;
+  bool done = false;
+  bool killed = false;
+  // Parked right after a change went through: a crash here is one between the change and its answer.
+  bool after_change = false;
+};
+
+// An etcd process as the supervisor sees it.
+struct Child {
+  pid_t pid = 0;
+  int exit_fd = -1;
+  std::optional<ExitStatus> exited;
+  ~Child();
+};
+
+// One run of `quorate run` on a node: its threads and what they share.
+struct Proc {
+  int node = 0;
+  int gen = 0;  // how many quorate processes this node had before this one
+  std::vector<Task*> tasks;
+  std::unique_ptr<ProcessLauncher> launcher;
+  std::unique_ptr<Metrics> metrics;
+  std::unique_ptr<Upkeep> upkeep;
+  bool etcd_running = false;  // between the supervisor's on_start and on_exit
+  bool etcd_ran = false;
+};
+
+struct EtcdState {
+  bool running = false;
+  std::shared_ptr<Child> child;
+  MemberId id = 0;
+  ClusterId cluster_id = 0;
+  int incarnation = -1;
+  TimePoint ready_at{};  // its peer port answers from then on
+  bool connected = false;  // to the leader, in the quorum's side of the network
+  TimePoint connected_since{};
+};
+
+struct Node {
+  int index = 0;
+  std::string name, host, peer_url, client_url, root, data_dir;
+  Config config;
+  std::unique_ptr<Proc> proc;
+  int gens = 0;
+  bool restart_pending = false;
+  std::atomic<bool> agent_served{false};
+  ClusterId expected_cluster_id = 0;
+  EtcdState etcd;
+  int data_incarnation = -1;  // the cluster incarnation whose WAL the data dir holds
+  MemberId data_member = 0;
+  std::optional<ClusterView> view;  // what its etcd knows of the membership, kept with its data
+  // WAL files its etcd wrote, by inode, where last seen: quorate may move them, never delete them.
+  std::vector<std::pair<ino_t, std::string>> wals;
+  TimePoint slow_until{}, frozen_until{}, odd_discovery_until{};
+  int odd_discovery = 0;
+  std::vector<uint64_t> asks;  // per peer, for the drops of asks made on GatherFacts' threads
+  std::string last_message;    // the last wait or failure the real code gave
+  int removed_in_gen = -1;     // the operator removed its member while this quorate process ran etcd
+  int held_removed_gen = -1;   // this quorate process held etcd stopped: its member was removed (rule 1b)
+  MemberId operator_removed = 0;  // the member the operator removed while this node held its data
+};
+
+// One etcd cluster as raft holds it: one incarnation per bootstrap.
+struct SimCluster {
+  ClusterId id = 0;
+  std::string token;
+  std::vector<ClusterMember> members;
+  std::map<MemberId, Duration> catch_up;  // how long a learner takes to catch up once connected
+  std::vector<MemberId> caught_up;
+  int adds = 0;
+};
+
+class World {
+ public:
+  explicit World(const RunOptions& options);
+  ~World();
+  RunResult Run();
+
+  // Seams, called on task threads (holding the baton) unless said otherwise.
+  TimePoint Now() const { return now_; }
+  // Parks the calling task until `wait` is over. False when the task was killed while unwinding
+  // (the caller returns an error without touching the world); throws SimCrash when it was killed.
+  bool Yield(Wait wait);
+  bool Sleep(Duration d);
+  // Parks the caller at once after a change, so the driver may crash it there.
+  void AfterChange();
+  Result<std::vector<Member>> Discover(int node);
+  // On GatherFacts' threads: reads the world, never changes it (but for counters of its own).
+  PeerFacts Ask(int from, const Member& peer);
+  Result<ClusterView> Probe(int from, const std::string& peer_url, std::chrono::milliseconds timeout);
+  EtcdClientFactory ClientFactory(int from, int gen);
+  Result<std::unique_ptr<ChildProcess>> StartEtcd(int node, const LaunchSpec& spec);
+  void SignalEtcd(int node, const std::shared_ptr<Child>& child, int signal);
+
+  // The etcd API as a client at `from` (a node, or -1 for the operator) meets it.
+  struct CallTarget {
+    int node = -1;
+    Status error;
+  };
+  // The first endpoint whose etcd answers and is a voter (learners refuse the membership calls).
+  CallTarget PickEndpoint(int from, const std::vector<std::string>& endpoints, std::chrono::milliseconds timeout);
+  SimCluster* ClusterOf(int node);
+  bool InQuorum(int node);
+  bool Reach(int from, int to) const;
+  bool Answers(int node) const;
+  int NodeByHost(const std::string& host) const;
+  int NodeByClientUrl(const std::string& url) const;
+  void CheckChange(const SimCluster& c, const std::string& what);
+  void Event(const std::string& text);
+  void Decision(int node, const std::string& text);
+  void Fail(const std::string& why);
+  void OnLog(int node, const std::string& text);
+  bool etcd35() const { return etcd35_; }
+  bool FaultsOn() const { return now_ < fault_end_; }
+  Rng& rng() { return rng_; }
+  double drop_rate() const { return drop_rate_; }
+  std::vector<std::unique_ptr<Node>> nodes;
+
+ private:
+  friend class Driver;
+  Task* Spawn(Proc* proc, int node, std::function<void()> body);
+  void Resume(Task& t);
+  bool Ready(Task& t);
+  void At(TimePoint t, std::function<void()> fn);
+  void StartProc(int node);
+  void QuorateMain(Node& n, Proc& p);
+  void UpkeepLoop(Proc& p);
+  void CrashProc(int node, bool lose_volume, const std::string& why);
+  void EndProc(int node);
+  void ExitEtcd(int node, ExitStatus status, const std::string& why);
+  std::optional<std::string> BootEtcd(Node& n, const std::map<std::string, std::string>& flags);
+  void WriteWal(Node& n, MemberId id, ClusterId cluster_id, int incarnation);
+  int LiveIncarnation(ClusterId id);
+  bool HoldsData(const Node& n) const;
+  void ModelTick();
+  void CheckDataKept(int node);
+  void ScheduleFaults();
+  void Fault();
+  void OperatorRemove();
+  bool Converged(std::string* why);
+  bool MajorityLost();
+  std::string Describe();
+
+  RunOptions options_;
+  Rng rng_;
+  TimePoint start_{}, now_{}, fault_end_{}, end_{};
+  bool etcd35_ = false;
+  std::unique_ptr<Clock> clock_;
+  std::string root_;
+  std::vector<std::unique_ptr<Task>> tasks_;
+  pid_t next_pid_ = 1000;
+  std::multimap<TimePoint, std::function<void()>> events_;
+  std::vector<SimCluster> clusters_;
+  std::map<std::string, std::vector<ClusterId>> cluster_ids_by_token_;
+  std::vector<int> group_;
+  double drop_rate_ = 0;
+  bool operator_done_ = false;
+
+  std::binary_semaphore back_{0};  // a task hands the baton back to the driver
+
+  RunResult result_;
+  std::string failure_;
+};
+
+}  // namespace quorate::sim
