@@ -14,6 +14,7 @@
 #include "cli/output.h"
 #include "core/bucket.h"
 #include "etcd/etcd_client.h"
+#include "node/etcd_binary.h"
 #include "node/init.h"
 #include "node/member_remove.h"
 #include "node/process.h"
@@ -118,46 +119,10 @@ int Init(const Config& config, const Words&) {
   return 0;
 }
 
-// The version etcd --version states, or "not found". The binary runs without a shell and gets a few
-// seconds to answer; its output goes into a pipe, so a binary that floods it blocks once the pipe is
-// full instead of filling memory, and only the start of it is read.
+// The version etcd --version states, or "not found".
 std::string EtcdVersion(const std::string& etcd_path) {
-  constexpr auto kDeadline = std::chrono::seconds(5);
-  constexpr size_t kMaxOutputBytes = 4096;
-  const std::string kNotFound = "not found";
-  int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) return kNotFound;
-  // The launcher appends the child's stdout and stderr to a path; this one opens the pipe's write end.
-  close(pipe_fds[1]);
-  const int read_fd = pipe_fds[0];
-  {
-    auto child = RealProcessLauncher().Start(
-        {{etcd_path, "--version"}, {}, fmt::format("/proc/self/fd/{}", read_fd)});
-    if (!child.ok()) {
-      close(read_fd);
-      return kNotFound;
-    }
-    auto exit = (*child)->Wait(kDeadline);
-    if (exit.ok() && !*exit) {
-      spdlog::warn("{} --version did not answer within {} s", Printable(etcd_path), kDeadline.count());
-    }
-  }  // a child still running is killed and reaped here
-  std::string output(kMaxOutputBytes, '\0');
-  ssize_t n = read(read_fd, output.data(), output.size());
-  close(read_fd);
-  output.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  constexpr std::string_view kPrefix = "etcd Version: ";
-  for (size_t start = 0; start < output.size();) {
-    size_t end = std::min(output.find('\n', start), output.size());
-    std::string_view line = std::string_view(output).substr(start, end - start);
-    if (line.starts_with(kPrefix)) {
-      line.remove_prefix(kPrefix.size());
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      return Printable(line, 64);
-    }
-    start = end + 1;
-  }
-  return kNotFound;
+  auto version = EtcdBinaryVersion(etcd_path);
+  return version.ok() ? version->ToString() : "not found";
 }
 
 int Version(const Config& config, const Words&) {

@@ -1,0 +1,16 @@
+// The version of the etcd binary quorate will run, from `etcd --version`: the fact the upgrade
+// rules (docs/DESIGN.md §4 rule 6) and the flag spellings (etcd/etcd_version.h) start from.
+#pragma once
+
+#include <string>
+
+#include "core/etcd_version.h"
+#include "quorate/status.h"
+
+namespace quorate {
+
+// Runs `<etcd_path> --version` without a shell and reads at most 4 KiB of its output within 5 s.
+// NotFound when it cannot be started; InvalidArgument when it does not say a version as etcd does.
+Result<EtcdVersion> EtcdBinaryVersion(const std::string& etcd_path);
+
+}  // namespace quorate
