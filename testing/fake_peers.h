@@ -23,6 +23,8 @@ class FakePeers : public Peers {
   void SetRunning(const std::string& peer_url, bool running);
   // Something that is not etcd answers at this peer URL, with this text.
   void SetForeign(const std::string& peer_url, const std::string& answer);
+  // What the etcd at this member's peer URL says on GET /version, once it answers GET /members.
+  void SetVersion(const std::string& name, const VersionAnswer& version);
   int Asks() const;
   std::vector<std::string> Probed() const;
 
@@ -35,6 +37,7 @@ class FakePeers : public Peers {
   std::map<std::string, AgentReport> agents_;
   std::set<std::string> running_;
   std::map<std::string, std::string> foreign_;
+  std::map<std::string, VersionAnswer> versions_;
   int asks_ = 0;
   std::vector<std::string> probed_;
 };

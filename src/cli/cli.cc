@@ -166,7 +166,7 @@ const std::vector<Command>& Commands() {
       {nullptr, "cluster-init", "resolve the members once and seal them as a member bucket in --bucket",
        Concat({kCommon, kDiscovery, {"bucket", "write-out", "initial-advertise-peer-urls"}}), ClusterInit},
       {nullptr, "init", "discover, decide how to start, write the member bucket and etcd's config; idempotent",
-       Concat({kCommon, kDiscovery, kNode, {"write-out"}}), Init},
+       Concat({kCommon, kDiscovery, kNode, {"write-out", "etcd"}}), Init},
       {nullptr, "run", "init, then run etcd and keep it whole: restarts, learner promotion, /healthz /readyz /metrics",
        Concat({kCommon, kDiscovery, kNode, {"etcd", "status-listen"}}), Run, /*takes_extra=*/true},
       {nullptr, "upkeep",

@@ -52,11 +52,11 @@ Result<EtcdVersion> ParseEtcdVersion(std::string_view text, std::string_view sou
 }
 
 std::optional<EtcdVersion> ClusterVersion(const VersionFacts& facts) {
-  std::optional<EtcdVersion> highest;
+  std::optional<EtcdVersion> highest = facts.recorded_cluster;
   for (const auto& p : facts.peers) {
     if (p.cluster && (!highest || *p.cluster > *highest)) highest = p.cluster;
   }
-  return highest ? highest : facts.recorded_cluster;
+  return highest;
 }
 
 std::string VersionRefusal(const VersionFacts& facts) {

@@ -26,6 +26,12 @@ struct EtcdVersion {
 // prints them; InvalidArgument naming `source` for anything else (each part at most 4 digits).
 Result<EtcdVersion> ParseEtcdVersion(std::string_view text, std::string_view source);
 
+// What an etcd peer URL answers on GET /version.
+struct VersionAnswer {
+  EtcdVersion server;
+  std::optional<EtcdVersion> cluster;  // nullopt while etcd says "not_decided"
+};
+
 // What one peer's etcd said on GET /version.
 struct PeerVersion {
   std::string name;
@@ -40,7 +46,7 @@ struct VersionFacts {
   std::vector<PeerVersion> peers;  // those that answered
 };
 
-// The cluster's version: the highest any peer reports, else the recorded one.
+// The cluster's version: the highest any peer reports or this member recorded (it never goes down).
 std::optional<EtcdVersion> ClusterVersion(const VersionFacts& facts);
 
 // Empty when the binary may start here; else the one line that says why not, naming both versions

@@ -380,7 +380,18 @@ Decision PlanWithoutCluster(const PlanInput& in) {
 
 }  // namespace
 
+VersionFacts VersionFactsOf(const PlanInput& input) {
+  VersionFacts versions{input.binary_version, input.recorded_cluster_version, {}};
+  for (const auto& p : input.peers) {
+    if (p.version) versions.peers.push_back({p.name, p.version->server, p.version->cluster});
+  }
+  return versions;
+}
+
 Decision Plan(const PlanInput& input) {
+  if (std::string refusal = VersionRefusal(VersionFactsOf(input)); !refusal.empty()) {
+    return Wait(WaitKind::kVersion, refusal);
+  }
   std::vector<const PeerFacts*> reporting;
   const PeerFacts* conflicting = nullptr;
   for (const auto& p : input.peers) {

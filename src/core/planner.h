@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/cluster.h"
+#include "core/etcd_version.h"
 #include "quorate/member.h"
 
 namespace quorate {
@@ -19,6 +20,7 @@ struct PeerFacts {
   // ID, names or URLs etcd refuses, a failed TLS handshake): what it answered. Only silence means
   // "no etcd there"; this means "unknown", and no new cluster is started past it.
   std::string foreign_answer;
+  std::optional<VersionAnswer> version;  // its GET /version, when it answered as etcd
 };
 
 struct PlanInput {
@@ -31,6 +33,10 @@ struct PlanInput {
   // etcd ran under this process and exited: a removal it met was an operator's, and is not undone.
   bool etcd_ran = false;
   std::vector<PeerFacts> peers;  // every expected member except self
+  // Rule 6: the version of the etcd binary this member will run (nullopt: not known), and the
+  // cluster version its member bucket last recorded.
+  std::optional<EtcdVersion> binary_version;
+  std::optional<EtcdVersion> recorded_cluster_version;
 };
 
 enum class Action {
@@ -50,6 +56,7 @@ enum class WaitKind {
   kMajorityLost,    // replace needed but no quorum: a majority has lost its data or is down
   kConflict,        // peers report different clusters: never pick one
   kRemoved,         // rule 1b: our member was removed while etcd ran here: keep etcd stopped
+  kVersion,         // rule 6: the binary's version breaks etcd's upgrade rules: do not start it
 };
 
 struct Decision {
@@ -68,6 +75,9 @@ struct Decision {
 };
 
 Decision Plan(const PlanInput& input);
+
+// Rule 6's facts out of the plan's input: the binary, the recorded cluster version, each peer's.
+VersionFacts VersionFactsOf(const PlanInput& input);
 
 const char* ActionName(Action action);
 

@@ -29,12 +29,6 @@ Result<ClusterView> ProbeMembers(const std::string& peer_url, const TlsFiles& pe
 Result<ClusterView> ParseMembersAnswer(const std::string& body, const std::string& cluster_id_header,
                                        const std::string& source);
 
-// What an etcd peer URL answers on GET /version.
-struct VersionAnswer {
-  EtcdVersion server;
-  std::optional<EtcdVersion> cluster;  // nullopt while etcd says "not_decided"
-};
-
 // GET /version on a peer URL, with the outcomes of ProbeMembers.
 Result<VersionAnswer> ProbeVersion(const std::string& peer_url, const TlsFiles& peer_tls,
                                    std::chrono::milliseconds timeout);

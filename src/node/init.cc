@@ -11,7 +11,9 @@
 #include "agent/agent.h"
 #include "core/bucket.h"
 #include "etcd/etcd_config.h"
+#include "etcd/etcd_version.h"
 #include "etcd/etcd_wal.h"
+#include "node/etcd_binary.h"
 #include "quorate/fs.h"
 #include "quorate/log.h"
 #include "store/sealed_bucket.h"
@@ -148,6 +150,7 @@ InitJob::InitJob(Config config, InitOptions options)
       state_(std::make_unique<State>()) {
   if (!options_.etcd_clients) options_.etcd_clients = MakeEtcdClient;
   if (!options_.is_own_address) options_.is_own_address = IsAddressOfThisMachine;
+  if (!options_.etcd_version) options_.etcd_version = EtcdBinaryVersion;
 }
 
 InitJob::~InitJob() = default;
@@ -294,6 +297,9 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Cl
     if (decision.action != Action::kWait) return decision;
     // Not waited out here: `run` keeps etcd stopped and asks again, answering signals meanwhile.
     if (decision.wait == WaitKind::kRemoved) return Status::Unavailable(decision.reason);
+    // Rule 6: only another binary or another peer version cures it; `init` and the first start of
+    // `run` end with this line, a restart under `run` is held and asks again.
+    if (decision.wait == WaitKind::kVersion) return Status::FailedPrecondition(decision.reason);
     if (decision.reason != last_reason) {
       spdlog::info("waiting: {}", decision.reason);
       last_reason = decision.reason;
@@ -340,16 +346,30 @@ Result<InitOutcome> InitJob::Carry(const Local& local, const PlanInput& input, D
   out.cluster_id = decision.cluster_id.value_or(local.expected.cluster_id());
   out.initial_cluster = decision.initial_cluster;
 
+  out.etcd_version = input.binary_version;
+  out.cluster_version = ClusterVersion(VersionFactsOf(input));
+
   if (Status s = MakeDirs(c.state_dir); !s.ok()) return s;
+  std::optional<Bucket> bucket;
   if (!local.has_data || !local.stored) {
-    Bucket bucket{local.expected, {decision.initial_cluster_state, NowRfc3339()}};
-    if (Status s = SaveBucket(c.state_dir, bucket); !s.ok()) return s;
+    bucket = Bucket{local.expected, {decision.initial_cluster_state, NowRfc3339()}};
+  } else {
+    bucket = local.stored;
+  }
+  if (out.etcd_version) bucket->cluster.etcd_version = out.etcd_version;
+  bucket->cluster.cluster_version = out.cluster_version;
+  // Saved when new or when a version moved: a restart with nothing new writes nothing.
+  bool versions_moved = local.stored && (local.stored->cluster.etcd_version != bucket->cluster.etcd_version ||
+                                         local.stored->cluster.cluster_version != bucket->cluster.cluster_version);
+  if (!local.has_data || !local.stored || versions_moved) {
+    if (Status s = SaveBucket(c.state_dir, *bucket); !s.ok()) return s;
   }
   EtcdLaunch launch = MakeEtcdLaunch(c, self, local.token, decision.initial_cluster, decision.initial_cluster_state);
   out.bucket_path = c.state_dir + "/" + kBucketFile;
   out.etcd_config_path = c.state_dir + "/" + kEtcdConfigFile;
   out.etcd_env_path = c.state_dir + "/" + kEtcdEnvFile;
   out.etcd_flags = RenderEtcdFlags(launch);
+  if (out.etcd_version) out.etcd_flags = SpellEtcdArgs(out.etcd_flags, *out.etcd_version);
   // Written only when their content changes: a restart with nothing new needs no disk at all.
   for (const auto& [path, content] : {std::pair{out.etcd_config_path, RenderEtcdYaml(launch)},
                                       std::pair{out.etcd_env_path, RenderEtcdEnv(launch)}}) {
@@ -380,6 +400,13 @@ Result<InitOutcome> InitJob::Run() {
       spdlog::warn("cannot tell whose data {} holds, so a removal of this member goes unnoticed: {}", c.data_dir,
                    wal.status().message());
     }
+  }
+  if (local->stored) input.recorded_cluster_version = local->stored->cluster.cluster_version;
+  if (auto binary = options_.etcd_version(c.etcd_path); binary.ok()) {
+    input.binary_version = *binary;
+  } else {
+    // An init container need not hold etcd: the rules then go by the peers' versions alone.
+    spdlog::info("etcd version unknown, upgrade rules checked without it: {}", binary.status().message());
   }
   if (Status s = ServeAgent(*local, input); !s.ok()) return s;
 

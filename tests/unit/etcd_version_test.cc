@@ -106,11 +106,13 @@ TEST_CASE("etcd flags are spelt as each version from 3.4 to 3.7 accepts them") {
         std::vector<std::string>{"--feature-gates=SetMemberLocalAddr=true"});
 }
 
-TEST_CASE("the cluster version is the highest a peer reports, else the recorded one") {
+TEST_CASE("the cluster version is the highest a peer reports or the bucket recorded") {
   VersionFacts facts{V(3, 5, 30), V(3, 4, 0), {}};
   CHECK(*ClusterVersion(facts) == V(3, 4, 0));
   facts.peers = {{"n2", V(3, 5, 30), V(3, 5, 0)}, {"n3", V(3, 5, 30), std::nullopt}};
   CHECK(*ClusterVersion(facts) == V(3, 5, 0));
+  facts.recorded_cluster = V(3, 6, 0);
+  CHECK(*ClusterVersion(facts) == V(3, 6, 0));
   CHECK(!ClusterVersion(VersionFacts{}).has_value());
 }
 

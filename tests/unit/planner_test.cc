@@ -46,7 +46,7 @@ PlanInput MakeInput(const MemberSet& set, int self_k = 1) {
   in.cluster_size = set.size();
   for (const auto& m : set.members()) {
     if (m.name == in.self.name) continue;
-    in.peers.push_back(PeerFacts{m.name, AgentOk(set), std::nullopt, {}});
+    in.peers.push_back(PeerFacts{m.name, AgentOk(set), std::nullopt, {}, std::nullopt});
   }
   return in;
 }
@@ -238,7 +238,7 @@ TEST_CASE("a peer URL answering as etcd never does is unknown, never 'no cluster
 TEST_CASE("reports from peers outside the expected set do not block new") {
   MemberSet set = MakeSet(2);
   PlanInput in = MakeInput(set);
-  in.peers.push_back(PeerFacts{"stranger", AgentReport{}, std::nullopt, {}});
+  in.peers.push_back(PeerFacts{"stranger", AgentReport{}, std::nullopt, {}, std::nullopt});
   CHECK(Plan(in).action == Action::kNew);
 }
 
@@ -831,7 +831,7 @@ TEST_CASE("invariants hold for every combination of peer states (3 members)") {
         for (const PeerCase& c : {c2, c3}) {
           int peer_k = k++;
           if (!c.present) continue;
-          PeerFacts p{NameOf(peer_k), AgentOk(set), std::nullopt, {}};
+          PeerFacts p{NameOf(peer_k), AgentOk(set), std::nullopt, {}, std::nullopt};
           switch (c.agent) {
             case AgentCase::kUnreachable:
               p.agent = AgentReport{false, "unavailable", DataState::kUnknown, "", 0};
@@ -961,4 +961,47 @@ TEST_CASE("invariants hold for every combination of peer states (3 members)") {
   CHECK(combinations == 2 * 43 * 43);
 }
 
+}  // namespace quorate
+
+namespace quorate {
+namespace {
+
+TEST_CASE("rule 6: a version etcd would refuse stops every rule, restart and join alike, before etcd starts") {
+  MemberSet set = MakeSet(3);
+  ClusterView running{set.cluster_id(), {CMember(set, 1, true), CMember(set, 2, true), CMember(set, 3, true)}};
+  for (bool has_data : {true, false}) {
+    CAPTURE(has_data);
+    PlanInput in = MakeInput(set);
+    in.has_local_data = has_data;
+    if (!has_data) running.members.erase(running.members.begin());  // n1 joins a cluster of two
+    for (auto& p : in.peers) {
+      p.cluster = running;
+      p.version = VersionAnswer{{3, 5, 30}, EtcdVersion{3, 5, 0}};
+    }
+    in.binary_version = EtcdVersion{3, 4, 23};
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kWait);
+    CHECK(d.wait == WaitKind::kVersion);
+    CHECK(d.reason.find("etcd 3.4.23 (--etcd) is older than the cluster version 3.5") == 0);
+    // The same start with the cluster's binary goes ahead by its usual rule.
+    in.binary_version = EtcdVersion{3, 5, 30};
+    CHECK(Plan(in).action == (has_data ? Action::kRestart : Action::kJoin));
+    // Unknown binary (init without etcd beside it): the peers alone refuse nothing here.
+    in.binary_version.reset();
+    CHECK(Plan(in).wait != WaitKind::kVersion);
+  }
+}
+
+TEST_CASE("rule 6: with no peer answering, the cluster version the bucket recorded still binds") {
+  MemberSet set = MakeSet(3);
+  PlanInput in = MakeInput(set);
+  in.has_local_data = true;
+  in.binary_version = EtcdVersion{3, 4, 23};
+  in.recorded_cluster_version = EtcdVersion{3, 5, 0};
+  CHECK(Plan(in).wait == WaitKind::kVersion);
+  in.recorded_cluster_version = EtcdVersion{3, 4, 0};
+  CHECK(Plan(in).action == Action::kRestart);
+}
+
+}  // namespace
 }  // namespace quorate
