@@ -126,7 +126,10 @@ std::string EtcdVersion(const std::string& etcd_path) {
 }
 
 int Version(const Config& config, const Words&) {
-  std::cout << FormatVersions(EtcdVersion(config.etcd_path), config.etcd_path, config.output);
+  ClusterVersionSeen cluster = SeeClusterVersion(config);
+  std::cout << FormatVersions(EtcdVersion(config.etcd_path), config.etcd_path,
+                              cluster.version ? cluster.version->ToString() : "", Printable(cluster.source),
+                              config.output);
   return 0;
 }
 
@@ -185,8 +188,10 @@ const std::vector<Command>& Commands() {
        "member names as etcd lists them, or hex member IDs; all are resolved against one member list before "
        "any is removed, and removed in the order given. Unknown, repeated or none: exit 2, nothing removed. "
        "Unsafe (the remaining started, healthy voters would not be a majority, or the last voter): exit 1"},
-      {nullptr, "version", "print the versions of quorate and of the etcd it would run",
-       Concat({kCommon, {"etcd", "write-out"}}), Version},
+      {nullptr, "version", "print the versions of quorate, of the etcd it would run and of the cluster",
+       Concat({kCommon, {"etcd", "write-out", "name", "data-dir", "state-dir", "peer-cert-file", "peer-key-file",
+                         "peer-trusted-ca-file"}}),
+       Version},
   };
   return kCommands;
 }

@@ -97,12 +97,16 @@ std::string FormatMemberList(const MemberListing& listing, OutputFormat format) 
   return out;
 }
 
-std::string FormatVersions(const std::string& etcd_version, const std::string& etcd_path, OutputFormat format) {
+std::string FormatVersions(const std::string& etcd_version, const std::string& etcd_path,
+                           const std::string& cluster_version, const std::string& cluster_source, OutputFormat format) {
   if (format == OutputFormat::kJson) {
-    return JsonText(nlohmann::json{{"quorate", QUORATE_VERSION}, {"etcd", etcd_version}, {"etcdPath", etcd_path}}) +
-           "\n";
+    nlohmann::json doc{{"quorate", QUORATE_VERSION}, {"etcd", etcd_version}, {"etcdPath", etcd_path},
+                       {"cluster", cluster_version.empty() ? nlohmann::json() : nlohmann::json(cluster_version)},
+                       {"clusterSource", cluster_source}};
+    return JsonText(doc) + "\n";
   }
-  return fmt::format("quorate version: {}\netcd version: {} ({})\n", QUORATE_VERSION, etcd_version, etcd_path);
+  return fmt::format("quorate version: {}\netcd version: {} ({})\ncluster version: {} ({})\n", QUORATE_VERSION,
+                     etcd_version, etcd_path, cluster_version.empty() ? "unknown" : cluster_version, cluster_source);
 }
 
 void RemovalPrinter::Handled(ClusterId cluster, const ClusterMember& m, Outcome outcome) {

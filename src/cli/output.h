@@ -25,7 +25,9 @@ std::string FormatInitOutcome(const InitOutcome& outcome, OutputFormat format);
 std::string FormatMemberList(const MemberListing& listing, OutputFormat format);
 
 // `version`: quorate's, and that of the etcd binary at `etcd_path` ("not found" when it gave none).
-std::string FormatVersions(const std::string& etcd_version, const std::string& etcd_path, OutputFormat format);
+// `cluster_version` empty when unknown; `cluster_source` says where it came from, or why unknown.
+std::string FormatVersions(const std::string& etcd_version, const std::string& etcd_path,
+                           const std::string& cluster_version, const std::string& cluster_source, OutputFormat format);
 
 // `member remove`: one line per argument, flushed as it is handled (etcdctl's "Member <id> removed
 // from cluster <cluster id>", with the name; JSON lines with -w json).

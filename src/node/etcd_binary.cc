@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "core/bucket.h"
 #include "etcd/etcd_version.h"
+#include "etcd/peer_probe.h"
 #include "node/process.h"
 #include "quorate/log.h"
 #include "quorate/text.h"
@@ -38,6 +40,24 @@ Result<EtcdVersion> EtcdBinaryVersion(const std::string& etcd_path) {
   close(read_fd);
   output.resize(n > 0 ? static_cast<size_t>(n) : 0);
   return ParseEtcdVersionOutput(output, Printable(etcd_path));
+}
+
+ClusterVersionSeen SeeClusterVersion(const Config& config) {
+  auto bucket = LoadBucket(config.state_dir);
+  if (!bucket.ok()) return {std::nullopt, bucket.status().message()};
+  ClusterVersionSeen seen{bucket->cluster.cluster_version, "recorded in the member bucket"};
+  for (const auto& m : bucket->members.members()) {
+    for (const auto& url : m.peer_urls) {
+      auto answer = ProbeVersion(url, config.peer_tls, std::chrono::seconds(1));
+      if (!answer.ok() || !answer->cluster) continue;
+      if (!seen.version || *answer->cluster > *seen.version || seen.source.starts_with("recorded")) {
+        seen = {answer->cluster, fmt::format("{} at {}", m.name, url)};
+      }
+      break;
+    }
+  }
+  if (!seen.version) seen.source = "no member answered and none is recorded in the member bucket";
+  return seen;
 }
 
 }  // namespace quorate
