@@ -250,6 +250,17 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
                            IdToHex(c.cluster_id), c.members.size(), size, in.self.name));
     }
   }
+  if (d.add_member && in.member_add_needs_every_voter) {
+    std::vector<std::string> down;
+    for (const auto& m : c.members) {
+      if (&m != listed && !m.is_learner && !VoterAnswers(in, m)) down.push_back(NameFor(m, in.expected));
+    }
+    if (!down.empty()) {
+      d.reason = OneLine(fmt::format("{}; this etcd adds no member while a voter is down ({}), so MemberAdd is "
+                                     "retried until it is back or removed with quorate member remove",
+                                     d.reason, JoinStrings(down, ", ")));
+    }
+  }
   d.cluster_id = c.cluster_id;
   d.endpoints = StartedEndpoints(c);
   return d;

@@ -37,6 +37,9 @@ struct PlanInput {
   // cluster version its member bucket last recorded.
   std::optional<EtcdVersion> binary_version;
   std::optional<EtcdVersion> recorded_cluster_version;
+  // The cluster's etcd refuses MemberAdd while any voter is down (3.4, and 3.5 before 3.5.30):
+  // a join or replace then says which voter holds it up.
+  bool member_add_needs_every_voter = false;
 };
 
 enum class Action {

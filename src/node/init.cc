@@ -284,6 +284,18 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Cl
   std::string last_reason;
   while (true) {
     input.peers = GatherFacts(peers_, expected, input.self.name);
+    // Whichever peer leads applies MemberAdd's check: strict if any of them is strict; with no peer
+    // version known, as strict as the binary.
+    input.member_add_needs_every_voter = false;
+    bool any_version = false;
+    for (const auto& p : input.peers) {
+      if (!p.version) continue;
+      any_version = true;
+      input.member_add_needs_every_voter |= FeaturesOf(p.version->server).member_add_needs_every_voter;
+    }
+    if (!any_version && input.binary_version) {
+      input.member_add_needs_every_voter = FeaturesOf(*input.binary_version).member_add_needs_every_voter;
+    }
     for (const auto& p : input.peers) {
       spdlog::debug("{}: agent {} ({}), etcd {}", p.name, p.agent.reachable ? "answers" : "unreachable",
                     p.agent.reachable ? DataStateName(p.agent.data_state) : p.agent.error,

@@ -126,6 +126,14 @@ def require_etcd35():
     return os.path.normpath(ETCD35_DIR)
 
 
+def require_etcd34_and_35():
+    """(etcd 3.4 on PATH, etcd 3.5 of scripts/deps), for the tests that need both; exits 77 without."""
+    require("etcdctl")
+    if SYSTEM_ETCD is None:
+        skip("no etcd 3.4 on PATH (scripts/deps installs it)")
+    return SYSTEM_ETCD, os.path.join(require_etcd35(), "etcd")
+
+
 if ETCD_DIR:
     if not os.access(os.path.join(ETCD_DIR, "etcd"), os.X_OK):
         skip(f"no etcd in QUORATE_TEST_ETCD_DIR={ETCD_DIR} (scripts/deps fetches etcd 3.5)")
@@ -526,6 +534,15 @@ def peer_members(node):
             return r.headers.get("X-Etcd-Cluster-Id"), json.loads(r.read().decode())
     except (OSError, ValueError):
         return None
+
+
+def healthy_cluster_on(etcd, size=3):
+    """`size` nodes under `quorate run --etcd ETCD`, started one after the other, once healthy."""
+    c = Cluster(size)
+    for n in c.nodes:
+        n.run(etcd=etcd)
+    wait_healthy(c)
+    return c
 
 
 def run_together(nodes, extra=()):

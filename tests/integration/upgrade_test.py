@@ -8,8 +8,8 @@ import json
 import os
 import signal
 
-from harness import (QUORATE, SYSTEM_ETCD, Cluster, Writer, check, http_get, keys_on, log, main, member_ids,
-                     require, require_etcd35, run, stop_together, wait_healthy, wait_until)
+from harness import (QUORATE, Writer, check, healthy_cluster_on, http_get, keys_on, log, main, member_ids,
+                     require_etcd34_and_35, run, stop_together, wait_healthy, wait_until)
 
 # etcd hands leadership over on SIGTERM, so a restart costs at most one election's worth of writes.
 MAX_FAILED_WRITES_PER_RESTART = 3
@@ -32,13 +32,8 @@ def crash_and_back(c, node):
 
 
 def test():
-    require("etcdctl")
-    check(SYSTEM_ETCD is not None, "no etcd 3.4 on PATH (scripts/deps installs it)")
-    etcd35 = os.path.join(require_etcd35(), "etcd")
-    c = Cluster(3)
-    for n in c.nodes:
-        n.run(etcd=SYSTEM_ETCD)
-    wait_healthy(c)
+    etcd34, etcd35 = require_etcd34_and_35()
+    c = healthy_cluster_on(etcd34)
     check(all(versions(n)[0] == "3.4.23" for n in c.nodes), "the cluster does not start on etcd 3.4.23")
     before = member_ids(c)
     for i in range(20):

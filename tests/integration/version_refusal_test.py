@@ -8,7 +8,7 @@ import json
 import os
 import time
 
-from harness import (QUORATE, SYSTEM_ETCD, Cluster, check, http_get, log, main, require, require_etcd35, run,
+from harness import (QUORATE, check, healthy_cluster_on, http_get, log, main, require_etcd34_and_35, run,
                      stop_together, wait_healthy, wait_until)
 
 
@@ -21,13 +21,8 @@ def fake_etcd(directory, version):
 
 
 def test():
-    require("etcdctl")
-    check(SYSTEM_ETCD is not None, "no etcd 3.4 on PATH (scripts/deps installs it)")
-    etcd35 = os.path.join(require_etcd35(), "etcd")
-    c = Cluster(3)
-    for n in c.nodes:
-        n.run(etcd=etcd35)
-    wait_healthy(c)
+    etcd34, etcd35 = require_etcd34_and_35()
+    c = healthy_cluster_on(etcd35)
     n1 = c.nodes[0]
     server35 = json.loads(http_get(f"{n1.client_url}/version")[1])["etcdserver"]
     wait_until(lambda: json.loads(http_get(f"{n1.client_url}/version")[1])["etcdcluster"] == "3.5.0", 30,
@@ -35,7 +30,7 @@ def test():
     n1.stop()
 
     cases = [
-        (SYSTEM_ETCD, "etcd 3.4.23 (--etcd) is older than the cluster version 3.5, which etcd never goes back "
+        (etcd34, "etcd 3.4.23 (--etcd) is older than the cluster version 3.5, which etcd never goes back "
                       "from: run etcd 3.5 or later here"),
         (fake_etcd(c.dir, "3.7.0"), "etcd 3.7.0 (--etcd) is more than one minor version ahead of the cluster "
                                     "version 3.5: etcd upgrades one minor version at a time, so upgrade every "

@@ -1003,5 +1003,24 @@ TEST_CASE("rule 6: with no peer answering, the cluster version the bucket record
   CHECK(Plan(in).action == Action::kRestart);
 }
 
+TEST_CASE("MemberAdd's every-voter check (3.4, 3.5 before 3.5.30): a replace names the other voter that holds it up") {
+  MemberSet set = MakeSet(5);
+  PlanInput in = MakeInput(set);
+  ClusterView all_started{set.cluster_id(), {}};
+  for (int k = 1; k <= 5; ++k) all_started.members.push_back(CMember(set, k, true));
+  for (auto& p : in.peers) {
+    if (p.name != "n5") p.cluster = all_started;  // n5 is down; n1 (self) lost its data
+  }
+  in.member_add_needs_every_voter = true;
+  Decision strict = Plan(in);
+  CHECK(strict.action == Action::kReplace);
+  CHECK(Contains(strict.reason, "this etcd adds no member while a voter is down (n5)"));
+  CHECK_FALSE(Contains(strict.reason, "(n1"));  // our own stale ID is removed first, so it never holds it up
+  in.member_add_needs_every_voter = false;
+  Decision relaxed = Plan(in);
+  CHECK(relaxed.action == Action::kReplace);
+  CHECK_FALSE(Contains(relaxed.reason, "voter is down"));
+}
+
 }  // namespace
 }  // namespace quorate
