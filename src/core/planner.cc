@@ -250,6 +250,16 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
                            IdToHex(c.cluster_id), c.members.size(), size, in.self.name));
     }
   }
+  d.endpoints = StartedEndpoints(c);
+  if (d.add_member && d.endpoints.empty()) {
+    // A member restarting on its data lists the members as it replays its log, the first ones
+    // before the rest and none started yet (seen on etcd 3.5 with quorum lost): such a view is no
+    // ground to add anyone, and there is no member to send MemberAdd to anyway.
+    return Wait(WaitKind::kPeersNotReady,
+                fmt::format("cluster {} lists no started member yet (its members are starting or replaying their "
+                            "log), so {} cannot be added through one; waiting",
+                            IdToHex(c.cluster_id), in.self.name));
+  }
   if (d.add_member && in.member_add_needs_every_voter) {
     std::vector<std::string> down;
     for (const auto& m : c.members) {
@@ -262,7 +272,6 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
     }
   }
   d.cluster_id = c.cluster_id;
-  d.endpoints = StartedEndpoints(c);
   return d;
 }
 

@@ -1022,5 +1022,20 @@ TEST_CASE("MemberAdd's every-voter check (3.4, 3.5 before 3.5.30): a replace nam
   CHECK_FALSE(Contains(relaxed.reason, "voter is down"));
 }
 
+TEST_CASE("a view with no started member (a survivor replaying its log) is no ground to join: wait, never MemberAdd") {
+  MemberSet set = MakeSet(3);
+  PlanInput in = MakeInput(set, 2);
+  ClusterView replaying{set.cluster_id(), {CMember(set, 1, /*started=*/false)}};
+  PeerNamed(in, "n1").cluster = replaying;
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kWait);
+  CHECK(d.wait == WaitKind::kPeersNotReady);
+  CHECK_FALSE(d.add_member);
+  CHECK(Contains(d.reason, "lists no started member yet"));
+  // Once a member has started, the same view is a cluster to join.
+  PeerNamed(in, "n1").cluster = ClusterView{set.cluster_id(), {CMember(set, 1, true)}};
+  CHECK(Plan(in).action == Action::kJoin);
+}
+
 }  // namespace
 }  // namespace quorate
