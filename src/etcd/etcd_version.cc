@@ -75,11 +75,8 @@ std::vector<std::string> SplitCommas(std::string_view text) {
 
 EtcdFeatures FeaturesOf(const EtcdVersion& v) {
   EtcdFeatures f;
-  bool has_readyz = v >= EtcdVersion{3, 5, 11} || (v.major == 3 && v.minor == 4 && v.patch >= 29);
-  f.health_path = has_readyz ? "/readyz" : "/health";
   bool relaxed = v >= EtcdVersion{3, 6, 11} || (v.major == 3 && v.minor == 5 && v.patch >= 30);
   f.member_add_needs_every_voter = !relaxed;
-  f.has_etcdutl = v >= EtcdVersion{3, 5, 0};
   return f;
 }
 

@@ -1,5 +1,5 @@
 // What differs between the etcd versions quorate runs (3.4 to 3.7), in one table: the spelling of
-// etcd's flags, the health endpoint there is, how strict MemberAdd is. The rest of quorate asks here and never compares
+// etcd's flags and how strict MemberAdd is. The rest of quorate asks here and never compares
 // version numbers itself; the upgrade rules over versions are the planner's (core/etcd_version.h),
 // and a peer's GET /version is read by the peer probe (peer_probe.h).
 #pragma once
@@ -12,16 +12,14 @@
 
 namespace quorate {
 
+// What quorate acts on. Health is not here: quorate asks etcd's gRPC status (upkeep), and the
+// manifests probe etcd's /health, which every version from 3.4 to 3.7 serves (/livez and /readyz
+// only from 3.4.29 and 3.5.11, CHANGELOG-3.4 #17128, CHANGELOG-3.5 #17039).
 struct EtcdFeatures {
-  // The HTTP endpoint on the client URL that says whether this member can serve: /readyz from 3.4.29
-  // and 3.5.11 (CHANGELOG-3.4 #17128, CHANGELOG-3.5 #17039), /health before.
-  std::string health_path;
   // MemberAdd (learners too) is refused unless the leader has been connected to every voter for
   // 5 s, so one voter that is down blocks every add until it is removed. Relaxed to "quorum still
   // holds" in 3.5.30 (#21669) and 3.6.11 (#21667); never in 3.4.
   bool member_add_needs_every_voter = false;
-  // etcdutl (snapshot restore, defrag offline) ships from 3.5.0.
-  bool has_etcdutl = false;
 };
 
 EtcdFeatures FeaturesOf(const EtcdVersion& version);

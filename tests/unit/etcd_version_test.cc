@@ -56,20 +56,13 @@ TEST_CASE("GET /version answers are read as etcd 3.4 to 3.7 write them, and chec
   }
 }
 
-TEST_CASE("each version's features: health endpoint, MemberAdd's check, etcdutl") {
-  CHECK(FeaturesOf(V(3, 4, 23)).health_path == "/health");
-  CHECK(FeaturesOf(V(3, 4, 29)).health_path == "/readyz");
-  CHECK(FeaturesOf(V(3, 5, 10)).health_path == "/health");
-  CHECK(FeaturesOf(V(3, 5, 11)).health_path == "/readyz");
-  CHECK(FeaturesOf(V(3, 7, 1)).health_path == "/readyz");
+TEST_CASE("each version's MemberAdd check: every voter connected until 3.5.30 and 3.6.11, quorum after") {
   CHECK(FeaturesOf(V(3, 4, 45)).member_add_needs_every_voter);
   CHECK(FeaturesOf(V(3, 5, 16)).member_add_needs_every_voter);
   CHECK(!FeaturesOf(V(3, 5, 30)).member_add_needs_every_voter);
   CHECK(FeaturesOf(V(3, 6, 10)).member_add_needs_every_voter);
   CHECK(!FeaturesOf(V(3, 6, 11)).member_add_needs_every_voter);
   CHECK(!FeaturesOf(V(3, 7, 0)).member_add_needs_every_voter);
-  CHECK(!FeaturesOf(V(3, 4, 23)).has_etcdutl);
-  CHECK(FeaturesOf(V(3, 5, 0)).has_etcdutl);
 }
 
 TEST_CASE("etcd flags are spelt as each version from 3.4 to 3.7 accepts them") {
