@@ -83,7 +83,13 @@ int Discover(const Config& config, const Words&) {
   if (!members.ok()) return Fail(members.status());
   auto set = MemberSet::Create(*members, config.initial_cluster_token);
   if (!set.ok()) return Fail(set.status().Prefixed((*provider)->Describe()));
-  std::cout << FormatDiscovered(*set, config.output);
+  if (config.output != OutputFormat::kJson) {
+    std::cout << FormatDiscovered(*set, config.output);
+    return 0;
+  }
+  // What each member runs, for the upgrade rules (docs/DESIGN.md §4 rule 6); silent members are null.
+  auto versions = AskVersions(set->members(), config.peer_tls, std::chrono::seconds(1));
+  std::cout << FormatDiscovered(*set, config.output, &versions);
   return 0;
 }
 
@@ -165,7 +171,9 @@ int MemberRemove(const Config& config, const Words& words) {
 const std::vector<Command>& Commands() {
   static const std::vector<Command> kCommands = {
       {nullptr, "discover", "resolve the peers and print them with the IDs etcd will assign",
-       Concat({kCommon, kDiscovery, {"write-out", "initial-advertise-peer-urls", "advertise-client-urls"}}), Discover},
+       Concat({kCommon, kDiscovery, {"write-out", "initial-advertise-peer-urls", "advertise-client-urls",
+                                     "peer-cert-file", "peer-key-file", "peer-trusted-ca-file"}}),
+       Discover},
       {nullptr, "cluster-init", "resolve the members once and seal them as a member bucket in --bucket",
        Concat({kCommon, kDiscovery, {"bucket", "write-out", "initial-advertise-peer-urls"}}), ClusterInit},
       {nullptr, "init", "discover, decide how to start, write the member bucket and etcd's config; idempotent",

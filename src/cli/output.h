@@ -15,7 +15,10 @@
 namespace quorate {
 
 // `discover` and `cluster-init`: the members with the IDs etcd will assign.
-std::string FormatDiscovered(const MemberSet& set, OutputFormat format);
+// With `versions` (in the members' order, as AskVersions gives them), -w json adds each member's
+// etcdVersion (null where nothing answered) and the clusterVersion the highest of them says.
+std::string FormatDiscovered(const MemberSet& set, OutputFormat format,
+                             const std::vector<std::optional<VersionAnswer>>* versions = nullptr);
 
 // `init`: the decision, its reason and the files written.
 std::string FormatInitOutcome(const InitOutcome& outcome, OutputFormat format);

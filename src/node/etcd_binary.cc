@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <future>
+
 #include <fmt/format.h>
 
 #include "core/bucket.h"
@@ -42,18 +44,33 @@ Result<EtcdVersion> EtcdBinaryVersion(const std::string& etcd_path) {
   return ParseEtcdVersionOutput(output, Printable(etcd_path));
 }
 
+std::vector<std::optional<VersionAnswer>> AskVersions(const std::vector<Member>& members, const TlsFiles& peer_tls,
+                                                      std::chrono::milliseconds timeout) {
+  std::vector<std::future<std::optional<VersionAnswer>>> asks;
+  for (const auto& m : members) {
+    asks.push_back(std::async(std::launch::async, [&m, &peer_tls, timeout]() -> std::optional<VersionAnswer> {
+      for (const auto& url : m.peer_urls) {
+        auto answer = ProbeVersion(url, peer_tls, timeout);
+        if (answer.ok()) return *answer;
+      }
+      return std::nullopt;
+    }));
+  }
+  std::vector<std::optional<VersionAnswer>> out;
+  for (auto& a : asks) out.push_back(a.get());
+  return out;
+}
+
 ClusterVersionSeen SeeClusterVersion(const Config& config) {
   auto bucket = LoadBucket(config.state_dir);
   if (!bucket.ok()) return {std::nullopt, bucket.status().message()};
   ClusterVersionSeen seen{bucket->cluster.cluster_version, "recorded in the member bucket"};
-  for (const auto& m : bucket->members.members()) {
-    for (const auto& url : m.peer_urls) {
-      auto answer = ProbeVersion(url, config.peer_tls, std::chrono::seconds(1));
-      if (!answer.ok() || !answer->cluster) continue;
-      if (!seen.version || *answer->cluster > *seen.version || seen.source.starts_with("recorded")) {
-        seen = {answer->cluster, fmt::format("{} at {}", m.name, url)};
-      }
-      break;
+  const auto& members = bucket->members.members();
+  auto answers = AskVersions(members, config.peer_tls, std::chrono::seconds(1));
+  for (size_t i = 0; i < members.size(); ++i) {
+    const auto& cluster = answers[i] ? answers[i]->cluster : std::nullopt;
+    if (cluster && (!seen.version || *cluster > *seen.version || seen.source.starts_with("recorded"))) {
+      seen = {cluster, "said by " + members[i].name};
     }
   }
   if (!seen.version) seen.source = "no member answered and none is recorded in the member bucket";

@@ -370,11 +370,16 @@ Result<InitOutcome> InitJob::Carry(const Local& local, const PlanInput& input, D
   }
   if (out.etcd_version) bucket->cluster.etcd_version = out.etcd_version;
   bucket->cluster.cluster_version = out.cluster_version;
-  // Saved when new or when a version moved: a restart with nothing new writes nothing.
-  bool versions_moved = local.stored && (local.stored->cluster.etcd_version != bucket->cluster.etcd_version ||
-                                         local.stored->cluster.cluster_version != bucket->cluster.cluster_version);
-  if (!local.has_data || !local.stored || versions_moved) {
+  // Saved when new or when a version moved: a restart with nothing new writes nothing. A record of
+  // versions alone that cannot be written (a full disk) is a warning: the members in it are unchanged,
+  // and the next start records them.
+  if (!local.has_data || !local.stored) {
     if (Status s = SaveBucket(c.state_dir, *bucket); !s.ok()) return s;
+  } else if (local.stored->cluster.etcd_version != bucket->cluster.etcd_version ||
+             local.stored->cluster.cluster_version != bucket->cluster.cluster_version) {
+    if (Status s = SaveBucket(c.state_dir, *bucket); !s.ok()) {
+      spdlog::warn("etcd versions not recorded in the member bucket: {}", s.message());
+    }
   }
   EtcdLaunch launch = MakeEtcdLaunch(c, self, local.token, decision.initial_cluster, decision.initial_cluster_state);
   out.bucket_path = c.state_dir + "/" + kBucketFile;
