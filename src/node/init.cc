@@ -282,6 +282,12 @@ Status InitJob::ServeAgent(const Local& local, const PlanInput& input) {
 Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Clock::TimePoint deadline) {
   Backoff backoff(clock_, kDiscoveryPollInterval, kDiscoveryPollInterval, deadline, options_.stop.fd);
   std::string last_reason;
+  // A peer restarting on its data lists the members as it replays its log, and marks them started
+  // only a moment later (seen on a loaded machine, on etcd 3.4 and 3.5): a start as a never-started
+  // initial member that rests on views where no member has started yet is taken only when a second
+  // look, one poll later, decides the same. Bootstrapping a used member ID on empty data would break
+  // raft's promises; the second look costs a genuine late member 250 ms.
+  std::string first_look;
   while (true) {
     input.peers = GatherFacts(peers_, expected, input.self.name);
     // Whichever peer leads applies MemberAdd's check: strict if any of them is strict; with no peer
@@ -306,7 +312,15 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Cl
       input.etcd_ran = state_->etcd_ran;
     }
     Decision decision = Plan(input);
-    if (decision.action != Action::kWait) return decision;
+    bool provisional = decision.action == Action::kLateInitial && decision.endpoints.empty();
+    if (decision.action != Action::kWait && (!provisional || first_look == decision.initial_cluster)) {
+      return decision;
+    }
+    first_look = provisional ? decision.initial_cluster : "";
+    if (provisional) {
+      decision.reason = "no member has started yet, so looking once more before starting as a never-started "
+                        "initial member: " + decision.reason;
+    }
     // Not waited out here: `run` keeps etcd stopped and asks again, answering signals meanwhile.
     if (decision.wait == WaitKind::kRemoved) return Status::Unavailable(decision.reason);
     // Rule 6: only another binary or another peer version cures it; `init` and the first start of

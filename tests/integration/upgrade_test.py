@@ -81,6 +81,9 @@ def test():
             prefix=c.prefix, check_rc=0)
     shown = json.loads(r.stdout)
     check(shown["etcd"].startswith("3.5.") and shown["cluster"] == "3.5.0", f"quorate version: {r.stdout}")
+    found = c.discover()
+    check(found["clusterVersion"] == "3.5.0" and all(m["etcdVersion"].startswith("3.5.") for m in found["members"]),
+          f"discover -w json: {found}")
     codes = stop_together(c.nodes)
     check(all(rc == 0 for rc in codes.values()), f"quorate run exit codes on SIGTERM: {codes}")
 

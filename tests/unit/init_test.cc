@@ -163,6 +163,41 @@ TEST_CASE("init: listed as an initial member that never started: late-initial, s
   CHECK(bootstrapped.ClientsMade() == 0);
 }
 
+TEST_CASE("init: a view where no member has started is looked at twice before a late-initial start") {
+  InitRig rig;
+  FakeEtcdClient replaying(rig.expected.cluster_id());
+  FakePeers peers(&replaying);
+  for (const char* name : {"n1", "n2", "n3"}) {
+    replaying.AddUnstarted(rig.Id(name), {rig.expected.FindByName(name)->peer_urls}, false);
+  }
+  peers.SetRunning(kN2, true);
+  InitOptions options = rig.Options();
+  options.peers = &peers;
+  options.etcd_clients = replaying.Factory();
+
+  SUBCASE("the second look agrees: a genuine late member starts as itself") {
+    auto started = rig.clock.Now();
+    InitJob job(rig.config, options);
+    auto out = job.Run();
+    REQUIRE_MESSAGE(out.ok(), out.status().message());
+    CHECK(out->decision.action == Action::kLateInitial);
+    CHECK(rig.clock.Now() - started >= milliseconds(250));
+    CHECK(peers.Asks() == 4);  // n2 and n3, twice
+  }
+  SUBCASE("n2 was replaying its log: a moment later n1 shows as started before, and is replaced") {
+    rig.clock.At(rig.clock.Now() + milliseconds(100), [&] {
+      replaying.Start(rig.Id("n1"), "n1", {rig.ClientUrl("n1")});
+      replaying.Start(rig.Id("n2"), "n2", {rig.ClientUrl("n2")});
+    });
+    peers.SetRunning(kN3, true);
+    InitJob job(rig.config, options);
+    auto out = job.Run();
+    REQUIRE_MESSAGE(out.ok(), out.status().message());
+    CHECK(out->decision.action == Action::kReplace);
+    CHECK(out->member_id != rig.Id("n1"));
+  }
+}
+
 TEST_CASE("init: local data restarts etcd on it without asking the cluster for anything") {
   InitRig rig;
   REQUIRE(MakeDirs(rig.config.data_dir + "/member/wal").ok());
