@@ -1,8 +1,5 @@
 #include "cli/cli.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <csignal>
 #include <iostream>
 
@@ -17,7 +14,6 @@
 #include "node/etcd_binary.h"
 #include "node/init.h"
 #include "node/member_remove.h"
-#include "node/process.h"
 #include "node/run.h"
 #include "quorate/log.h"
 #include "quorate/member.h"
