@@ -30,6 +30,11 @@ void FakePeers::SetStaleView(const std::string& peer_url, std::optional<ClusterV
   }
 }
 
+void FakePeers::SetVersion(const std::string& name, const VersionAnswer& version) {
+  std::lock_guard lock(mu_);
+  versions_[name] = version;
+}
+
 int FakePeers::Asks() const {
   std::lock_guard lock(mu_);
   return asks_;
@@ -41,7 +46,7 @@ std::vector<std::string> FakePeers::Probed() const {
 }
 
 PeerFacts FakePeers::Ask(const Member& peer) {
-  PeerFacts facts{peer.name, {}, std::nullopt, {}};
+  PeerFacts facts{peer.name, {}, std::nullopt, {}, std::nullopt};
   {
     std::lock_guard lock(mu_);
     ++asks_;
@@ -53,6 +58,8 @@ PeerFacts FakePeers::Ask(const Member& peer) {
     if (view.ok()) {
       facts.cluster = std::move(*view);
       facts.foreign_answer.clear();
+      std::lock_guard lock(mu_);
+      if (auto it = versions_.find(peer.name); it != versions_.end()) facts.version = it->second;
       break;
     }
     if (!view.status().IsUnavailable()) facts.foreign_answer = view.status().message();

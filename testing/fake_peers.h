@@ -27,6 +27,8 @@ class FakePeers : public Peers {
   // This peer URL answers with `view` instead of the cluster's membership (as an etcd replaying its
   // WAL answers, with only the members replayed so far); nullopt: the cluster's again.
   void SetStaleView(const std::string& peer_url, std::optional<ClusterView> view);
+  // What the etcd at this member's peer URL says on GET /version, once it answers GET /members.
+  void SetVersion(const std::string& name, const VersionAnswer& version);
   int Asks() const;
   std::vector<std::string> Probed() const;
 
@@ -40,6 +42,7 @@ class FakePeers : public Peers {
   std::set<std::string> running_;
   std::map<std::string, std::string> foreign_;
   std::map<std::string, ClusterView> stale_;
+  std::map<std::string, VersionAnswer> versions_;
   int asks_ = 0;
   std::vector<std::string> probed_;
 };

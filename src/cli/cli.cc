@@ -1,8 +1,5 @@
 #include "cli/cli.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <csignal>
 #include <iostream>
 
@@ -14,9 +11,9 @@
 #include "cli/output.h"
 #include "core/bucket.h"
 #include "etcd/etcd_client.h"
+#include "node/etcd_binary.h"
 #include "node/init.h"
 #include "node/member_remove.h"
-#include "node/process.h"
 #include "node/run.h"
 #include "quorate/log.h"
 #include "quorate/member.h"
@@ -82,7 +79,13 @@ int Discover(const Config& config, const Words&) {
   if (!members.ok()) return Fail(members.status());
   auto set = MemberSet::Create(*members, config.initial_cluster_token);
   if (!set.ok()) return Fail(set.status().Prefixed((*provider)->Describe()));
-  std::cout << FormatDiscovered(*set, config.output);
+  if (config.output != OutputFormat::kJson) {
+    std::cout << FormatDiscovered(*set, config.output);
+    return 0;
+  }
+  // What each member runs, for the upgrade rules (docs/DESIGN.md §4 rule 6); silent members are null.
+  auto versions = AskVersions(set->members(), config.peer_tls, std::chrono::seconds(1));
+  std::cout << FormatDiscovered(*set, config.output, &versions);
   return 0;
 }
 
@@ -118,50 +121,17 @@ int Init(const Config& config, const Words&) {
   return 0;
 }
 
-// The version etcd --version states, or "not found". The binary runs without a shell and gets a few
-// seconds to answer; its output goes into a pipe, so a binary that floods it blocks once the pipe is
-// full instead of filling memory, and only the start of it is read.
+// The version etcd --version states, or "not found".
 std::string EtcdVersion(const std::string& etcd_path) {
-  constexpr auto kDeadline = std::chrono::seconds(5);
-  constexpr size_t kMaxOutputBytes = 4096;
-  const std::string kNotFound = "not found";
-  int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) return kNotFound;
-  // The launcher appends the child's stdout and stderr to a path; this one opens the pipe's write end.
-  close(pipe_fds[1]);
-  const int read_fd = pipe_fds[0];
-  {
-    auto child = RealProcessLauncher().Start(
-        {{etcd_path, "--version"}, {}, fmt::format("/proc/self/fd/{}", read_fd)});
-    if (!child.ok()) {
-      close(read_fd);
-      return kNotFound;
-    }
-    auto exit = (*child)->Wait(kDeadline);
-    if (exit.ok() && !*exit) {
-      spdlog::warn("{} --version did not answer within {} s", Printable(etcd_path), kDeadline.count());
-    }
-  }  // a child still running is killed and reaped here
-  std::string output(kMaxOutputBytes, '\0');
-  ssize_t n = read(read_fd, output.data(), output.size());
-  close(read_fd);
-  output.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  constexpr std::string_view kPrefix = "etcd Version: ";
-  for (size_t start = 0; start < output.size();) {
-    size_t end = std::min(output.find('\n', start), output.size());
-    std::string_view line = std::string_view(output).substr(start, end - start);
-    if (line.starts_with(kPrefix)) {
-      line.remove_prefix(kPrefix.size());
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      return Printable(line, 64);
-    }
-    start = end + 1;
-  }
-  return kNotFound;
+  auto version = EtcdBinaryVersion(etcd_path);
+  return version.ok() ? version->ToString() : "not found";
 }
 
 int Version(const Config& config, const Words&) {
-  std::cout << FormatVersions(EtcdVersion(config.etcd_path), config.etcd_path, config.output);
+  ClusterVersionSeen cluster = SeeClusterVersion(config);
+  std::cout << FormatVersions(EtcdVersion(config.etcd_path), config.etcd_path,
+                              cluster.version ? cluster.version->ToString() : "", Printable(cluster.source),
+                              config.output);
   return 0;
 }
 
@@ -197,11 +167,13 @@ int MemberRemove(const Config& config, const Words& words) {
 const std::vector<Command>& Commands() {
   static const std::vector<Command> kCommands = {
       {nullptr, "discover", "resolve the peers and print them with the IDs etcd will assign",
-       Concat({kCommon, kDiscovery, {"write-out", "initial-advertise-peer-urls", "advertise-client-urls"}}), Discover},
+       Concat({kCommon, kDiscovery, {"write-out", "initial-advertise-peer-urls", "advertise-client-urls",
+                                     "peer-cert-file", "peer-key-file", "peer-trusted-ca-file"}}),
+       Discover},
       {nullptr, "cluster-init", "resolve the members once and seal them as a member bucket in --bucket",
        Concat({kCommon, kDiscovery, {"bucket", "write-out", "initial-advertise-peer-urls"}}), ClusterInit},
       {nullptr, "init", "discover, decide how to start, write the member bucket and etcd's config; idempotent",
-       Concat({kCommon, kDiscovery, kNode, {"write-out"}}), Init},
+       Concat({kCommon, kDiscovery, kNode, {"write-out", "etcd"}}), Init},
       {nullptr, "run", "init, then run etcd and keep it whole: restarts, learner promotion, /healthz /readyz /metrics",
        Concat({kCommon, kDiscovery, kNode, {"etcd", "status-listen"}}), Run, /*takes_extra=*/true},
       {nullptr, "upkeep",
@@ -220,8 +192,10 @@ const std::vector<Command>& Commands() {
        "member names as etcd lists them, or hex member IDs; all are resolved against one member list before "
        "any is removed, and removed in the order given. Unknown, repeated or none: exit 2, nothing removed. "
        "Unsafe (the remaining started, healthy voters would not be a majority, or the last voter): exit 1"},
-      {nullptr, "version", "print the versions of quorate and of the etcd it would run",
-       Concat({kCommon, {"etcd", "write-out"}}), Version},
+      {nullptr, "version", "print the versions of quorate, of the etcd it would run and of the cluster",
+       Concat({kCommon, {"etcd", "write-out", "name", "data-dir", "state-dir", "peer-cert-file", "peer-key-file",
+                         "peer-trusted-ca-file"}}),
+       Version},
   };
   return kCommands;
 }

@@ -19,20 +19,28 @@ void PrintJsonLine(std::ostream& out, const nlohmann::ordered_json& line) {
   out << JsonText(line) << "\n" << std::flush;
 }
 
-std::string MembersJson(const MemberSet& set) {
+std::string MembersJson(const MemberSet& set, const std::vector<std::optional<VersionAnswer>>* versions) {
   nlohmann::json members = nlohmann::json::array();
-  for (const auto& m : set.members()) {
+  std::optional<EtcdVersion> cluster;
+  for (size_t i = 0; i < set.members().size(); ++i) {
+    const Member& m = set.members()[i];
     members.push_back(
         {{"id", IdToHex(set.IdOf(m))}, {"name", m.name}, {"peerURLs", m.peer_urls}, {"clientURLs", m.client_urls}});
+    if (versions == nullptr) continue;
+    const auto& answer = versions->at(i);
+    members.back()["etcdVersion"] = answer ? nlohmann::json(answer->server.ToString()) : nlohmann::json();
+    if (answer && answer->cluster && (!cluster || *answer->cluster > *cluster)) cluster = answer->cluster;
   }
   nlohmann::json doc = {{"clusterID", IdToHex(set.cluster_id())}, {"token", set.token()}, {"members", members}};
+  if (versions != nullptr) doc["clusterVersion"] = cluster ? nlohmann::json(cluster->ToString()) : nlohmann::json();
   return JsonText(doc, 2) + "\n";
 }
 
 }  // namespace
 
-std::string FormatDiscovered(const MemberSet& set, OutputFormat format) {
-  if (format == OutputFormat::kJson) return MembersJson(set);
+std::string FormatDiscovered(const MemberSet& set, OutputFormat format,
+                             const std::vector<std::optional<VersionAnswer>>* versions) {
+  if (format == OutputFormat::kJson) return MembersJson(set, versions);
   if (format == OutputFormat::kTable) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& m : set.members()) {
@@ -97,12 +105,16 @@ std::string FormatMemberList(const MemberListing& listing, OutputFormat format) 
   return out;
 }
 
-std::string FormatVersions(const std::string& etcd_version, const std::string& etcd_path, OutputFormat format) {
+std::string FormatVersions(const std::string& etcd_version, const std::string& etcd_path,
+                           const std::string& cluster_version, const std::string& cluster_source, OutputFormat format) {
   if (format == OutputFormat::kJson) {
-    return JsonText(nlohmann::json{{"quorate", QUORATE_VERSION}, {"etcd", etcd_version}, {"etcdPath", etcd_path}}) +
-           "\n";
+    nlohmann::json doc{{"quorate", QUORATE_VERSION}, {"etcd", etcd_version}, {"etcdPath", etcd_path},
+                       {"cluster", cluster_version.empty() ? nlohmann::json() : nlohmann::json(cluster_version)},
+                       {"clusterSource", cluster_source}};
+    return JsonText(doc) + "\n";
   }
-  return fmt::format("quorate version: {}\netcd version: {} ({})\n", QUORATE_VERSION, etcd_version, etcd_path);
+  return fmt::format("quorate version: {}\netcd version: {} ({})\ncluster version: {} ({})\n", QUORATE_VERSION,
+                     etcd_version, etcd_path, cluster_version.empty() ? "unknown" : cluster_version, cluster_source);
 }
 
 void RemovalPrinter::Handled(ClusterId cluster, const ClusterMember& m, Outcome outcome) {

@@ -15,7 +15,10 @@
 namespace quorate {
 
 // `discover` and `cluster-init`: the members with the IDs etcd will assign.
-std::string FormatDiscovered(const MemberSet& set, OutputFormat format);
+// With `versions` (in the members' order, as AskVersions gives them), -w json adds each member's
+// etcdVersion (null where nothing answered) and the clusterVersion the highest of them says.
+std::string FormatDiscovered(const MemberSet& set, OutputFormat format,
+                             const std::vector<std::optional<VersionAnswer>>* versions = nullptr);
 
 // `init`: the decision, its reason and the files written.
 std::string FormatInitOutcome(const InitOutcome& outcome, OutputFormat format);
@@ -25,7 +28,9 @@ std::string FormatInitOutcome(const InitOutcome& outcome, OutputFormat format);
 std::string FormatMemberList(const MemberListing& listing, OutputFormat format);
 
 // `version`: quorate's, and that of the etcd binary at `etcd_path` ("not found" when it gave none).
-std::string FormatVersions(const std::string& etcd_version, const std::string& etcd_path, OutputFormat format);
+// `cluster_version` empty when unknown; `cluster_source` says where it came from, or why unknown.
+std::string FormatVersions(const std::string& etcd_version, const std::string& etcd_path,
+                           const std::string& cluster_version, const std::string& cluster_source, OutputFormat format);
 
 // `member remove`: one line per argument, flushed as it is handled (etcdctl's "Member <id> removed
 // from cluster <cluster id>", with the name; JSON lines with -w json).

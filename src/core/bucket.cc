@@ -59,6 +59,8 @@ std::string EncodeBucket(const Bucket& bucket) {
                 {"state", bucket.cluster.state},
                 {"createdAt", bucket.cluster.created_at}}},
               {"members", members}};
+  if (bucket.cluster.etcd_version) doc["cluster"]["etcdVersion"] = bucket.cluster.etcd_version->ToString();
+  if (bucket.cluster.cluster_version) doc["cluster"]["clusterVersion"] = bucket.cluster.cluster_version->ToString();
   return JsonText(doc, 2) + "\n";
 }
 
@@ -105,7 +107,16 @@ Result<Bucket> DecodeBucket(std::string_view text, std::string_view source) {
   if (IdToHex(set->cluster_id()) != cluster["clusterID"].get<std::string>()) {
     return corrupt("clusterID does not match the members");
   }
-  return Bucket{std::move(*set), {StringOr(cluster, "state"), StringOr(cluster, "createdAt")}};
+  Bucket bucket{std::move(*set), {StringOr(cluster, "state"), StringOr(cluster, "createdAt")}};
+  for (auto [key, out] : {std::pair{"etcdVersion", &bucket.cluster.etcd_version},
+                          std::pair{"clusterVersion", &bucket.cluster.cluster_version}}) {
+    if (!cluster.contains(key)) continue;
+    if (!cluster[key].is_string()) return corrupt(fmt::format("{} is not a string", key));
+    auto version = ParseEtcdVersion(cluster[key].get<std::string>(), key);
+    if (!version.ok()) return corrupt(version.status().message());
+    *out = *version;
+  }
+  return bucket;
 }
 
 Result<Bucket> LoadBucket(const std::string& dir) {

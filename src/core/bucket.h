@@ -4,9 +4,11 @@
 // bucket is reported and never trusted.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "core/etcd_version.h"
 #include "quorate/member.h"
 #include "quorate/status.h"
 
@@ -15,6 +17,10 @@ namespace quorate {
 struct ClusterRecord {
   std::string state;       // "new" or "existing": how the cluster was (or will be) started
   std::string created_at;  // RFC 3339, UTC
+  // Rule 6's memory: the etcd binary that last started on this member's data, and the highest
+  // cluster version it has seen, which binds a restart when no peer answers. None in a shared store.
+  std::optional<EtcdVersion> etcd_version = std::nullopt;
+  std::optional<EtcdVersion> cluster_version = std::nullopt;
 };
 
 struct Bucket {

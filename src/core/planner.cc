@@ -258,8 +258,28 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
                            IdToHex(c.cluster_id), c.members.size(), size, in.self.name));
     }
   }
-  d.cluster_id = c.cluster_id;
   d.endpoints = StartedEndpoints(c);
+  if (d.add_member && d.endpoints.empty()) {
+    // A member restarting on its data lists the members as it replays its log, the first ones
+    // before the rest and none started yet (seen on etcd 3.5 with quorum lost): such a view is no
+    // ground to add anyone, and there is no member to send MemberAdd to anyway.
+    return Wait(WaitKind::kPeersNotReady,
+                fmt::format("cluster {} lists no started member yet (its members are starting or replaying their "
+                            "log), so {} cannot be added through one; waiting",
+                            IdToHex(c.cluster_id), in.self.name));
+  }
+  if (d.add_member && in.member_add_needs_every_voter) {
+    std::vector<std::string> down;
+    for (const auto& m : c.members) {
+      if (&m != listed && !m.is_learner && !VoterAnswers(in, m)) down.push_back(NameFor(m, in.expected));
+    }
+    if (!down.empty()) {
+      d.reason = OneLine(fmt::format("{}; this etcd adds no member while a voter is down ({}), so MemberAdd is "
+                                     "retried until it is back or removed with quorate member remove",
+                                     d.reason, JoinStrings(down, ", ")));
+    }
+  }
+  d.cluster_id = c.cluster_id;
   return d;
 }
 
@@ -384,7 +404,18 @@ Decision PlanWithoutCluster(const PlanInput& in) {
 
 }  // namespace
 
+VersionFacts VersionFactsOf(const PlanInput& input) {
+  VersionFacts versions{input.binary_version, input.recorded_cluster_version, {}};
+  for (const auto& p : input.peers) {
+    if (p.version) versions.peers.push_back({p.name, p.version->server, p.version->cluster});
+  }
+  return versions;
+}
+
 Decision Plan(const PlanInput& input) {
+  if (std::string refusal = VersionRefusal(VersionFactsOf(input)); !refusal.empty()) {
+    return Wait(WaitKind::kVersion, refusal);
+  }
   std::vector<const PeerFacts*> reporting;
   const PeerFacts* conflicting = nullptr;
   for (const auto& p : input.peers) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/cluster.h"
+#include "core/etcd_version.h"
 #include "quorate/member.h"
 
 namespace quorate {
@@ -19,6 +20,7 @@ struct PeerFacts {
   // ID, names or URLs etcd refuses, a failed TLS handshake): what it answered. Only silence means
   // "no etcd there"; this means "unknown", and no new cluster is started past it.
   std::string foreign_answer;
+  std::optional<VersionAnswer> version;  // its GET /version, when it answered as etcd
 };
 
 struct PlanInput {
@@ -35,6 +37,13 @@ struct PlanInput {
   // committed before the read; nullopt when no member could do one (no quorum) or it was not asked
   // (asked only when a peer's view of our WAL's cluster lacks our member). Rule 1b trusts only this.
   std::optional<ClusterView> quorum_view;
+  // Rule 6: the version of the etcd binary this member will run (nullopt: not known), and the
+  // cluster version its member bucket last recorded.
+  std::optional<EtcdVersion> binary_version;
+  std::optional<EtcdVersion> recorded_cluster_version;
+  // The cluster's etcd refuses MemberAdd while any voter is down (3.4, and 3.5 before 3.5.30):
+  // a join or replace then says which voter holds it up.
+  bool member_add_needs_every_voter = false;
 };
 
 enum class Action {
@@ -54,6 +63,7 @@ enum class WaitKind {
   kMajorityLost,    // replace needed but no quorum: a majority has lost its data or is down
   kConflict,        // peers report different clusters: never pick one
   kRemoved,         // rule 1b: our member was removed while etcd ran here: keep etcd stopped
+  kVersion,         // rule 6: the binary's version breaks etcd's upgrade rules: do not start it
 };
 
 struct Decision {
@@ -72,6 +82,9 @@ struct Decision {
 };
 
 Decision Plan(const PlanInput& input);
+
+// Rule 6's facts out of the plan's input: the binary, the recorded cluster version, each peer's.
+VersionFacts VersionFactsOf(const PlanInput& input);
 
 const char* ActionName(Action action);
 

@@ -91,17 +91,21 @@ Result<ClusterView> ParseMembersAnswer(const std::string& body, const std::strin
   return view;
 }
 
-Result<ClusterView> ProbeMembers(const std::string& peer_url, const TlsFiles& peer_tls,
-                                 std::chrono::milliseconds timeout) {
+namespace {
+
+// GET `target` on an etcd peer URL: the 200 answer's response, Unavailable when nothing answers,
+// InvalidArgument when something answers but not as etcd does.
+Result<HttpResponse> PeerGet(const std::string& peer_url, const TlsFiles& peer_tls, const std::string& target,
+                             std::chrono::milliseconds timeout, size_t max_body) {
   auto url = ParseUrl(peer_url);
   if (!url.ok()) return url.status().Prefixed("probing etcd peer");
-  const std::string source = peer_url + "/members";
+  const std::string source = peer_url + target;
   HttpRequest request;
   request.base_url = peer_url;
   request.tls = peer_tls;
-  request.target = "/members";
+  request.target = target;
   request.timeout = timeout;
-  request.max_body = kMaxMembersAnswerBytes;
+  request.max_body = max_body;
   HttpResult answer = HttpSend(request);
   switch (answer.failure) {
     case HttpFailure::kNone:
@@ -119,7 +123,57 @@ Result<ClusterView> ProbeMembers(const std::string& peer_url, const TlsFiles& pe
   if (answer.response.status != 200) {
     return Status::InvalidArgument(fmt::format("{} answered HTTP {}, not 200", source, answer.response.status));
   }
-  return ParseMembersAnswer(answer.response.body, answer.response.Header("X-Etcd-Cluster-ID"), source);
+  return std::move(answer.response);
+}
+
+// GET /version is about 50 bytes.
+constexpr size_t kMaxVersionAnswerBytes = 4096;
+
+}  // namespace
+
+Result<ClusterView> ProbeMembers(const std::string& peer_url, const TlsFiles& peer_tls,
+                                 std::chrono::milliseconds timeout) {
+  auto response = PeerGet(peer_url, peer_tls, "/members", timeout, kMaxMembersAnswerBytes);
+  if (!response.ok()) return response.status();
+  return ParseMembersAnswer(response->body, response->Header("X-Etcd-Cluster-ID"), peer_url + "/members");
+}
+
+Result<VersionAnswer> ParseVersionAnswer(const std::string& body, const std::string& source) {
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument(fmt::format("{} is not an etcd version answer: {}", source, why));
+  };
+  auto parsed = ParseForeignJson(body);
+  if (!parsed.ok()) return bad("body is " + parsed.status().message());
+  const json& doc = *parsed;
+  if (!doc.is_object()) return bad(fmt::format("body is a JSON {}, not an object", doc.type_name()));
+  auto field = [&](const char* key) -> Result<std::string> {
+    const json* v = Optional(doc, key);
+    if (!v) return bad(fmt::format("no {}", key));
+    if (!v->is_string()) return bad(fmt::format("{} is {}, not a string", key, v->type_name()));
+    return v->get<std::string>();
+  };
+  auto server_text = field("etcdserver");
+  if (!server_text.ok()) return server_text.status();
+  auto cluster_text = field("etcdcluster");
+  if (!cluster_text.ok()) return cluster_text.status();
+  VersionAnswer answer;
+  auto server = ParseEtcdVersion(*server_text, source + " etcdserver");
+  if (!server.ok()) return bad(server.status().message());
+  answer.server = *server;
+  // Until the leader has decided the cluster version, etcd says so in words.
+  if (*cluster_text != "not_decided") {
+    auto cluster = ParseEtcdVersion(*cluster_text, source + " etcdcluster");
+    if (!cluster.ok()) return bad(cluster.status().message());
+    answer.cluster = *cluster;
+  }
+  return answer;
+}
+
+Result<VersionAnswer> ProbeVersion(const std::string& peer_url, const TlsFiles& peer_tls,
+                                   std::chrono::milliseconds timeout) {
+  auto response = PeerGet(peer_url, peer_tls, "/version", timeout, kMaxVersionAnswerBytes);
+  if (!response.ok()) return response.status();
+  return ParseVersionAnswer(response->body, peer_url + "/version");
 }
 
 }  // namespace quorate

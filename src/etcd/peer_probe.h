@@ -1,12 +1,15 @@
 // Reads an etcd member's peer endpoint GET /members, which etcd answers before any quorum exists:
 // the cluster ID (header X-Etcd-Cluster-ID) and the members, with client URLs only for those that
-// have started. This is how quorate learns that a cluster exists when no etcd API answers yet.
+// have started. This is how quorate learns that a cluster exists when no etcd API answers yet. And
+// GET /version: the version each peer runs and the cluster's, for the upgrade rules.
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "core/cluster.h"
+#include "core/etcd_version.h"
 #include "quorate/status.h"
 #include "quorate/tls.h"
 
@@ -25,5 +28,13 @@ Result<ClusterView> ProbeMembers(const std::string& peer_url, const TlsFiles& pe
 // The body of GET /members and its cluster ID header, checked; `source` names them in errors.
 Result<ClusterView> ParseMembersAnswer(const std::string& body, const std::string& cluster_id_header,
                                        const std::string& source);
+
+// GET /version on a peer URL, with the outcomes of ProbeMembers.
+Result<VersionAnswer> ProbeVersion(const std::string& peer_url, const TlsFiles& peer_tls,
+                                   std::chrono::milliseconds timeout);
+
+// The body of GET /version, checked: {"etcdserver":"3.5.30","etcdcluster":"3.5.0"} (3.6 adds
+// "storage", which is not read); `source` names it in errors.
+Result<VersionAnswer> ParseVersionAnswer(const std::string& body, const std::string& source);
 
 }  // namespace quorate

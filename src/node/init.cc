@@ -12,7 +12,9 @@
 #include "agent/agent.h"
 #include "core/bucket.h"
 #include "etcd/etcd_config.h"
+#include "etcd/etcd_version.h"
 #include "etcd/etcd_wal.h"
+#include "node/etcd_binary.h"
 #include "quorate/fs.h"
 #include "quorate/log.h"
 #include "store/sealed_bucket.h"
@@ -183,6 +185,7 @@ InitJob::InitJob(Config config, InitOptions options)
       state_(std::make_unique<State>()) {
   if (!options_.etcd_clients) options_.etcd_clients = MakeEtcdClient;
   if (!options_.is_own_address) options_.is_own_address = IsAddressOfThisMachine;
+  if (!options_.etcd_version) options_.etcd_version = EtcdBinaryVersion;
 }
 
 InitJob::~InitJob() = default;
@@ -314,6 +317,12 @@ Status InitJob::ServeAgent(const Local& local, const PlanInput& input) {
 Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Clock::TimePoint deadline) {
   Backoff backoff(clock_, kDiscoveryPollInterval, kDiscoveryPollInterval, deadline, options_.stop.fd);
   std::string last_reason;
+  // A peer restarting on its data lists the members as it replays its log, and marks them started
+  // only a moment later (seen on a loaded machine, on etcd 3.4 and 3.5): a start as a never-started
+  // initial member that rests on views where no member has started yet is taken only when a second
+  // look, one poll later, decides the same. Bootstrapping a used member ID on empty data would break
+  // raft's promises; the second look costs a genuine late member 250 ms.
+  std::string first_look;
   while (true) {
     {
       std::lock_guard lock(state_->mu);
@@ -322,6 +331,18 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Cl
       }
     }
     input.peers = GatherFacts(peers_, expected, input.self.name);
+    // Whichever peer leads applies MemberAdd's check: strict if any of them is strict; with no peer
+    // version known, as strict as the binary.
+    input.member_add_needs_every_voter = false;
+    bool any_version = false;
+    for (const auto& p : input.peers) {
+      if (!p.version) continue;
+      any_version = true;
+      input.member_add_needs_every_voter |= FeaturesOf(p.version->server).member_add_needs_every_voter;
+    }
+    if (!any_version && input.binary_version) {
+      input.member_add_needs_every_voter = FeaturesOf(*input.binary_version).member_add_needs_every_voter;
+    }
     for (const auto& p : input.peers) {
       spdlog::debug("{}: agent {} ({}), etcd {}", p.name, p.agent.reachable ? "answers" : "unreachable",
                     p.agent.reachable ? DataStateName(p.agent.data_state) : p.agent.error,
@@ -346,13 +367,24 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Cl
       }
     }
     Decision decision = Plan(input);
-    if (decision.action != Action::kWait) return decision;
+    bool provisional = decision.action == Action::kLateInitial && decision.endpoints.empty();
+    if (decision.action != Action::kWait && (!provisional || first_look == decision.initial_cluster)) {
+      return decision;
+    }
+    first_look = provisional ? decision.initial_cluster : "";
+    if (provisional) {
+      decision.reason = "no member has started yet, so looking once more before starting as a never-started "
+                        "initial member: " + decision.reason;
+    }
     // Not waited out here: `run` keeps etcd stopped and asks again, answering signals meanwhile.
     if (decision.wait == WaitKind::kRemoved) {
       std::lock_guard lock(state_->mu);
       if (input.local) state_->removed = {input.local->member_id, decision.reason};
       return Status::Unavailable(decision.reason);
     }
+    // Rule 6: only another binary or another peer version cures it; `init` and the first start of
+    // `run` end with this line, a restart under `run` is held and asks again.
+    if (decision.wait == WaitKind::kVersion) return Status::FailedPrecondition(decision.reason);
     if (decision.reason != last_reason) {
       spdlog::info("waiting: {}", decision.reason);
       last_reason = decision.reason;
@@ -399,16 +431,35 @@ Result<InitOutcome> InitJob::Carry(const Local& local, const PlanInput& input, D
   out.cluster_id = decision.cluster_id.value_or(local.expected.cluster_id());
   out.initial_cluster = decision.initial_cluster;
 
+  out.etcd_version = input.binary_version;
+  out.cluster_version = ClusterVersion(VersionFactsOf(input));
+
   if (Status s = MakeDirs(c.state_dir); !s.ok()) return s;
+  std::optional<Bucket> bucket;
   if (!local.has_data || !local.stored) {
-    Bucket bucket{local.expected, {decision.initial_cluster_state, NowRfc3339()}};
-    if (Status s = SaveBucket(c.state_dir, bucket); !s.ok()) return s;
+    bucket = Bucket{local.expected, {decision.initial_cluster_state, NowRfc3339()}};
+  } else {
+    bucket = local.stored;
+  }
+  if (out.etcd_version) bucket->cluster.etcd_version = out.etcd_version;
+  bucket->cluster.cluster_version = out.cluster_version;
+  // Saved when new or when a version moved: a restart with nothing new writes nothing. A record of
+  // versions alone that cannot be written (a full disk) is a warning: the members in it are unchanged,
+  // and the next start records them.
+  if (!local.has_data || !local.stored) {
+    if (Status s = SaveBucket(c.state_dir, *bucket); !s.ok()) return s;
+  } else if (local.stored->cluster.etcd_version != bucket->cluster.etcd_version ||
+             local.stored->cluster.cluster_version != bucket->cluster.cluster_version) {
+    if (Status s = SaveBucket(c.state_dir, *bucket); !s.ok()) {
+      spdlog::warn("etcd versions not recorded in the member bucket: {}", s.message());
+    }
   }
   EtcdLaunch launch = MakeEtcdLaunch(c, self, local.token, decision.initial_cluster, decision.initial_cluster_state);
   out.bucket_path = c.state_dir + "/" + kBucketFile;
   out.etcd_config_path = c.state_dir + "/" + kEtcdConfigFile;
   out.etcd_env_path = c.state_dir + "/" + kEtcdEnvFile;
   out.etcd_flags = RenderEtcdFlags(launch);
+  if (out.etcd_version) out.etcd_flags = SpellEtcdArgs(out.etcd_flags, *out.etcd_version);
   // Written only when their content changes: a restart with nothing new needs no disk at all.
   for (const auto& [path, content] : {std::pair{out.etcd_config_path, RenderEtcdYaml(launch)},
                                       std::pair{out.etcd_env_path, RenderEtcdEnv(launch)}}) {
@@ -439,6 +490,13 @@ Result<InitOutcome> InitJob::Run() {
       spdlog::warn("cannot tell whose data {} holds, so a removal of this member goes unnoticed: {}", c.data_dir,
                    wal.status().message());
     }
+  }
+  if (local->stored) input.recorded_cluster_version = local->stored->cluster.cluster_version;
+  if (auto binary = options_.etcd_version(c.etcd_path); binary.ok()) {
+    input.binary_version = *binary;
+  } else {
+    // An init container need not hold etcd: the rules then go by the peers' versions alone.
+    spdlog::info("etcd version unknown, upgrade rules checked without it: {}", binary.status().message());
   }
   if (Status s = ServeAgent(*local, input); !s.ok()) return s;
 

@@ -5,7 +5,9 @@
 // InitOptions, so the whole job runs in tests against fakes and in fake time.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 // The commands that run the job also discover on their own (`discover`, `cluster-init`).
@@ -30,7 +32,11 @@ struct InitOutcome {
   std::string bucket_path;
   std::string etcd_config_path;
   std::string etcd_env_path;
-  std::vector<std::string> etcd_flags;
+  std::vector<std::string> etcd_flags;  // spelt for etcd_version when it is known
+  // Rule 6's facts as this run found them: the binary's version (nullopt when --etcd cannot be run
+  // here, as in an init container without etcd) and the cluster's.
+  std::optional<EtcdVersion> etcd_version;
+  std::optional<EtcdVersion> cluster_version;
 };
 
 // True when <data-dir>/member/wal holds a WAL file.
@@ -47,6 +53,9 @@ struct InitOptions {
   Peers* peers = nullptr;
   EtcdClientFactory etcd_clients;
   IsOwnAddress is_own_address;
+  // What `etcd --version` of --etcd says (node/etcd_binary.h): asked on every run, so an etcd
+  // binary replaced under `quorate run` is seen at the next restart.
+  std::function<Result<EtcdVersion>(const std::string& etcd_path)> etcd_version;
   // Every wait of the job (peers, discovery, the bucket, membership retries) ends at once on a stop;
   // Run() then returns Cancelled, saying whether a membership change was left half done.
   StopSource stop;

@@ -17,7 +17,7 @@ class NetworkPeers : public Peers {
       : self_name_(config.name), agent_port_(config.agent_port), peer_tls_(config.peer_tls) {}
 
   PeerFacts Ask(const Member& peer) override {
-    PeerFacts facts{peer.name, {}, std::nullopt, {}};
+    PeerFacts facts{peer.name, {}, std::nullopt, {}, std::nullopt};
     auto url = ParseUrl(peer.peer_urls.front());
     facts.agent = AskAgent(AgentTarget(*url, agent_port_), self_name_, peer_tls_, kPeerCallTimeout);
     for (const auto& u : peer.peer_urls) {
@@ -25,6 +25,13 @@ class NetworkPeers : public Peers {
       if (view.ok()) {
         facts.cluster = std::move(*view);
         facts.foreign_answer.clear();
+        // The same etcd's version, for rule 6; one that does not say leaves it unknown.
+        auto version = ProbeVersion(u, peer_tls_, kPeerCallTimeout);
+        if (version.ok()) {
+          facts.version = *version;
+        } else {
+          spdlog::debug("{}: {}", peer.name, version.status().message());
+        }
         break;
       }
       if (!view.status().IsUnavailable()) facts.foreign_answer = view.status().message();

@@ -19,7 +19,8 @@ class Peers {
  public:
   virtual ~Peers() = default;
   // Never fails: an agent that cannot be asked is an unreachable report, a silent peer URL leaves
-  // `cluster` empty, and a peer URL answering as etcd never does sets `foreign_answer`. Called from
+  // `cluster` empty, and a peer URL answering as etcd never does sets `foreign_answer`; `version`
+  // is what the peer URL that answered says on GET /version. Called from
   // several threads at once, one peer each.
   virtual PeerFacts Ask(const Member& peer) = 0;
   // GET /members at one peer URL, as ProbeMembers: Unavailable only when nothing answers there.

@@ -12,6 +12,7 @@
 
 #include "core/bucket.h"
 #include "etcd/etcd_config.h"
+#include "etcd/etcd_version.h"
 #include "node/etcd_env.h"
 #include "node/init.h"
 #include "node/signal_watcher.h"
@@ -27,7 +28,9 @@ namespace {
 std::vector<std::string> EtcdArgv(const Config& c, const InitOutcome& outcome, const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {c.etcd_path};
   argv.insert(argv.end(), outcome.etcd_flags.begin(), outcome.etcd_flags.end());
-  argv.insert(argv.end(), extra.begin(), extra.end());
+  // The operator's flags too are spelt as this binary accepts them, so one manifest outlives an upgrade.
+  const auto spelt = outcome.etcd_version ? SpellEtcdArgs(extra, *outcome.etcd_version) : extra;
+  argv.insert(argv.end(), spelt.begin(), spelt.end());
   return argv;
 }
 

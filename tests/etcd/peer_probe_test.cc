@@ -56,6 +56,17 @@ TEST_CASE("probing a real etcd 3.4 peer URL, before quorum and once started") {
     CHECK(m.peer_urls == std::vector<std::string>{peer_url});
     CHECK(m.client_urls == std::vector<std::string>{client_url});
     CHECK_FALSE(m.is_learner);
+    // GET /version on the peer URL: the server's version, and the cluster's once a leader decided it.
+    auto deadline = Clock::now() + seconds(15);
+    Result<VersionAnswer> version = Status::Unavailable("not probed yet");
+    while (Clock::now() < deadline && !(version.ok() && version->cluster)) {
+      version = ProbeVersion(peer_url, {}, milliseconds(500));
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    REQUIRE_MESSAGE(version.ok(), version.status().message());
+    CHECK(version->server.major == 3);
+    REQUIRE(version->cluster);
+    CHECK(version->cluster->Minor() == version->server.Minor());
   }
   SUBCASE("one node of two has no quorum, yet its peer URL lists the initial cluster") {
     const std::string peer1 = url(), client1 = url(), peer2 = url();
@@ -70,6 +81,13 @@ TEST_CASE("probing a real etcd 3.4 peer URL, before quorum and once started") {
              (m.id == id2 && m.name == "infra2" && m.peer_urls == std::vector<std::string>{peer2})));
       CHECK_FALSE(m.is_learner);
     }
+    // Without a leader the cluster version is not decided, and etcd says so in words.
+    auto version = ProbeVersion(peer1, {}, milliseconds(500));
+    REQUIRE_MESSAGE(version.ok(), version.status().message());
+    CHECK_FALSE(version->cluster);
+  }
+  SUBCASE("nothing listening: unavailable, as for GET /members") {
+    CHECK(ProbeVersion(url(), {}, milliseconds(500)).status().IsUnavailable());
   }
 }
 

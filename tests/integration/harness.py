@@ -1,4 +1,5 @@
-"""Drives real quorate, real etcd 3.4 and real dnsmasq for the integration tests.
+"""Drives real quorate, real etcd (3.4, or 3.5 with QUORATE_TEST_ETCD_DIR) and real dnsmasq for the
+integration tests.
 
 Nodes take loopback addresses PREFIX.1, PREFIX.2, ... (PREFIX from QUORATE_TEST_NET, default
 127.0.0) with etcd's standard ports, so the tests never run in parallel. Every process a test starts
@@ -106,6 +107,39 @@ def skip(reason):
 def require(binary):
     if shutil.which(binary) is None:
         skip(f"{binary} is not installed (scripts/deps installs it)")
+
+
+# The etcd under test. By default the one on PATH (Debian bookworm's 3.4.23); with
+# QUORATE_TEST_ETCD_DIR, the etcd and etcdctl in that directory (the `-etcd35` tests give
+# third_party/etcd-3.5/usr/bin, where scripts/deps unpacks Debian's 3.5), put first on PATH so that
+# every etcd and etcdctl a test starts is that one, and given to `quorate run` as --etcd.
+SYSTEM_ETCD = shutil.which("etcd")
+ETCD35_DIR = os.environ.get("QUORATE_ETCD35_DIR") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "third_party", "etcd-3.5", "usr", "bin")
+ETCD_DIR = os.environ.get("QUORATE_TEST_ETCD_DIR", "")
+
+
+def require_etcd35():
+    """The directory of etcd 3.5's binaries; exits 77 when scripts/deps has not fetched them."""
+    if not os.access(os.path.join(ETCD35_DIR, "etcd"), os.X_OK):
+        skip(f"etcd 3.5 is not in {os.path.normpath(ETCD35_DIR)} (scripts/deps fetches it)")
+    return os.path.normpath(ETCD35_DIR)
+
+
+def require_etcd34_and_35():
+    """(etcd 3.4 on PATH, etcd 3.5 of scripts/deps), for the tests that need both; exits 77 without."""
+    require("etcdctl")
+    if SYSTEM_ETCD is None:
+        skip("no etcd 3.4 on PATH (scripts/deps installs it)")
+    return SYSTEM_ETCD, os.path.join(require_etcd35(), "etcd")
+
+
+if ETCD_DIR:
+    if not os.access(os.path.join(ETCD_DIR, "etcd"), os.X_OK):
+        skip(f"no etcd in QUORATE_TEST_ETCD_DIR={ETCD_DIR} (scripts/deps fetches etcd 3.5)")
+    ETCD_DIR = os.path.normpath(ETCD_DIR)
+    os.environ["PATH"] = ETCD_DIR + os.pathsep + os.environ.get("PATH", "")
+ETCD = shutil.which("etcd") or "etcd"
 
 
 def wait_until(fn, timeout, what, interval=0.1):
@@ -221,7 +255,7 @@ class Node:
 
     def start_etcd(self):
         conf = os.path.join(self.data_dir, "quorate", "etcd.conf.yml")
-        self.etcd = spawn(["etcd", "--config-file", conf], self.log_path, prefix=self.cluster.prefix)
+        self.etcd = spawn([ETCD, "--config-file", conf], self.log_path, prefix=self.cluster.prefix)
 
     def init_and_start(self, delay=0.0):
         time.sleep(delay)
@@ -229,8 +263,8 @@ class Node:
         self.start_etcd()
         return out
 
-    def run(self, extra=(), etcd_args=()):
-        argv = [QUORATE, "run", "--status-listen", f"{self.ip}:2383"] + self.args(extra)
+    def run(self, extra=(), etcd_args=(), etcd=None):
+        argv = [QUORATE, "run", "--status-listen", f"{self.ip}:2383", "--etcd", etcd or ETCD] + self.args(extra)
         if etcd_args:
             argv += ["--"] + list(etcd_args)
         self.quorate = spawn(argv, self.log_path, prefix=self.cluster.prefix)
@@ -500,6 +534,15 @@ def peer_members(node):
             return r.headers.get("X-Etcd-Cluster-Id"), json.loads(r.read().decode())
     except (OSError, ValueError):
         return None
+
+
+def healthy_cluster_on(etcd, size=3):
+    """`size` nodes under `quorate run --etcd ETCD`, started one after the other, once healthy."""
+    c = Cluster(size)
+    for n in c.nodes:
+        n.run(etcd=etcd)
+    wait_healthy(c)
+    return c
 
 
 def run_together(nodes, extra=()):

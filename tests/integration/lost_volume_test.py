@@ -65,7 +65,9 @@ def test():
     learners = {int(x) for m in re.finditer(r"learners=\(([0-9 ]*)\)", text) for x in m.group(1).split()}
     check(int(after["n3"], 16) in learners,
           f"n3's etcd never had {after['n3']} as a raft learner:\n{text[-3000:]}")
-    check(f"promote member {after['n3']}" in text, f"n3's etcd did not log its promotion:\n{text[-3000:]}")
+    # 3.4 logs "promote member <id>" in its text, 3.5 "promote member" with "promoted-member-id":"<id>".
+    check(f"promote member {after['n3']}" in text or f'"promoted-member-id":"{after["n3"]}"' in text,
+          f"n3's etcd did not log its promotion:\n{text[-3000:]}")
     check(set(seen) == cluster_id, f"cluster IDs seen while replacing: {seen}, want only {cluster_id}")
     check(len(writer.failures) <= MAX_FAILED_WRITES,
           f"{len(writer.failures)} of {len(writer.ok) + len(writer.failures)} writes failed during the replace")

@@ -425,6 +425,9 @@ class StatefulSetCluster:
         bindir = os.path.join(self.dir, "bin")
         os.makedirs(bindir)
         os.symlink(os.path.abspath(harness.QUORATE), os.path.join(bindir, "quorate"))
+        if harness.ETCD_DIR:  # the etcd under test comes before the system's
+            for tool in ("etcd", "etcdctl"):
+                os.symlink(os.path.join(harness.ETCD_DIR, tool), os.path.join(bindir, tool))
         self.path = f"{bindir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
         check(os.environ.get(INSIDE), "StatefulSetCluster runs inside the test's namespace: use statefulset.main")
         self.dns = DnsServer(self.dir)

@@ -242,6 +242,7 @@ void World::QuorateMain(Node& n, Proc& p) {
   init_options.etcd_clients = ClientFactory(n.index, p.gen);
   init_options.is_own_address = [host = n.host](const PeerUrl& url) -> Result<bool> { return url.host == host; };
   init_options.etcd_files_required = false;
+  init_options.etcd_version = [this](const std::string&) -> Result<EtcdVersion> { return EtcdVersionOfSim(); };
   InitJob job(n.config, init_options);
   auto outcome = job.Run();
   if (!outcome.ok()) {
@@ -649,7 +650,7 @@ int World::NodeByClientUrl(const std::string& url) const {
 }
 
 PeerFacts World::Ask(int from, const Member& peer) {
-  PeerFacts facts{peer.name, {false, "deadline exceeded", DataState::kUnknown, "", 0}, std::nullopt, {}};
+  PeerFacts facts{peer.name, {false, "deadline exceeded", DataState::kUnknown, "", 0}, std::nullopt, {}, std::nullopt};
   nodes[from]->agent_served = true;
   auto url = ParseUrl(peer.peer_urls.front());
   int k = url.ok() ? NodeByHost(url->host) : -1;
@@ -674,6 +675,7 @@ PeerFacts World::Ask(int from, const Member& peer) {
     int j = parsed.ok() ? NodeByHost(parsed->host) : -1;
     if (j >= 0 && nodes[j]->peer_url == u && Answers(j) && Reach(from, j) && nodes[j]->view) {
       facts.cluster = nodes[j]->view;
+      facts.version = VersionAnswer{EtcdVersionOfSim(), EtcdVersion{EtcdVersionOfSim().major, EtcdVersionOfSim().minor, 0}};
       break;
     }
   }

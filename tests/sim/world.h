@@ -20,6 +20,7 @@
 
 #include "core/cluster.h"
 #include "core/config.h"
+#include "core/etcd_version.h"
 #include "etcd/etcd_client.h"
 #include "node/peers.h"
 #include "node/process.h"
@@ -179,6 +180,8 @@ class World {
   void Fail(const std::string& why);
   void OnLog(int node, const std::string& text);
   bool etcd35() const { return etcd35_; }
+  // The etcd every simulated node runs: 3.5.30 relaxed MemberAdd's check, 3.4.23 has the strict one.
+  EtcdVersion EtcdVersionOfSim() const { return etcd35_ ? EtcdVersion{3, 5, 30} : EtcdVersion{3, 4, 23}; }
   bool FaultsOn() const { return now_ < fault_end_; }
   Rng& rng() { return rng_; }
   double drop_rate() const { return drop_rate_; }

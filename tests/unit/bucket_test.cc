@@ -89,4 +89,22 @@ TEST_CASE("buckets are saved atomically and loaded back") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("a bucket records the etcd versions rule 6 remembers, and refuses ones etcd never prints") {
+  Bucket b = ThreeMembers();
+  CHECK(EncodeBucket(b).find("Version") == std::string::npos);  // none known, none written
+  b.cluster.etcd_version = EtcdVersion{3, 5, 30};
+  b.cluster.cluster_version = EtcdVersion{3, 4, 0};
+  std::string text = EncodeBucket(b);
+  auto back = DecodeBucket(text, "t");
+  REQUIRE(back.ok());
+  CHECK(*back->cluster.etcd_version == EtcdVersion{3, 5, 30});
+  CHECK(*back->cluster.cluster_version == EtcdVersion{3, 4, 0});
+  nlohmann::json doc = nlohmann::json::parse(text);
+  for (auto bad : {nlohmann::json("3.5"), nlohmann::json(35), nlohmann::json("3.5.0\n\"x")}) {
+    CAPTURE(bad.dump());
+    doc["cluster"]["clusterVersion"] = bad;
+    CHECK(DecodeBucket(doc.dump(), "t").status().code() == Status::Code::kDataLoss);
+  }
+}
+
 }  // namespace quorate

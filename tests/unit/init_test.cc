@@ -42,6 +42,7 @@ struct InitRig {
   Config config;
   MemberSet expected;
   StopSource stop;
+  std::optional<EtcdVersion> binary = EtcdVersion{3, 4, 23};  // what `etcd --version` says; nullopt: no etcd
 
   InitRig() {
     char tmpl[] = "/tmp/quorate-init-XXXXXX";
@@ -69,6 +70,10 @@ struct InitRig {
     options.etcd_clients = cluster.Factory();
     options.is_own_address = [](const PeerUrl& url) -> Result<bool> { return url.host == "127.0.0.1"; };
     options.stop = stop;
+    options.etcd_version = [this](const std::string& path) -> Result<EtcdVersion> {
+      if (!binary) return Status::NotFound(path + ": no such file");
+      return *binary;
+    };
     return options;
   }
   Result<InitOutcome> Run() {
@@ -159,6 +164,41 @@ TEST_CASE("init: listed as an initial member that never started: late-initial, s
   CHECK(bootstrapped.ClientsMade() == 0);
 }
 
+TEST_CASE("init: a view where no member has started is looked at twice before a late-initial start") {
+  InitRig rig;
+  FakeEtcdClient replaying(rig.expected.cluster_id());
+  FakePeers peers(&replaying);
+  for (const char* name : {"n1", "n2", "n3"}) {
+    replaying.AddUnstarted(rig.Id(name), {rig.expected.FindByName(name)->peer_urls}, false);
+  }
+  peers.SetRunning(kN2, true);
+  InitOptions options = rig.Options();
+  options.peers = &peers;
+  options.etcd_clients = replaying.Factory();
+
+  SUBCASE("the second look agrees: a genuine late member starts as itself") {
+    auto started = rig.clock.Now();
+    InitJob job(rig.config, options);
+    auto out = job.Run();
+    REQUIRE_MESSAGE(out.ok(), out.status().message());
+    CHECK(out->decision.action == Action::kLateInitial);
+    CHECK(rig.clock.Now() - started >= milliseconds(250));
+    CHECK(peers.Asks() == 4);  // n2 and n3, twice
+  }
+  SUBCASE("n2 was replaying its log: a moment later n1 shows as started before, and is replaced") {
+    rig.clock.At(rig.clock.Now() + milliseconds(100), [&] {
+      replaying.Start(rig.Id("n1"), "n1", {rig.ClientUrl("n1")});
+      replaying.Start(rig.Id("n2"), "n2", {rig.ClientUrl("n2")});
+    });
+    peers.SetRunning(kN3, true);
+    InitJob job(rig.config, options);
+    auto out = job.Run();
+    REQUIRE_MESSAGE(out.ok(), out.status().message());
+    CHECK(out->decision.action == Action::kReplace);
+    CHECK(out->member_id != rig.Id("n1"));
+  }
+}
+
 TEST_CASE("init: local data restarts etcd on it without asking the cluster for anything") {
   InitRig rig;
   REQUIRE(MakeDirs(rig.config.data_dir + "/member/wal").ok());
@@ -169,6 +209,63 @@ TEST_CASE("init: local data restarts etcd on it without asking the cluster for a
   CHECK(out->member_id == rig.Id("n1"));
   CHECK(LoadBucket(rig.config.state_dir).ok());
   CHECK(rig.cluster.ClientsMade() == 0);
+}
+
+// n1 has data; its peers answer as etcd at these versions, the cluster at `cluster`.
+void RestartAmong(InitRig& rig, EtcdVersion peers, std::optional<EtcdVersion> cluster) {
+  REQUIRE(MakeDirs(rig.config.data_dir + "/member/wal").ok());
+  std::ofstream(rig.config.data_dir + "/member/wal/0.wal") << "not read by the planner's restart rule";
+  rig.cluster.AddStarted(rig.Id("n1"), "n1", {kN1}, {rig.ClientUrl("n1")});
+  rig.PeersRun();
+  rig.peers.SetVersion("n2", {peers, cluster});
+  rig.peers.SetVersion("n3", {peers, cluster});
+}
+
+TEST_CASE("init: rule 6: a binary older than the cluster version is refused before etcd starts, exit 1, one line") {
+  InitRig rig;
+  RestartAmong(rig, {3, 5, 30}, EtcdVersion{3, 5, 0});
+  auto started = rig.clock.Now();
+  auto out = rig.Run();
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.status().exit_code() == ExitCode::kFailure);
+  CHECK(out.status().message() ==
+        "etcd 3.4.23 (--etcd) is older than the cluster version 3.5, which etcd never goes back from: run etcd 3.5 or "
+        "later here");
+  CHECK_FALSE(std::filesystem::exists(rig.config.state_dir + "/" + kEtcdConfigFile));
+  CHECK(rig.clock.Now() == started);  // refused at once: waiting cures nothing
+}
+
+TEST_CASE("init: rule 6: a rolling upgrade restarts as usual; the bucket records the versions, which bind later") {
+  InitRig rig;
+  rig.binary = EtcdVersion{3, 5, 30};
+  RestartAmong(rig, {3, 4, 23}, EtcdVersion{3, 4, 0});  // the first member moved to 3.5
+  auto out = rig.Run();
+  REQUIRE_MESSAGE(out.ok(), out.status().message());
+  CHECK(out->decision.action == Action::kRestart);
+  CHECK(*out->etcd_version == EtcdVersion{3, 5, 30});
+  CHECK(*out->cluster_version == EtcdVersion{3, 4, 0});
+  // The others followed, and the cluster moved to 3.5.
+  rig.peers.SetVersion("n2", {{3, 5, 30}, EtcdVersion{3, 5, 0}});
+  rig.peers.SetVersion("n3", {{3, 5, 30}, EtcdVersion{3, 5, 0}});
+  REQUIRE(rig.Run().ok());
+  auto bucket = LoadBucket(rig.config.state_dir);
+  REQUIRE(bucket.ok());
+  CHECK(*bucket->cluster.etcd_version == EtcdVersion{3, 5, 30});
+  CHECK(*bucket->cluster.cluster_version == EtcdVersion{3, 5, 0});
+
+  // Every peer down (a full restart) and the old binary back: the bucket remembers the cluster.
+  rig.peers.SetRunning(kN2, false);
+  rig.peers.SetRunning(kN3, false);
+  rig.binary = EtcdVersion{3, 4, 23};
+  auto again = rig.Run();
+  REQUIRE_FALSE(again.ok());
+  CHECK(Contains(again.status().message(), "older than the cluster version 3.5"));
+
+  // An init container without etcd: the rules go by what the peers say.
+  rig.binary.reset();
+  auto unknown = rig.Run();
+  REQUIRE_MESSAGE(unknown.ok(), unknown.status().message());
+  CHECK_FALSE(unknown->etcd_version);
 }
 
 TEST_CASE("init: a re-decision with nothing new writes nothing; under run an unwritable etcd file is a warning") {

@@ -76,4 +76,23 @@ TEST_CASE("JSON output never throws: bytes that are not UTF-8 come out as U+FFFD
         "{\"id\":\"b28bdc1605fb2197\",\"name\":\"n\xef\xbf\xbd\",\"clusterID\":\"c1\",\"result\":\"removed\"}\n");
 }
 
+TEST_CASE("discover -w json adds each member's etcd version and the cluster version, null where none answered") {
+  auto set = MemberSet::Create({{"n1", {"http://127.0.0.1:2380"}, {"http://127.0.0.1:2379"}},
+                                {"n2", {"http://127.0.0.2:2380"}, {"http://127.0.0.2:2379"}},
+                                {"n3", {"http://127.0.0.3:2380"}, {"http://127.0.0.3:2379"}}},
+                               "tok");
+  REQUIRE(set.ok());
+  std::vector<std::optional<VersionAnswer>> versions = {VersionAnswer{{3, 5, 30}, EtcdVersion{3, 4, 0}},
+                                                        VersionAnswer{{3, 4, 23}, EtcdVersion{3, 4, 0}}, std::nullopt};
+  auto doc = nlohmann::json::parse(FormatDiscovered(*set, OutputFormat::kJson, &versions));
+  CHECK(doc["clusterVersion"] == "3.4.0");
+  CHECK(doc["members"][0]["etcdVersion"] == "3.5.30");
+  CHECK(doc["members"][1]["etcdVersion"] == "3.4.23");
+  CHECK(doc["members"][2]["etcdVersion"].is_null());
+  // Without versions (cluster-init), the shape is as before.
+  auto plain = nlohmann::json::parse(FormatDiscovered(*set, OutputFormat::kJson));
+  CHECK_FALSE(plain.contains("clusterVersion"));
+  CHECK_FALSE(plain["members"][0].contains("etcdVersion"));
+}
+
 }  // namespace quorate

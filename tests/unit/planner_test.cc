@@ -46,7 +46,7 @@ PlanInput MakeInput(const MemberSet& set, int self_k = 1) {
   in.cluster_size = set.size();
   for (const auto& m : set.members()) {
     if (m.name == in.self.name) continue;
-    in.peers.push_back(PeerFacts{m.name, AgentOk(set), std::nullopt, {}});
+    in.peers.push_back(PeerFacts{m.name, AgentOk(set), std::nullopt, {}, std::nullopt});
   }
   return in;
 }
@@ -238,7 +238,7 @@ TEST_CASE("a peer URL answering as etcd never does is unknown, never 'no cluster
 TEST_CASE("reports from peers outside the expected set do not block new") {
   MemberSet set = MakeSet(2);
   PlanInput in = MakeInput(set);
-  in.peers.push_back(PeerFacts{"stranger", AgentReport{}, std::nullopt, {}});
+  in.peers.push_back(PeerFacts{"stranger", AgentReport{}, std::nullopt, {}, std::nullopt});
   CHECK(Plan(in).action == Action::kNew);
 }
 
@@ -901,7 +901,7 @@ TEST_CASE("invariants hold for every combination of peer states (3 members)") {
         for (const PeerCase& c : {c2, c3}) {
           int peer_k = k++;
           if (!c.present) continue;
-          PeerFacts p{NameOf(peer_k), AgentOk(set), std::nullopt, {}};
+          PeerFacts p{NameOf(peer_k), AgentOk(set), std::nullopt, {}, std::nullopt};
           switch (c.agent) {
             case AgentCase::kUnreachable:
               p.agent = AgentReport{false, "unavailable", DataState::kUnknown, "", 0};
@@ -1031,4 +1031,81 @@ TEST_CASE("invariants hold for every combination of peer states (3 members)") {
   CHECK(combinations == 2 * 43 * 43);
 }
 
+}  // namespace quorate
+
+namespace quorate {
+namespace {
+
+TEST_CASE("rule 6: a version etcd would refuse stops every rule, restart and join alike, before etcd starts") {
+  MemberSet set = MakeSet(3);
+  ClusterView running{set.cluster_id(), {CMember(set, 1, true), CMember(set, 2, true), CMember(set, 3, true)}};
+  for (bool has_data : {true, false}) {
+    CAPTURE(has_data);
+    PlanInput in = MakeInput(set);
+    in.has_local_data = has_data;
+    if (!has_data) running.members.erase(running.members.begin());  // n1 joins a cluster of two
+    for (auto& p : in.peers) {
+      p.cluster = running;
+      p.version = VersionAnswer{{3, 5, 30}, EtcdVersion{3, 5, 0}};
+    }
+    in.binary_version = EtcdVersion{3, 4, 23};
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kWait);
+    CHECK(d.wait == WaitKind::kVersion);
+    CHECK(d.reason.find("etcd 3.4.23 (--etcd) is older than the cluster version 3.5") == 0);
+    // The same start with the cluster's binary goes ahead by its usual rule.
+    in.binary_version = EtcdVersion{3, 5, 30};
+    CHECK(Plan(in).action == (has_data ? Action::kRestart : Action::kJoin));
+    // Unknown binary (init without etcd beside it): the peers alone refuse nothing here.
+    in.binary_version.reset();
+    CHECK(Plan(in).wait != WaitKind::kVersion);
+  }
+}
+
+TEST_CASE("rule 6: with no peer answering, the cluster version the bucket recorded still binds") {
+  MemberSet set = MakeSet(3);
+  PlanInput in = MakeInput(set);
+  in.has_local_data = true;
+  in.binary_version = EtcdVersion{3, 4, 23};
+  in.recorded_cluster_version = EtcdVersion{3, 5, 0};
+  CHECK(Plan(in).wait == WaitKind::kVersion);
+  in.recorded_cluster_version = EtcdVersion{3, 4, 0};
+  CHECK(Plan(in).action == Action::kRestart);
+}
+
+TEST_CASE("MemberAdd's every-voter check (3.4, 3.5 before 3.5.30): a replace names the other voter that holds it up") {
+  MemberSet set = MakeSet(5);
+  PlanInput in = MakeInput(set);
+  ClusterView all_started{set.cluster_id(), {}};
+  for (int k = 1; k <= 5; ++k) all_started.members.push_back(CMember(set, k, true));
+  for (auto& p : in.peers) {
+    if (p.name != "n5") p.cluster = all_started;  // n5 is down; n1 (self) lost its data
+  }
+  in.member_add_needs_every_voter = true;
+  Decision strict = Plan(in);
+  CHECK(strict.action == Action::kReplace);
+  CHECK(Contains(strict.reason, "this etcd adds no member while a voter is down (n5)"));
+  CHECK_FALSE(Contains(strict.reason, "(n1"));  // our own stale ID is removed first, so it never holds it up
+  in.member_add_needs_every_voter = false;
+  Decision relaxed = Plan(in);
+  CHECK(relaxed.action == Action::kReplace);
+  CHECK_FALSE(Contains(relaxed.reason, "voter is down"));
+}
+
+TEST_CASE("a view with no started member (a survivor replaying its log) is no ground to join: wait, never MemberAdd") {
+  MemberSet set = MakeSet(3);
+  PlanInput in = MakeInput(set, 2);
+  ClusterView replaying{set.cluster_id(), {CMember(set, 1, /*started=*/false)}};
+  PeerNamed(in, "n1").cluster = replaying;
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kWait);
+  CHECK(d.wait == WaitKind::kPeersNotReady);
+  CHECK_FALSE(d.add_member);
+  CHECK(Contains(d.reason, "lists no started member yet"));
+  // Once a member has started, the same view is a cluster to join.
+  PeerNamed(in, "n1").cluster = ClusterView{set.cluster_id(), {CMember(set, 1, true)}};
+  CHECK(Plan(in).action == Action::kJoin);
+}
+
+}  // namespace
 }  // namespace quorate
