@@ -310,6 +310,16 @@ Result<BackupKey> LoadBackupKey(const std::string& path) {
   return BackupKeyFromBytes(bytes);
 }
 
+Result<std::vector<BackupKey>> LoadBackupKeys(const std::vector<std::string>& paths) {
+  std::vector<BackupKey> keys;
+  for (const std::string& path : paths) {
+    auto key = LoadBackupKey(path);
+    if (!key.ok()) return key.status();
+    keys.push_back(*key);
+  }
+  return keys;
+}
+
 std::unique_ptr<Sink> MakeEncryptor(const BackupKey& key, Sink& next) {
   return std::make_unique<GcmCipher>(key, next, /*encrypt=*/true);
 }

@@ -40,6 +40,8 @@ struct BackupKey {
 // A key file holds 32 bytes, raw or as 64 hex digits (a trailing newline is allowed), e.g. from
 // `openssl rand -hex 32`. InvalidArgument naming the file otherwise.
 Result<BackupKey> LoadBackupKey(const std::string& path);
+// Every key file of --backup-key-file, in order.
+Result<std::vector<BackupKey>> LoadBackupKeys(const std::vector<std::string>& paths);
 BackupKey BackupKeyFromBytes(const std::array<unsigned char, 32>& bytes);
 
 // Writes a random 12-byte nonce, the ciphertext, then the 16-byte GCM tag.

@@ -18,6 +18,7 @@
 #include "node/backup_job.h"
 #include "node/member_remove.h"
 #include "node/process.h"
+#include "node/restore.h"
 #include "node/run.h"
 #include "quorate/log.h"
 #include "quorate/member.h"
@@ -197,6 +198,8 @@ int MemberRemove(const Config& config, const Words& words) {
 
 // The backup commands' options.
 const std::vector<std::string> kBackupStore = {"backup-to", "backup-key-file", "backup-cluster", "backup-timeout"};
+const std::vector<std::string> kRunBackups = {"backup-compression", "backup-schedule", "backup-keep-hourly-days",
+                                              "backup-keep-daily-days", "restore-from", "force"};
 
 Result<std::unique_ptr<Vfs>> OpenBackupStore(const BackupSettings& settings) {
   auto store = OpenVfs(settings.store_url);
@@ -218,6 +221,19 @@ int BackupSave(const Config& config, const Words&) {
   return 0;
 }
 
+int Recover(const Config& config, const Words&) {
+  auto meta = RecoverFromMember(config);
+  if (!meta.ok()) return Fail(meta.status());
+  if (config.output == OutputFormat::kSimple) {
+    std::cout << fmt::format(
+        "the data of {} is backup {}\nnext, on every node (this one too): quorate run --restore-from {} "
+        "--initial-cluster-token <a new token> ...\n",
+        config.name, meta->url, meta->url);
+  }
+  std::cout << FormatBackup(*meta, config.output);
+  return 0;
+}
+
 int BackupList(const Config& config, const Words&) {
   auto settings = BackupSettingsOf(config);
   if (!settings.ok()) return Fail(settings.status());
@@ -231,12 +247,8 @@ int BackupList(const Config& config, const Words&) {
 
 // Each BACKUP read whole through its checks; with none, the latest in --backup-to.
 int BackupVerify(const Config& config, const Words& words) {
-  std::vector<BackupKey> keys;
-  for (const std::string& path : config.backup_key_files) {
-    auto key = LoadBackupKey(path);
-    if (!key.ok()) return Fail(key.status());
-    keys.push_back(*key);
-  }
+  auto keys = LoadBackupKeys(config.backup_key_files);
+  if (!keys.ok()) return Fail(keys.status());
   std::vector<std::string> urls = words.args;
   if (urls.empty()) {
     auto settings = BackupSettingsOf(config);
@@ -257,7 +269,7 @@ int BackupVerify(const Config& config, const Words& words) {
     if (!store.ok()) return Fail(store.status());
     auto meta = ReadBackup(**store, location->store_url, location->folder);
     if (!meta.ok()) return Fail(meta.status());
-    if (Status s = ReadBackupThrough(**store, *meta, keys, nullptr); !s.ok()) return Fail(s);
+    if (Status s = ReadBackupThrough(**store, *meta, *keys, nullptr); !s.ok()) return Fail(s);
     spdlog::info("backup {} verified: sha256 {} matches etcd's and the metadata's", meta->url, meta->sha256);
     std::cout << FormatBackup(*meta, config.output);
   }
@@ -273,7 +285,8 @@ const std::vector<Command>& Commands() {
       {nullptr, "init", "discover, decide how to start, write the member bucket and etcd's config; idempotent",
        Concat({kCommon, kDiscovery, kNode, {"write-out"}}), Init},
       {nullptr, "run", "init, then run etcd and keep it whole: restarts, learner promotion, /healthz /readyz /metrics",
-       Concat({kCommon, kDiscovery, kNode, {"etcd", "status-listen"}}), Run, /*takes_extra=*/true},
+       Concat({kCommon, kDiscovery, kNode, {"etcd", "status-listen"}, kBackupStore, kRunBackups}), Run,
+       /*takes_extra=*/true},
       {nullptr, "upkeep",
        "beside an etcd started on init's config: promote this member once a caught-up learner, keep its peer URLs, "
        "serve /healthz /readyz /metrics",
@@ -302,6 +315,15 @@ const std::vector<Command>& Commands() {
        "2 for a missing key",
        Concat({kCommon, kBackupStore, {"write-out"}}), BackupVerify, /*takes_extra=*/false, "BACKUP",
        "backup URLs as backup list prints them; none: the latest in --backup-to"},
+      {nullptr, "recover",
+       "on the one member whose data survived a lost majority: store its database as a backup in --backup-to "
+       "(refused while the old cluster has a live quorum, unless --force); every node then restores it with "
+       "run --restore-from and a new --initial-cluster-token",
+       Concat({kCommon, kBackupStore,
+               {"name", "data-dir", "state-dir", "from-member", "force", "backup-compression", "write-out",
+                "peer-cert-file", "peer-key-file", "peer-trusted-ca-file", "cacert", "cert", "key", "cert-file",
+                "key-file", "trusted-ca-file"}}),
+       Recover},
       {nullptr, "version", "print the versions of quorate and of the etcd it would run",
        Concat({kCommon, {"etcd", "write-out"}}), Version},
   };

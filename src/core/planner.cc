@@ -161,6 +161,28 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
                            IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id), why_new));
 }
 
+// Rule 4's majority-lost wait names the way back that applies (§4 rules 6 and 7): a voter whose etcd
+// still answers holds data, and recovering from it loses none of its writes; with none, a backup.
+std::string MajorityLostAdvice(const PlanInput& in, const ClusterView& c, const ClusterMember& listed) {
+  std::vector<std::string> survivors;
+  for (const auto& m : c.members) {
+    if (!m.is_learner && &m != &listed && VoterAnswers(in, m)) survivors.push_back(NameFor(m, in.expected));
+  }
+  const std::string manual = "(etcd's manual alternative: --force-new-cluster on one survivor)";
+  if (!survivors.empty()) {
+    return fmt::format(
+        "bring voters back; or, if their data is gone for good, stop quorate on {0} and run `quorate recover "
+        "--from-member {0} --backup-to STORE` there (a snapshot of its database, so no write it holds is lost), "
+        "then `quorate run --restore-from <the URL it prints> --initial-cluster-token <a new token>` on every "
+        "node {1}",
+        survivors.front(), manual);
+  }
+  return fmt::format(
+      "bring voters back; or, if their data is gone for good, restore a snapshot: `quorate run --restore-from "
+      "<backup URL from quorate backup list> --initial-cluster-token <a new token>` on every node {}",
+      manual);
+}
+
 Decision PlanReplace(const PlanInput& in, const ClusterView& c, const ClusterMember& listed) {
   size_t voters = 0;
   size_t live = 0;
@@ -173,10 +195,9 @@ Decision PlanReplace(const PlanInput& in, const ClusterView& c, const ClusterMem
   if (live < majority) {
     return Wait(WaitKind::kMajorityLost,
                 fmt::format("{} was started as member {} of cluster {} but has no local data; only {} of "
-                            "{} voters answer and replacing it needs a majority of {}: bring voters "
-                            "back, or restore from a snapshot if their data is gone",
-                            in.self.name, IdToHex(listed.id), IdToHex(c.cluster_id), live, voters,
-                            majority));
+                            "{} voters answer and replacing it needs a majority of {}: {}",
+                            in.self.name, IdToHex(listed.id), IdToHex(c.cluster_id), live, voters, majority,
+                            MajorityLostAdvice(in, c, listed)));
   }
   std::vector<Member> entries;
   for (const auto& m : c.members) {
@@ -431,6 +452,34 @@ const char* ActionName(Action action) {
       return "wait";
   }
   return "unknown";
+}
+
+RestoreDecision PlanRestore(const RestoreFacts& f) {
+  // Rule 6a: this node finished this very restore before (killed after it, or restarted since).
+  if (f.restored_from == f.backup_url && f.restored_token == f.new_token && f.has_local_data) {
+    return {RestoreAction::kAlreadyRestored,
+            fmt::format("this node was restored from {} with token {}: starting on that data", f.backup_url,
+                        f.new_token)};
+  }
+  // Rule 6b: the old token would give the restored members the old IDs, and old members that
+  // missed the restore could rejoin a cluster they do not belong to.
+  if (!f.old_token.empty() && f.old_token == f.new_token) {
+    return {RestoreAction::kRefuseInput,
+            fmt::format("--initial-cluster-token {} is the token of the cluster this node's data comes from; a "
+                        "restore needs a new one, the same on every node, so no old member can rejoin",
+                        f.new_token)};
+  }
+  // Rule 6c: a restore over a working cluster loses every write since the backup.
+  if (!f.old_leaders.empty() && !f.force) {
+    return {RestoreAction::kRefuseLive,
+            fmt::format("the old cluster still has a live quorum ({} report a leader): restoring over it would "
+                        "lose every write since the backup; stop its members first, or give --force",
+                        fmt::format("{}", fmt::join(f.old_leaders, ", ")))};
+  }
+  std::string forced = f.old_leaders.empty() ? "no member of the old cluster has a leader"
+                                             : "--force given although the old cluster has a leader";
+  return {RestoreAction::kRestore,
+          fmt::format("restoring {} as a new cluster with token {}: {}", f.backup_url, f.new_token, forced)};
 }
 
 }  // namespace quorate

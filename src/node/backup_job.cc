@@ -20,11 +20,9 @@ Result<BackupSettings> BackupSettingsOf(const Config& config) {
   auto compression = ParseCompression(config.backup_compression);
   if (!compression.ok()) return compression.status();
   s.compression = *compression;
-  for (const std::string& path : config.backup_key_files) {
-    auto key = LoadBackupKey(path);
-    if (!key.ok()) return key.status();
-    s.keys.push_back(*key);
-  }
+  auto keys = LoadBackupKeys(config.backup_key_files);
+  if (!keys.ok()) return keys.status();
+  s.keys = std::move(*keys);
   s.retention.hourly = std::chrono::hours(24 * config.backup_keep_hourly_days);
   s.retention.daily = std::chrono::hours(24 * config.backup_keep_daily_days);
   s.timeout = config.backup_timeout;

@@ -657,6 +657,9 @@ TEST_CASE("started member without data is replaced only with quorum (3 members)"
     CHECK(Contains(d.reason, "1 of 3 voters"));
     CHECK(Contains(d.reason, "majority of 2"));
     CHECK(Contains(d.reason, "snapshot"));
+    // The survivor is named, with the command that recovers from its data, and etcd's own way.
+    CHECK(Contains(d.reason, "quorate recover --from-member n2"));
+    CHECK(Contains(d.reason, "--force-new-cluster"));
     CHECK_FALSE(d.remove_id.has_value());
     CHECK_FALSE(d.add_member);
   }
@@ -959,6 +962,64 @@ TEST_CASE("invariants hold for every combination of peer states (3 members)") {
     }
   }
   CHECK(combinations == 2 * 43 * 43);
+}
+
+// ---- rules 6 and 7: restore from a backup (or a survivor's data) ----
+
+RestoreFacts RestoreFactsOf() {
+  RestoreFacts f;
+  f.backup_url = "file:///b/backups/etcd/main/2026-11-23T18:00:00Z";
+  f.new_token = "tok-2";
+  f.old_token = "tok";
+  f.has_local_data = true;
+  return f;
+}
+
+TEST_CASE("rule 6: a restore goes ahead only with a new token and no live quorum of the old cluster") {
+  RestoreFacts f = RestoreFactsOf();
+  SUBCASE("the old cluster is down: restore") {
+    RestoreDecision d = PlanRestore(f);
+    CHECK(d.action == RestoreAction::kRestore);
+    CHECK(Contains(d.reason, "no member of the old cluster has a leader"));
+  }
+  SUBCASE("a node without data or bucket restores too") {
+    f.has_local_data = false;
+    f.old_token.clear();
+    CHECK(PlanRestore(f).action == RestoreAction::kRestore);
+  }
+  SUBCASE("6b: the old token again is refused as bad input") {
+    f.new_token = "tok";
+    RestoreDecision d = PlanRestore(f);
+    CHECK(d.action == RestoreAction::kRefuseInput);
+    CHECK(Contains(d.reason, "needs a new one"));
+  }
+  SUBCASE("6c: a member of the old cluster reports a leader: refused, naming it and --force") {
+    f.old_leaders = {"n2", "n3"};
+    RestoreDecision d = PlanRestore(f);
+    CHECK(d.action == RestoreAction::kRefuseLive);
+    CHECK(Contains(d.reason, "n2, n3"));
+    CHECK(Contains(d.reason, "--force"));
+    f.force = true;
+    d = PlanRestore(f);
+    CHECK(d.action == RestoreAction::kRestore);
+    CHECK(Contains(d.reason, "--force given"));
+  }
+  SUBCASE("6a: this restore was finished here: start on its data, whatever runs now") {
+    f.restored_from = f.backup_url;
+    f.restored_token = f.new_token;
+    f.old_token = f.new_token;     // the bucket is the restored cluster's now
+    f.old_leaders = {"n2"};        // the new cluster, or an old one: neither matters any more
+    CHECK(PlanRestore(f).action == RestoreAction::kAlreadyRestored);
+    SUBCASE("but not once its data is gone") {
+      f.has_local_data = false;
+      CHECK(PlanRestore(f).action != RestoreAction::kAlreadyRestored);
+    }
+    SUBCASE("nor for another backup or token") {
+      f.restored_from = "file:///b/backups/etcd/main/2026-11-22T18:00:00Z";
+      f.old_token = "tok";
+      CHECK(PlanRestore(f).action == RestoreAction::kRefuseLive);
+    }
+  }
 }
 
 }  // namespace quorate
