@@ -116,6 +116,7 @@ Result<std::optional<BackupMeta>> BackupSchedule::Tick() {
   auto leads = Leads(*client, own);
   if (!leads.ok()) return leads.status();
   if (!*leads) return std::optional<BackupMeta>();
+  spdlog::info("backup: this member leads: taking a snapshot of {} into {}", own, settings_.store_url);
   auto taken = TakeBackup(settings_, *store_, *client, {own}, options_.sources, options_.wall_clock(), [&]() -> Status {
     auto still = Leads(*client, own);
     if (!still.ok()) return still.status().Prefixed("checking leadership before committing the backup");
