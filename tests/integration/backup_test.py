@@ -11,9 +11,12 @@ from harness import QUORATE, Cluster, check, log, main, require, run, run_togeth
 
 
 def put_keys(c, prefix, count, value="v"):
-    """`count` keys in transactions of 100 puts (etcd's default cap is 128 operations a txn)."""
+    """`count` keys in transactions of 100 puts (etcd's default cap is 128 operations a txn); the
+    value of key i is value(i), or `value` followed by i."""
+    def value_of(i):
+        return value(i) if callable(value) else f"{value}{i}"
     for start in range(0, count, 100):
-        ops = "".join(f"put {prefix}{i:05d} {value}{i}\n" for i in range(start, min(start + 100, count)))
+        ops = "".join(f"put {prefix}{i:05d} {value_of(i)}\n" for i in range(start, min(start + 100, count)))
         r = subprocess.run(c.prefix + ["etcdctl", "--endpoints", c.endpoints(), "txn"], input=f"\n{ops}\n\n",
                            capture_output=True, text=True, timeout=30)
         check(r.returncode == 0 and "SUCCESS" in r.stdout, f"etcdctl txn: {r.stdout} {r.stderr}")
