@@ -31,7 +31,8 @@ namespace quorate {
 // a missing bucket and other requests the store refuses; Unavailable when the store does not answer,
 // answers 5xx or times out, after up to 3 tries, or when a listing repeats a continuation token or
 // goes on past 1000 pages; DataLoss for a body larger than any quorate record (64 KiB) or a listing
-// page over 4 MiB. Streams are sent and read in parts of 8 MiB, each part a call of its own. Each call, its tries and pages together, ends within `timeout` and `deadline`
+// page over 4 MiB. Streams are sent and read in parts of 8 MiB, each part a call of its own
+// that may take up to 2 minutes or timeout=, whichever is longer. Each call, its tries and pages together, ends within `timeout` and `deadline`
 // (the caller's --timeout), however slowly the store answers.
 Result<std::unique_ptr<Vfs>> OpenS3Vfs(const std::string& url, Clock::TimePoint deadline = Clock::kNever);
 

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "quorate/clock.h"
 #include "quorate/status.h"
 
 namespace quorate {
@@ -56,8 +57,9 @@ class Vfs {
   virtual std::string Describe() const = 0;
 };
 
-// "file:///dir" (or a plain path) or "s3://bucket/prefix?endpoint=http://host:port&region=r".
-Result<std::unique_ptr<Vfs>> OpenVfs(const std::string& url);
+// "file:///dir" (or a plain path) or "s3://bucket/prefix?endpoint=http://host:port&region=r". No
+// call of an S3 store lasts past `deadline` (a command's whole budget).
+Result<std::unique_ptr<Vfs>> OpenVfs(const std::string& url, Clock::TimePoint deadline = Clock::kNever);
 
 // Keys are relative names of [A-Za-z0-9._:-] segments joined by '/': no segment starting with '.'
 // (so no "..", and room for a backend's hidden temp files), no control characters, at most 512

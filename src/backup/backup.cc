@@ -228,7 +228,7 @@ Result<BackupMeta> ReadBackup(Vfs& store, const std::string& store_url, const st
   }
   if (!text.ok()) return text.status();
   auto meta = DecodeBackupMeta(*text);
-  if (!meta.ok()) return meta.status().Prefixed(url + "/" + kBackupMetaName);
+  if (!meta.ok()) return meta.status().Prefixed(BackupUrl(store_url, folder + "/" + kBackupMetaName));
   meta->folder = folder;
   meta->url = url;
   if (meta->created == SystemTime{}) {

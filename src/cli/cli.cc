@@ -202,7 +202,7 @@ const std::vector<std::string> kRunBackups = {"backup-compression", "backup-sche
                                               "backup-keep-daily-days", "restore-from", "force"};
 
 Result<std::unique_ptr<Vfs>> OpenBackupStore(const BackupSettings& settings) {
-  auto store = OpenVfs(settings.store_url);
+  auto store = OpenVfs(settings.store_url, RealClock().Now() + settings.timeout);
   if (!store.ok()) return store.status().Prefixed("--backup-to");
   return store;
 }
@@ -265,7 +265,7 @@ int BackupVerify(const Config& config, const Words& words) {
   for (const std::string& url : urls) {
     auto location = ParseBackupUrl(url);
     if (!location.ok()) return Fail(location.status());
-    auto store = OpenVfs(location->store_url);
+    auto store = OpenVfs(location->store_url, RealClock().Now() + config.backup_timeout);
     if (!store.ok()) return Fail(store.status());
     auto meta = ReadBackup(**store, location->store_url, location->folder);
     if (!meta.ok()) return Fail(meta.status());

@@ -146,7 +146,7 @@ Status RunRestoreTool(const std::string& tool, const std::vector<std::string>& a
 Status RestoreNode(const Config& c) {
   auto location = ParseBackupUrl(c.restore_from);
   if (!location.ok()) return location.status().Prefixed("--restore-from");
-  auto store = OpenVfs(location->store_url);
+  auto store = OpenVfs(location->store_url, RealClock().Now() + c.backup_timeout);
   if (!store.ok()) return store.status().Prefixed("--restore-from");
   auto keys = LoadBackupKeys(c.backup_key_files);
   if (!keys.ok()) return keys.status();
@@ -314,7 +314,7 @@ Result<BackupMeta> RecoverFromMember(const Config& c) {
     }
     return header;
   };
-  auto store = OpenVfs(settings->store_url);
+  auto store = OpenVfs(settings->store_url, RealClock().Now() + settings->timeout);
   if (!store.ok()) return store.status().Prefixed("--backup-to");
   SaveOptions options;
   options.cluster = settings->cluster;

@@ -250,7 +250,7 @@ Status ValidateKey(const std::string& key) {
   }
 }
 
-Result<std::unique_ptr<Vfs>> OpenVfs(const std::string& url) {
+Result<std::unique_ptr<Vfs>> OpenVfs(const std::string& url, Clock::TimePoint deadline) {
   if (url.empty()) return Status::InvalidArgument("store URL is empty; want file:///dir or s3://bucket/prefix");
   if (url.rfind("file://", 0) == 0) {
     std::string path = url.substr(7);
@@ -260,7 +260,7 @@ Result<std::unique_ptr<Vfs>> OpenVfs(const std::string& url) {
     }
     return OpenDirectory(url, path);
   }
-  if (url.rfind("s3://", 0) == 0) return OpenS3Vfs(url);
+  if (url.rfind("s3://", 0) == 0) return OpenS3Vfs(url, deadline);
   if (url.find("://") != std::string::npos) {
     return Status::InvalidArgument(fmt::format(
         "store '{}': unknown scheme; want file:///dir, a plain path or s3://bucket/prefix", Printable(url)));

@@ -271,6 +271,7 @@ struct Response {
 // size, and S3 takes parts of 5 MiB or more (but the last), at most 10,000 of them.
 constexpr size_t kPartBytes = 8 << 20;
 constexpr int kMaxParts = 10000;
+constexpr auto kPartTime = std::chrono::minutes(2);
 
 // An error answer (a PUT's, a refusal's) is a few hundred bytes of XML.
 constexpr size_t kMaxAnswerBytes = 64 * 1024;
@@ -368,7 +369,12 @@ class S3Vfs : public Vfs {
   }
 
   // One call of a stream: a part, or the start or end of a multipart upload.
-  Result<Response> SendPart(const Call& call, size_t max_body) { return Send(call, CallDeadline(), max_body); }
+  // A part of 8 MiB gets at least kPartTime (timeout= is sized for small records), within the
+  // caller's deadline: uploads that time out on big databases are a known way backups fail.
+  Result<Response> SendPart(const Call& call, size_t max_body) {
+    return Send(call, std::min(RealClock().Now() + std::max<Clock::Duration>(o_.timeout, kPartTime), o_.deadline),
+                max_body);
+  }
   Status RefusedPart(const Call& call, const Response& r) const { return Refused(call, r); }
   std::string FullKeyOf(const std::string& key) const { return FullKey(key); }
   std::string UrlOf(const std::string& full_key) const { return Url(full_key); }
