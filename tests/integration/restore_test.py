@@ -3,14 +3,16 @@ more keys written. A restore started on one node while the other two still have 
 and moves nothing. Then two of three data dirs are lost and all three start with --restore-from and
 a new --initial-cluster-token: every key up to the backup's revision is there and none written
 after it, the cluster ID is new, and the survivor's old data is moved aside, not deleted. A node
-killed and started again with the same flags converges (it was restored: it just restarts)."""
+killed during its restore (as etcd's restore tool runs) and started again converges; one killed
+after it and started again with the same flags just restarts on its restored data."""
 import glob
 import json
 import os
+import signal
 
 from backup_test import put_keys, quorate
 from harness import (Cluster, check, keys_on, log, log_since, log_size, main, require, run_together, stop_together,
-                     wait_healthy)
+                     wait_healthy, wait_until)
 
 
 def test():
@@ -57,6 +59,14 @@ def test():
     n2.wipe()
     n3.wipe()
     c.token = new_token
+    # n3 is killed (SIGKILL, its etcdctl with it) as etcd's restore tool starts, then started again.
+    offset = log_size(n3)
+    n3.run(restore)
+    wait_until(lambda: "snapshot restore" in log_since(n3, offset), 60, "n3 to start etcd's restore tool",
+               interval=0.005)
+    os.killpg(n3.quorate.pid, signal.SIGKILL)
+    n3.quorate.wait()
+    log("n3 killed during its restore")
     run_together(c.nodes, restore)
     wait_healthy(c)
     new_ids = set(c.cluster_ids().values())
