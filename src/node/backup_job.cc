@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "quorate/log.h"
+#include "status/status_server.h"
 #include "quorate/text.h"
 
 namespace quorate {
@@ -104,7 +105,92 @@ Result<bool> BackupSchedule::Leads(EtcdClient& client, const std::string& endpoi
   return status->leader != 0 && status->leader == status->member_id;
 }
 
+namespace {
+
+// The reason label of a failed round: what kind of trouble, never the message (unbounded labels).
+const char* FailureReason(const Status& s) {
+  switch (s.code()) {
+    case Status::Code::kUnavailable:
+    case Status::Code::kDeadlineExceeded:
+      return "unavailable";
+    case Status::Code::kDataLoss:
+      return "damaged_snapshot";
+    case Status::Code::kFailedPrecondition:
+      return "lost_leadership";
+    case Status::Code::kInvalidArgument:
+      return "store_refused";
+    default:
+      return "other";
+  }
+}
+
+double Seconds(SystemTime t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
+
+}  // namespace
+
 Result<std::optional<BackupMeta>> BackupSchedule::Tick() {
+  const Clock::TimePoint start = clock_.Now();
+  auto round = Round();
+  {
+    std::lock_guard lock(mu_);
+    if (!round.ok()) {
+      ++stats_.failures[FailureReason(round.status())];
+    } else if (round->has_value()) {
+      stats_.last_success = (*round)->created;
+      stats_.last_stored_bytes = (*round)->stored_bytes;
+      stats_.last_duration_seconds = std::chrono::duration<double>(clock_.Now() - start).count();
+    }
+  }
+  LookAtStore();
+  return round;
+}
+
+void BackupSchedule::LookAtStore() {
+  auto backups = ListBackups(*store_, settings_.store_url, settings_.cluster);
+  if (!backups.ok()) return;
+  std::optional<SystemTime> newest;
+  if (!backups->empty()) newest = backups->back().created;
+  const auto now = options_.wall_clock();
+  const bool stale = config_.backup_schedule.count() > 0 &&
+                     (!newest || now - *newest > 2 * config_.backup_schedule);
+  std::lock_guard lock(mu_);
+  if (stale && !stats_.stale) {
+    spdlog::warn("backup: the newest backup in {} is {}, older than twice --backup-schedule ({} s)",
+                 settings_.store_url, newest ? BackupTimeName(*newest) : "none",
+                 std::chrono::duration_cast<std::chrono::seconds>(config_.backup_schedule).count());
+  }
+  stats_.newest_in_store = newest;
+  stats_.stale = stale;
+}
+
+std::string BackupSchedule::RenderMetrics() const {
+  std::lock_guard lock(mu_);
+  std::string out;
+  auto family = [&](const char* name, const char* type, const char* help) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  };
+  family("quorate_backup_last_success_timestamp_seconds", "gauge",
+         "Unix time of the last backup this node took and committed; 0 when none.");
+  out += fmt::format("quorate_backup_last_success_timestamp_seconds {:.3f}\n",
+                     stats_.last_success ? Seconds(*stats_.last_success) : 0.0);
+  family("quorate_backup_last_size_bytes", "gauge", "Bytes stored by the last good backup this node took.");
+  out += fmt::format("quorate_backup_last_size_bytes {}\n", stats_.last_stored_bytes);
+  family("quorate_backup_last_duration_seconds", "gauge", "How long the last good backup this node took lasted.");
+  out += fmt::format("quorate_backup_last_duration_seconds {:.3f}\n", stats_.last_duration_seconds);
+  family("quorate_backup_failures_total", "counter", "Scheduled backups that failed, by reason.");
+  for (const auto& [reason, count] : stats_.failures) {
+    out += fmt::format("quorate_backup_failures_total{{reason=\"{}\"}} {}\n", EscapeLabelValue(reason), count);
+  }
+  family("quorate_backup_newest_timestamp_seconds", "gauge",
+         "Unix time of the newest backup in the store, whoever took it; 0 when none.");
+  out += fmt::format("quorate_backup_newest_timestamp_seconds {:.3f}\n",
+                     stats_.newest_in_store ? Seconds(*stats_.newest_in_store) : 0.0);
+  family("quorate_backup_stale", "gauge", "1 when the newest backup is older than twice --backup-schedule.");
+  out += fmt::format("quorate_backup_stale {}\n", stats_.stale ? 1 : 0);
+  return out;
+}
+
+Result<std::optional<BackupMeta>> BackupSchedule::Round() {
   std::vector<std::string> endpoints;
   {
     std::lock_guard lock(mu_);

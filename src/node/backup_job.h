@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -68,20 +70,37 @@ class BackupSchedule {
   // This member's client URLs, where its etcd answers.
   void SetSelf(const std::vector<std::string>& client_urls);
   // One round: a backup and retention when this member leads; OK (and nothing done) when it does not.
+  // Either way the newest backup in the store is looked up, and logged when older than twice the
+  // schedule: a follower sees the leader's backups stop too.
   Result<std::optional<BackupMeta>> Tick();
+  // The quorate_backup_* families for /metrics: the last good backup this node took (time, size,
+  // duration), failures by reason, the newest backup in the store and whether it is stale.
+  std::string RenderMetrics() const;
   void Start();
   void Stop();
 
  private:
   Result<bool> Leads(EtcdClient& client, const std::string& endpoint);
+  Result<std::optional<BackupMeta>> Round();
+  void LookAtStore();
+
+  struct Stats {
+    std::optional<SystemTime> last_success;
+    uint64_t last_stored_bytes = 0;
+    double last_duration_seconds = 0;
+    std::map<std::string, long long> failures;  // by reason
+    std::optional<SystemTime> newest_in_store;
+    bool stale = false;
+  };
 
   const Config& config_;
   BackupSettings settings_;
   std::unique_ptr<Vfs> store_;
   BackupScheduleOptions options_;
   Clock& clock_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::vector<std::string> endpoints_;
+  Stats stats_;
   int stop_fd_ = -1;
   std::thread thread_;
 };

@@ -91,6 +91,7 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     Upkeep* u = upkeeping.load();
     return u == nullptr ? Status::Unavailable("deciding how to start etcd") : u->Ready();
   };
+  if (backups) metrics.AddSection([&] { return backups->RenderMetrics(); });
   auto status_server = ServeStatus(config, metrics, checks);
   if (!status_server.ok()) return status_server.status();
 

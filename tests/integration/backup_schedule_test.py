@@ -9,7 +9,8 @@ import signal
 import time
 
 from backup_test import put_keys, quorate
-from harness import Cluster, check, log, log_since, log_size, main, require, run_together, wait_healthy, wait_until
+from harness import (Cluster, check, log, log_since, log_size, main, parse_prometheus, require, run_together,
+                     wait_healthy, wait_until)
 
 
 def listed(c, to):
@@ -46,6 +47,10 @@ def test():
     sources = {b["memberID"] for b in backups}
     check(sources == {format(lead_id, "x")}, f"backups from {sources}, the leader is {lead_id:x}")
     log(f"{len(backups)} backups, all from the leader {lead.name}")
+    status, body = lead.http("/metrics")
+    metrics = parse_prometheus(body)
+    check(status == 200 and metrics.get(("quorate_backup_last_success_timestamp_seconds", frozenset()), 0) > 0
+          and metrics.get(("quorate_backup_stale", frozenset())) == 0, f"the leader's backup metrics: {metrics}")
     taken = sum(log_since(n).count("backup: this member leads") for n in c.nodes)
     check(taken <= len(backups) + 1, f"{taken} backups started for {len(backups)} listed: not only the leader")
 

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "node/backup_job.h"
 #include "testing/fake_clock.h"
 #include "testing/fake_etcd.h"
@@ -77,6 +79,19 @@ TEST_CASE("only the leader's quorate takes the scheduled backup") {
   CHECK((*round)->member_count == 3);
   CHECK((*round)->source == "snapshot of " + std::string("http://fake:2379"));
   CHECK(s.Listed() == 1);
+  const std::string metrics = leader->RenderMetrics();
+  CHECK(metrics.find(fmt::format("quorate_backup_last_size_bytes {}\n", (*round)->stored_bytes)) != std::string::npos);
+  CHECK(metrics.find("quorate_backup_last_success_timestamp_seconds 1795000000.000\n") != std::string::npos);
+  CHECK(metrics.find("quorate_backup_stale 0\n") != std::string::npos);
+  // The follower sees the leader's backup in the store.
+  REQUIRE(follower->Tick().ok());
+  CHECK(follower->RenderMetrics().find("quorate_backup_newest_timestamp_seconds 1795000000.000\n") != std::string::npos);
+  CHECK(follower->RenderMetrics().find("quorate_backup_last_success_timestamp_seconds 0.000\n") != std::string::npos);
+  // Two schedules later with no new backup, it is stale, for every node.
+  s.config.backup_schedule = std::chrono::minutes(30);
+  s.wall += std::chrono::minutes(61);
+  REQUIRE(follower->Tick().ok());
+  CHECK(follower->RenderMetrics().find("quorate_backup_stale 1\n") != std::string::npos);
 }
 
 TEST_CASE("a leader that loses its place during the backup drops it") {
@@ -91,6 +106,7 @@ TEST_CASE("a leader that loses its place during the backup drops it") {
   auto round = leader->Tick();
   CHECK_FALSE(round.ok());
   CHECK(s.Listed() == 0);
+  CHECK(leader->RenderMetrics().find("quorate_backup_failures_total{reason=") != std::string::npos);
   auto store = OpenVfs(s.settings.store_url);
   REQUIRE(store.ok());
   auto keys = (*store)->List("");
