@@ -132,7 +132,7 @@ struct Target {
   Status error;
 };
 
-Target MakeTarget(const std::string& endpoint, const TlsFiles& tls) {
+Target MakeTarget(const std::string& endpoint, const TlsFiles& tls, bool bounded_window = false) {
   Target t{endpoint, nullptr, Status::Ok()};
   std::string address = endpoint;
   bool secure = tls.enabled();
@@ -173,6 +173,9 @@ Target MakeTarget(const std::string& endpoint, const TlsFiles& tls) {
   // A client lives for one init or one upkeep tick: reconnect soon after etcd (re)starts.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // A snapshot is streamed faster than it is compressed: without BDP probing the HTTP/2 window
+  // stays at its 64 KiB default, so gRPC never buffers megabytes of it ahead of the reader.
+  if (bounded_window) args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   t.channel = grpc::CreateCustomChannel(address, creds, args);
   return t;
 }
@@ -383,7 +386,7 @@ class GrpcEtcdClient : public EtcdClient {
 
 Result<SnapshotHeader> StreamSnapshot(const EtcdClientOptions& options, const std::string& endpoint,
                                       const SnapshotSink& sink) {
-  Target target = MakeTarget(endpoint, options.tls);
+  Target target = MakeTarget(endpoint, options.tls, /*bounded_window=*/true);
   if (!target.error.ok()) return target.error;
   const auto deadline = SystemClock::now() + options.timeout;
   auto unavailable = [&](const std::string& why) {
