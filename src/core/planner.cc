@@ -320,6 +320,31 @@ std::optional<Decision> PlanRemoved(const PlanInput& in, const ClusterView& view
               fmt::format("{}; not restarting etcd, and not {}: {}", removed, ActionName(d.action), d.reason));
 }
 
+// Rule 1c: our data is of a cluster the peers no longer run: a majority of the voters of the cluster
+// they report answer, it is not the cluster our WAL names, and it does not list our member. That is
+// what a restore or a recovery leaves for an old member it did not reach (new token, new cluster
+// ID): etcd on this data would only be refused by its peers, so it waits and says how to join.
+std::optional<Decision> PlanStranded(const PlanInput& in, const ClusterView& view) {
+  const WalIdentity& local = *in.local;
+  if (view.cluster_id == local.cluster_id) return std::nullopt;
+  size_t voters = 0;
+  size_t answering = 0;
+  for (const auto& m : view.members) {
+    if (m.id == local.member_id) return std::nullopt;
+    if (m.is_learner) continue;
+    ++voters;
+    if (VoterAnswers(in, m)) ++answering;
+  }
+  if (voters == 0 || answering < voters / 2 + 1) return std::nullopt;
+  return Wait(WaitKind::kConflict,
+              fmt::format("this node's data is member {} of cluster {}, but {} of the {} voters of cluster {} answer "
+                          "and it does not list this member (a restore or a recovery made a new cluster): not "
+                          "starting etcd on it; start this node with the others' --restore-from and "
+                          "--initial-cluster-token, which moves its data aside",
+                          IdToHex(local.member_id), IdToHex(local.cluster_id), answering, voters,
+                          IdToHex(view.cluster_id)));
+}
+
 // Empty when the peer agrees to bootstrap a new cluster with us, else why it does not.
 std::string Disagreement(const PlanInput& in, const PeerFacts& p) {
   const AgentReport& a = p.agent;
@@ -415,6 +440,7 @@ Decision Plan(const PlanInput& input) {
   if (input.has_local_data) {
     if (!reporting.empty() && conflicting == nullptr && input.local) {
       if (auto removed = PlanRemoved(input, MergeViews(reporting))) return *removed;
+      if (auto stranded = PlanStranded(input, MergeViews(reporting))) return *stranded;
     }
     Decision d = PlanRestart(input);
     if (!reporting.empty() && conflicting == nullptr) {

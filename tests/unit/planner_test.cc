@@ -317,6 +317,32 @@ TEST_CASE("restart beats every other rule") {
   }
 }
 
+// ---- rule 1c: local data of a cluster the peers no longer run (a restore passed this node by) ----
+
+TEST_CASE("rule 1c: an old member that missed a restore waits and says how to join") {
+  MemberSet old_set = MakeSet(3);
+  MemberSet restored = MakeSet(3, "tok-2");
+  PlanInput in = MakeInput(old_set);
+  in.has_local_data = true;
+  in.local = WalIdentity{old_set.IdOf(MemberNo(1)), old_set.cluster_id()};
+  SUBCASE("a majority of the new cluster answers: wait, etcd not started") {
+    GiveAllViews(in, ViewOf(restored, {1, 2, 3}));
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kWait);
+    CHECK(Contains(d.reason, "a restore or a recovery made a new cluster"));
+    CHECK(Contains(d.reason, IdToHex(restored.cluster_id())));
+    CHECK(Contains(d.reason, "--restore-from"));
+  }
+  SUBCASE("one of three answers: not enough to say, restart as ever") {
+    PeerNamed(in, "n2").cluster = ViewOf(restored, {1, 2, 3});
+    CHECK(Plan(in).action == Action::kRestart);
+  }
+  SUBCASE("the peers run our own cluster: restart") {
+    GiveAllViews(in, ViewOf(old_set, {1, 2, 3}));
+    CHECK(Plan(in).action == Action::kRestart);
+  }
+}
+
 // ---- rule 1b: local data of a member the cluster removed ----
 
 // n5 with data of its bootstrap ID in `set` (5 members); peers n<k> for k in `answering` report the
@@ -441,12 +467,16 @@ TEST_CASE("a removal is only concluded from our own cluster, lacking our ID, by 
               // Voters: n1..n4, plus n5 when it is listed as one.
               size_t voters = 4 + (listed == 1);
               bool removed = wal_read && same_cluster && listed == 0 && answering.size() >= voters / 2 + 1;
+              // Rule 1c: the same majority of another cluster that does not list us: a restore passed us by.
+              bool stranded = wal_read && !same_cluster && listed == 0 && answering.size() >= voters / 2 + 1;
               // Never a bootstrap, and data goes aside only to join an existing cluster.
               CHECK(d.action != Action::kNew);
               CHECK(d.action != Action::kLateInitial);
               CHECK(d.action != Action::kReplace);
               if (d.move_data_aside) CHECK((d.action == Action::kJoin && d.initial_cluster_state == "existing"));
-              if (!removed) {
+              if (stranded) {
+                CHECK(d.wait == WaitKind::kConflict);
+              } else if (!removed) {
                 CHECK(d.action == Action::kRestart);
               } else if (etcd_ran) {
                 CHECK(d.wait == WaitKind::kRemoved);
