@@ -276,6 +276,21 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
   return d;
 }
 
+// (answering, voters) of `view` when it does not list `member` and a majority of its voters answer.
+std::optional<std::pair<size_t, size_t>> MajorityWithout(const PlanInput& in, const ClusterView& view,
+                                                         MemberId member) {
+  size_t voters = 0;
+  size_t answering = 0;
+  for (const auto& m : view.members) {
+    if (m.id == member) return std::nullopt;
+    if (m.is_learner) continue;
+    ++voters;
+    if (VoterAnswers(in, m)) ++answering;
+  }
+  if (voters == 0 || answering < voters / 2 + 1) return std::nullopt;
+  return std::pair{answering, voters};
+}
+
 // Rule 1b: our data is a member's the cluster removed. Said only when the view is of the cluster our
 // WAL names, lacks our member ID, and comes from a majority of its voters (a view lagging behind our
 // own join would lack us too, but our join was committed by a majority before we started, and the
@@ -286,15 +301,9 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
 std::optional<Decision> PlanRemoved(const PlanInput& in, const ClusterView& view) {
   const WalIdentity& local = *in.local;
   if (view.cluster_id != local.cluster_id) return std::nullopt;
-  size_t voters = 0;
-  size_t answering = 0;
-  for (const auto& m : view.members) {
-    if (m.id == local.member_id) return std::nullopt;
-    if (m.is_learner) continue;
-    ++voters;
-    if (VoterAnswers(in, m)) ++answering;
-  }
-  if (answering < voters / 2 + 1) return std::nullopt;
+  auto count = MajorityWithout(in, view, local.member_id);
+  if (!count) return std::nullopt;
+  const auto [answering, voters] = *count;
   std::string removed =
       fmt::format("member {} ({}) was removed from cluster {}, as {} of its {} voters agree", IdToHex(local.member_id),
                   in.self.name, IdToHex(view.cluster_id), answering, voters);
@@ -327,15 +336,9 @@ std::optional<Decision> PlanRemoved(const PlanInput& in, const ClusterView& view
 std::optional<Decision> PlanStranded(const PlanInput& in, const ClusterView& view) {
   const WalIdentity& local = *in.local;
   if (view.cluster_id == local.cluster_id) return std::nullopt;
-  size_t voters = 0;
-  size_t answering = 0;
-  for (const auto& m : view.members) {
-    if (m.id == local.member_id) return std::nullopt;
-    if (m.is_learner) continue;
-    ++voters;
-    if (VoterAnswers(in, m)) ++answering;
-  }
-  if (voters == 0 || answering < voters / 2 + 1) return std::nullopt;
+  auto count = MajorityWithout(in, view, local.member_id);
+  if (!count) return std::nullopt;
+  const auto [answering, voters] = *count;
   return Wait(WaitKind::kConflict,
               fmt::format("this node's data is member {} of cluster {}, but {} of the {} voters of cluster {} answer "
                           "and it does not list this member (a restore or a recovery made a new cluster): not "
