@@ -1,5 +1,6 @@
-// The S3 backend of the Vfs seam: ListObjectsV2 (every page), GET, PUT and create-if-absent against
-// AWS S3 or any S3-compatible store, signed with AWS Signature Version 4. The signer, the addressing
+// The S3 backend of the Vfs seam: ListObjectsV2 (every page), GET, PUT, create-if-absent, DELETE,
+// streamed uploads (multipart beyond one part) and streamed reads (ranged GETs) against AWS S3 or
+// any S3-compatible store, signed with AWS Signature Version 4. The signer, the addressing
 // and the XML readers are public so that tests check them against AWS's published examples.
 #pragma once
 
@@ -30,7 +31,8 @@ namespace quorate {
 // a missing bucket and other requests the store refuses; Unavailable when the store does not answer,
 // answers 5xx or times out, after up to 3 tries, or when a listing repeats a continuation token or
 // goes on past 1000 pages; DataLoss for a body larger than any quorate record (64 KiB) or a listing
-// page over 4 MiB. Each call, its tries and pages together, ends within `timeout` and `deadline`
+// page over 4 MiB. Streams are sent and read in parts of 8 MiB, each part a call of its own
+// that may take up to 2 minutes or timeout=, whichever is longer. Each call, its tries and pages together, ends within `timeout` and `deadline`
 // (the caller's --timeout), however slowly the store answers.
 Result<std::unique_ptr<Vfs>> OpenS3Vfs(const std::string& url, Clock::TimePoint deadline = Clock::kNever);
 
@@ -75,6 +77,11 @@ struct ErrorBody {
   std::string message;
 };
 ErrorBody ParseErrorBody(const std::string& xml);
+
+// Multipart uploads: the UploadId of an InitiateMultipartUploadResult (empty when the answer is not
+// one), and the CompleteMultipartUpload request naming parts 1..n by their ETags.
+std::string ParseUploadId(const std::string& xml);
+std::string CompleteMultipartBody(const std::vector<std::string>& etags);
 
 // Where a request for `key` goes: the Host header and the request path (not yet encoded).
 struct Target {

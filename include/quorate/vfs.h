@@ -4,13 +4,34 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "quorate/clock.h"
 #include "quorate/status.h"
 
 namespace quorate {
+
+// One object written as a stream, for what is too large to hold in memory (a backup): nothing is
+// visible under its key until Commit returns OK. An upload dropped uncommitted (an error, a leader
+// change, a crash) leaves nothing that List shows.
+class VfsUpload {
+ public:
+  virtual ~VfsUpload() = default;
+  virtual Status Append(std::string_view bytes) = 0;
+  virtual Status Commit() = 0;
+};
+
+// One object read as a stream, a piece at a time.
+class VfsDownload {
+ public:
+  virtual ~VfsDownload() = default;
+  // Up to `size` bytes into `buffer`; 0 at the end of the object.
+  virtual Result<size_t> Read(char* buffer, size_t size) = 0;
+};
 
 class Vfs {
  public:
@@ -26,15 +47,21 @@ class Vfs {
   virtual Result<bool> CreateIfAbsent(const std::string& key, const std::string& content) = 0;
   // Replaces `key`; readers see the old or the new content, never a mix.
   virtual Status Write(const std::string& key, const std::string& content) = 0;
+  // Objects of any size, as streams: Upload replaces `key` at its Commit; Download reads `key`
+  // (NotFound when absent). Remove deletes `key`; a key already absent is not an error.
+  virtual Result<std::unique_ptr<VfsUpload>> Upload(const std::string& key) = 0;
+  virtual Result<std::unique_ptr<VfsDownload>> Download(const std::string& key) = 0;
+  virtual Status Remove(const std::string& key) = 0;
   virtual bool exclusive_create() const = 0;
   // file:///path or s3://bucket/prefix, for messages.
   virtual std::string Describe() const = 0;
 };
 
-// "file:///dir" (or a plain path) or "s3://bucket/prefix?endpoint=http://host:port&region=r".
-Result<std::unique_ptr<Vfs>> OpenVfs(const std::string& url);
+// "file:///dir" (or a plain path) or "s3://bucket/prefix?endpoint=http://host:port&region=r". No
+// call of an S3 store lasts past `deadline` (a command's whole budget).
+Result<std::unique_ptr<Vfs>> OpenVfs(const std::string& url, Clock::TimePoint deadline = Clock::kNever);
 
-// Keys are relative names of [A-Za-z0-9._-] segments joined by '/': no segment starting with '.'
+// Keys are relative names of [A-Za-z0-9._:-] segments joined by '/': no segment starting with '.'
 // (so no "..", and room for a backend's hidden temp files), no control characters, at most 512
 // bytes. InvalidArgument naming the key otherwise.
 Status ValidateKey(const std::string& key);

@@ -13,7 +13,10 @@
 #include "etcd/etcd_client.h"
 #include "node/etcd_binary.h"
 #include "node/init.h"
+#include "node/backup_job.h"
 #include "node/member_remove.h"
+#include "node/process.h"
+#include "node/restore.h"
 #include "node/run.h"
 #include "quorate/log.h"
 #include "quorate/member.h"
@@ -164,6 +167,86 @@ int MemberRemove(const Config& config, const Words& words) {
   return s.ok() ? 0 : Fail(s);
 }
 
+// The backup commands' options.
+const std::vector<std::string> kBackupStore = {"backup-to", "backup-key-file", "backup-cluster", "backup-timeout"};
+const std::vector<std::string> kRunBackups = {"backup-compression", "backup-schedule", "backup-keep-hourly-days",
+                                              "backup-keep-daily-days", "restore-from", "force"};
+
+Result<std::unique_ptr<Vfs>> OpenBackupStore(const BackupSettings& settings) {
+  auto store = OpenVfs(settings.store_url, RealClock().Now() + settings.timeout);
+  if (!store.ok()) return store.status().Prefixed("--backup-to");
+  return store;
+}
+
+int BackupSave(const Config& config, const Words&) {
+  auto settings = BackupSettingsOf(config);
+  if (!settings.ok()) return Fail(settings.status());
+  auto store = OpenBackupStore(*settings);
+  if (!store.ok()) return Fail(store.status());
+  auto client = MakeEtcdClient({config.endpoints, config.etcdctl_tls, std::chrono::seconds(5)});
+  auto meta = TakeBackup(*settings, **store, *client, config.endpoints,
+                         RealSnapshotSources(config.etcdctl_tls, settings->timeout), std::chrono::system_clock::now());
+  if (!meta.ok()) return Fail(meta.status());
+  spdlog::info("backup {} saved from {}", meta->url, meta->source);
+  std::cout << FormatBackup(*meta, config.output);
+  return 0;
+}
+
+int Recover(const Config& config, const Words&) {
+  auto meta = RecoverFromMember(config);
+  if (!meta.ok()) return Fail(meta.status());
+  if (config.output == OutputFormat::kSimple) {
+    std::cout << fmt::format(
+        "the data of {} is backup {}\nnext, on every node (this one too): quorate run --restore-from {} "
+        "--initial-cluster-token <a new token> ...\n",
+        config.name, meta->url, meta->url);
+  }
+  std::cout << FormatBackup(*meta, config.output);
+  return 0;
+}
+
+int BackupList(const Config& config, const Words&) {
+  auto settings = BackupSettingsOf(config);
+  if (!settings.ok()) return Fail(settings.status());
+  auto store = OpenBackupStore(*settings);
+  if (!store.ok()) return Fail(store.status());
+  auto backups = ListBackups(**store, settings->store_url, settings->cluster);
+  if (!backups.ok()) return Fail(backups.status());
+  std::cout << FormatBackupList(*backups, config.output);
+  return 0;
+}
+
+// Each BACKUP read whole through its checks; with none, the latest in --backup-to.
+int BackupVerify(const Config& config, const Words& words) {
+  auto keys = LoadBackupKeys(config.backup_key_files);
+  if (!keys.ok()) return Fail(keys.status());
+  std::vector<std::string> urls = words.args;
+  if (urls.empty()) {
+    auto settings = BackupSettingsOf(config);
+    if (!settings.ok()) return Fail(settings.status().Prefixed("no BACKUP given"));
+    auto store = OpenBackupStore(*settings);
+    if (!store.ok()) return Fail(store.status());
+    auto backups = ListBackups(**store, settings->store_url, settings->cluster);
+    if (!backups.ok()) return Fail(backups.status());
+    if (backups->empty()) {
+      return Fail(Status::NotFound(fmt::format("no backups of cluster {} in {}", settings->cluster, settings->store_url)));
+    }
+    urls.push_back(backups->back().url);
+  }
+  for (const std::string& url : urls) {
+    auto location = ParseBackupUrl(url);
+    if (!location.ok()) return Fail(location.status());
+    auto store = OpenVfs(location->store_url, RealClock().Now() + config.backup_timeout);
+    if (!store.ok()) return Fail(store.status());
+    auto meta = ReadBackup(**store, location->store_url, location->folder);
+    if (!meta.ok()) return Fail(meta.status());
+    if (Status s = ReadBackupThrough(**store, *meta, *keys, nullptr); !s.ok()) return Fail(s);
+    spdlog::info("backup {} verified: sha256 {} matches etcd's and the metadata's", meta->url, meta->sha256);
+    std::cout << FormatBackup(*meta, config.output);
+  }
+  return 0;
+}
+
 const std::vector<Command>& Commands() {
   static const std::vector<Command> kCommands = {
       {nullptr, "discover", "resolve the peers and print them with the IDs etcd will assign",
@@ -175,7 +258,8 @@ const std::vector<Command>& Commands() {
       {nullptr, "init", "discover, decide how to start, write the member bucket and etcd's config; idempotent",
        Concat({kCommon, kDiscovery, kNode, {"write-out", "etcd"}}), Init},
       {nullptr, "run", "init, then run etcd and keep it whole: restarts, learner promotion, /healthz /readyz /metrics",
-       Concat({kCommon, kDiscovery, kNode, {"etcd", "status-listen"}}), Run, /*takes_extra=*/true},
+       Concat({kCommon, kDiscovery, kNode, {"etcd", "status-listen"}, kBackupStore, kRunBackups}), Run,
+       /*takes_extra=*/true},
       {nullptr, "upkeep",
        "beside an etcd started on init's config: promote this member once a caught-up learner, keep its peer URLs, "
        "serve /healthz /readyz /metrics",
@@ -192,6 +276,27 @@ const std::vector<Command>& Commands() {
        "member names as etcd lists them, or hex member IDs; all are resolved against one member list before "
        "any is removed, and removed in the order given. Unknown, repeated or none: exit 2, nothing removed. "
        "Unsafe (the remaining started, healthy voters would not be a majority, or the last voter): exit 1"},
+      {"backup", "save",
+       "stream a snapshot of the cluster at --endpoints into --backup-to (compressed, encrypted with the first "
+       "--backup-key-file); -w simple prints the new backup's URL alone on its last line",
+       Concat({kCommon, kBackupStore, {"endpoints", "cacert", "cert", "key", "write-out", "backup-compression"}}),
+       BackupSave},
+      {"backup", "list", "the committed backups in --backup-to, oldest first",
+       Concat({kCommon, kBackupStore, {"write-out"}}), BackupList},
+      {"backup", "verify",
+       "read backups whole: decrypt, decompress and check etcd's sha256 and the metadata; exit 1 for a damaged one, "
+       "2 for a missing key",
+       Concat({kCommon, kBackupStore, {"write-out"}}), BackupVerify, /*takes_extra=*/false, "BACKUP",
+       "backup URLs as backup list prints them; none: the latest in --backup-to"},
+      {nullptr, "recover",
+       "on the one member whose data survived a lost majority: store its database as a backup in --backup-to "
+       "(refused while the old cluster has a live quorum, unless --force); every node then restores it with "
+       "run --restore-from and a new --initial-cluster-token",
+       Concat({kCommon, kBackupStore,
+               {"name", "data-dir", "state-dir", "from-member", "force", "backup-compression", "write-out",
+                "peer-cert-file", "peer-key-file", "peer-trusted-ca-file", "cacert", "cert", "key", "cert-file",
+                "key-file", "trusted-ca-file"}}),
+       Recover},
       {nullptr, "version", "print the versions of quorate, of the etcd it would run and of the cluster",
        Concat({kCommon, {"etcd", "write-out", "name", "data-dir", "state-dir", "peer-cert-file", "peer-key-file",
                          "peer-trusted-ca-file"}}),

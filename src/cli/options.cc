@@ -14,6 +14,7 @@
 #include "quorate/duration.h"
 #include "quorate/member.h"
 #include "quorate/text.h"
+#include "quorate/vfs.h"
 
 extern char** environ;
 
@@ -185,6 +186,16 @@ Binder Name() {
   });
 }
 
+// One folder name of a store key.
+Status ValidateKeySegment(const Sourced& v) {
+  if (v.value.find('/') != std::string::npos || !ValidateKey(v.value).ok()) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: '{}' is not a folder name: letters, digits, '.', '_', ':' and '-', not starting with '.'", v.source,
+        Quoted(v.value)));
+  }
+  return Status::Ok();
+}
+
 // The token seeds the cluster and member IDs and reaches etcd's config: printable, and never empty.
 Binder Token() {
   return [](const Sourced& v, Config& c) {
@@ -196,6 +207,34 @@ Binder Token() {
     c.initial_cluster_token = v.value;
     return Status::Ok();
   };
+}
+
+// Files given as a comma-separated list (or a YAML list), each readable.
+Binder FileList(std::vector<std::string> Config::*field) {
+  return NonEmpty([field](const Sourced& v, Config& c) {
+    std::vector<std::string> files;
+    std::stringstream ss(v.value);
+    for (std::string path; std::getline(ss, path, ',');) {
+      if (access(path.c_str(), R_OK) != 0) {
+        return Status::InvalidArgument(fmt::format("{}: cannot read file '{}'", v.source, Quoted(path)));
+      }
+      files.push_back(path);
+    }
+    c.*field = std::move(files);
+    return Status::Ok();
+  });
+}
+
+// A store URL's scheme is checked here; the store itself is opened by the command, which may wait for it.
+Binder StoreUrl(std::string Config::*field) {
+  return NonEmpty([field](const Sourced& v, Config& c) {
+    if (!v.value.starts_with("file:///") && !v.value.starts_with("s3://")) {
+      return Status::InvalidArgument(
+          fmt::format("{}: '{}' is not file:///dir or s3://bucket/prefix?endpoint=URL", v.source, Quoted(v.value)));
+    }
+    c.*field = v.value;
+    return Status::Ok();
+  });
 }
 
 OptionDef Row(const char* key, const char* env, const char* help, Binder bind, const char* default_value = nullptr) {
@@ -427,6 +466,53 @@ const std::vector<OptionDef>& AllOptions() {
               "a MEMBER that is not in the cluster is reported and skipped (exit 0) instead of being bad input, so "
               "a removal that stopped half-way can simply be run again",
               Flag(&C::ignore_not_found)),
+      // Backups and restore.
+      Row("backup-to", "QUORATE_BACKUP_TO",
+          "backup store: file:///dir or s3://bucket/prefix?endpoint=URL; backups go to backups/etcd/<cluster>/<time>/",
+          StoreUrl(&C::backup_to)),
+      ListRow("backup-key-file", "QUORATE_BACKUP_KEY_FILE",
+              "AES-256 key files (32 bytes, raw or hex): the first encrypts new backups, any reads a backup sealed "
+              "with its key ID, so old keys stay readable after a rotation",
+              FileList(&C::backup_key_files)),
+      Row("backup-compression", "QUORATE_BACKUP_COMPRESSION", "gzip or zstd",
+          Words(&C::backup_compression, {"gzip", "zstd"}, "gzip or zstd"), "gzip"),
+      Row("backup-cluster", "QUORATE_BACKUP_CLUSTER", "the cluster's folder in the store, as etcd-manager names it",
+          NonEmpty([](const Sourced& v, Config& c) {
+            if (Status s = ValidateKeySegment(v); !s.ok()) return s;
+            c.backup_cluster = v.value;
+            return Status::Ok();
+          }),
+          "main"),
+      Row("backup-schedule", "QUORATE_BACKUP_SCHEDULE",
+          "run: how often the leader's quorate takes a backup when --backup-to is given, e.g. 30m; 0 for never",
+          Duration(&C::backup_schedule), "30m"),
+      Row("backup-timeout", "QUORATE_BACKUP_TIMEOUT", "the longest one backup or one restore download may take",
+          Duration(&C::backup_timeout), "10m"),
+      Row("backup-keep-hourly-days", "QUORATE_BACKUP_KEEP_HOURLY_DAYS", "days the newest backup of each hour is kept",
+          Whole(&C::backup_keep_hourly_days, 0, 3650), "7"),
+      Row("backup-keep-daily-days", "QUORATE_BACKUP_KEEP_DAILY_DAYS", "days the newest backup of each day is kept",
+          Whole(&C::backup_keep_daily_days, 0, 36500), "90"),
+      Row("restore-from", "QUORATE_RESTORE_FROM",
+          "run: start a new cluster from this backup URL (as backup list prints it); every node needs it and a new "
+          "--initial-cluster-token",
+          NonEmpty([](const Sourced& v, Config& c) {
+            if (!v.value.starts_with("file:///") && !v.value.starts_with("s3://")) {
+              return Status::InvalidArgument(fmt::format(
+                  "{}: '{}' is not a backup URL (file:///... or s3://...), as backup list prints it", v.source,
+                  Quoted(v.value)));
+            }
+            c.restore_from = v.value;
+            return Status::Ok();
+          })),
+      Row("from-member", "QUORATE_FROM_MEMBER",
+          "recover: the surviving member (this node's --name) whose data dir seeds the new cluster", NonEmpty([](const Sourced& v, Config& c) {
+            if (Status s = CheckName(v); !s.ok()) return s;
+            c.from_member = v.value;
+            return Status::Ok();
+          })),
+      BoolRow("force", "QUORATE_FORCE",
+              "restore or recover even while the old cluster still has a live quorum (its later writes are lost)",
+              Flag(&C::force)),
   };
   return kOptions;
 }

@@ -117,6 +117,56 @@ std::string FormatVersions(const std::string& etcd_version, const std::string& e
                      etcd_version, etcd_path, cluster_version.empty() ? "unknown" : cluster_version, cluster_source);
 }
 
+namespace {
+
+nlohmann::ordered_json BackupJson(const BackupMeta& m) {
+  return {{"url", m.url},
+          {"created", BackupTimeName(m.created)},
+          {"clusterID", IdToHex(m.cluster_id)},
+          {"memberID", IdToHex(m.member_id)},
+          {"revision", m.revision},
+          {"etcdVersion", m.etcd_version},
+          {"memberCount", m.member_count},
+          {"dbBytes", m.db_bytes},
+          {"storedBytes", m.stored_bytes},
+          {"sha256", m.sha256},
+          {"compression", CompressionName(m.compression)},
+          {"keyID", m.key_id},
+          {"source", m.source}};
+}
+
+std::vector<std::string> BackupRow(const BackupMeta& m) {
+  return {BackupTimeName(m.created), IdToHex(m.cluster_id), std::to_string(m.revision), std::to_string(m.db_bytes),
+          std::to_string(m.stored_bytes), m.key_id.empty() ? "-" : m.key_id, m.url};
+}
+
+const std::vector<std::string> kBackupHeaders = {"CREATED", "CLUSTER ID", "REVISION", "DB BYTES",
+                                                 "STORED BYTES", "KEY ID", "URL"};
+
+}  // namespace
+
+std::string FormatBackup(const BackupMeta& m, OutputFormat format) {
+  if (format == OutputFormat::kJson) return JsonText(BackupJson(m), 2) + "\n";
+  if (format == OutputFormat::kTable) return RenderTable(kBackupHeaders, {BackupRow(m)});
+  return fmt::format("backup of cluster {} at revision {}: {} bytes of database (sha256 {}), {} stored ({}{})\n{}\n",
+                     IdToHex(m.cluster_id), m.revision, m.db_bytes, m.sha256, m.stored_bytes,
+                     CompressionName(m.compression), m.key_id.empty() ? "" : ", encrypted with key " + m.key_id, m.url);
+}
+
+std::string FormatBackupList(const std::vector<BackupMeta>& backups, OutputFormat format) {
+  if (format == OutputFormat::kJson) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const auto& b : backups) list.push_back(BackupJson(b));
+    return JsonText(nlohmann::ordered_json{{"backups", list}}, 2) + "\n";
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& b : backups) rows.push_back(BackupRow(b));
+  if (format == OutputFormat::kTable) return RenderTable(kBackupHeaders, rows);
+  std::string out;
+  for (const auto& r : rows) out += fmt::format("{}\n", fmt::join(r, ", "));
+  return out;
+}
+
 void RemovalPrinter::Handled(ClusterId cluster, const ClusterMember& m, Outcome outcome) {
   bool removed = outcome == Outcome::kRemoved;
   if (format_ == OutputFormat::kJson) {

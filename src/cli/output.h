@@ -6,6 +6,7 @@
 #include <ostream>
 #include <string>
 
+#include "backup/backup.h"
 #include "core/config.h"
 #include "etcd/etcd_client.h"
 #include "node/init.h"
@@ -31,6 +32,12 @@ std::string FormatMemberList(const MemberListing& listing, OutputFormat format);
 // `cluster_version` empty when unknown; `cluster_source` says where it came from, or why unknown.
 std::string FormatVersions(const std::string& etcd_version, const std::string& etcd_path,
                            const std::string& cluster_version, const std::string& cluster_source, OutputFormat format);
+
+// `backup save` and `backup verify`: one backup. With simple, the backup's URL alone on the last
+// line, so a script passes it on to --restore-from.
+std::string FormatBackup(const BackupMeta& meta, OutputFormat format);
+// `backup list`: oldest first.
+std::string FormatBackupList(const std::vector<BackupMeta>& backups, OutputFormat format);
 
 // `member remove`: one line per argument, flushed as it is handled (etcdctl's "Member <id> removed
 // from cluster <cluster id>", with the name; JSON lines with -w json).

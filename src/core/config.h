@@ -47,6 +47,19 @@ struct Config {
   std::vector<std::string> endpoints;
   TlsFiles etcdctl_tls;  // --cacert, --cert, --key
   bool ignore_not_found = false;  // member remove: skip a MEMBER the cluster does not list
+
+  // Backups and restore (docs/DESIGN.md §11).
+  std::string backup_to;                      // store URL: file:///dir or s3://bucket/prefix
+  std::vector<std::string> backup_key_files;  // the first encrypts; any reads a backup of its key ID
+  std::string backup_compression = "gzip";
+  std::string backup_cluster = "main";        // backups/etcd/<cluster>/ in the store
+  std::chrono::milliseconds backup_schedule{std::chrono::minutes(30)};  // run: 0 takes none
+  std::chrono::milliseconds backup_timeout{std::chrono::minutes(10)};
+  int backup_keep_hourly_days = 7;
+  int backup_keep_daily_days = 90;
+  std::string restore_from;        // run: a backup URL to restore a new cluster from
+  std::string from_member;         // recover: the surviving member whose data seeds the new cluster
+  bool force = false;              // restore/recover even while the old cluster has a live quorum
 };
 
 }  // namespace quorate

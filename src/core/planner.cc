@@ -161,6 +161,28 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
                            IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id), why_new));
 }
 
+// Rule 4's majority-lost wait names the way back that applies (§4 rules 7 and 8): a voter whose etcd
+// still answers holds data, and recovering from it loses none of its writes; with none, a backup.
+std::string MajorityLostAdvice(const PlanInput& in, const ClusterView& c, const ClusterMember& listed) {
+  std::vector<std::string> survivors;
+  for (const auto& m : c.members) {
+    if (!m.is_learner && &m != &listed && VoterAnswers(in, m)) survivors.push_back(NameFor(m, in.expected));
+  }
+  const std::string manual = "(etcd's manual alternative: --force-new-cluster on one survivor)";
+  if (!survivors.empty()) {
+    return fmt::format(
+        "bring voters back; or, if their data is gone for good, stop quorate on {0} and run `quorate recover "
+        "--from-member {0} --backup-to STORE` there (a snapshot of its database, so no write it holds is lost), "
+        "then `quorate run --restore-from <the URL it prints> --initial-cluster-token <a new token>` on every "
+        "node {1}",
+        survivors.front(), manual);
+  }
+  return fmt::format(
+      "bring voters back; or, if their data is gone for good, restore a snapshot: `quorate run --restore-from "
+      "<backup URL from quorate backup list> --initial-cluster-token <a new token>` on every node {}",
+      manual);
+}
+
 Decision PlanReplace(const PlanInput& in, const ClusterView& c, const ClusterMember& listed) {
   size_t voters = 0;
   size_t live = 0;
@@ -173,10 +195,9 @@ Decision PlanReplace(const PlanInput& in, const ClusterView& c, const ClusterMem
   if (live < majority) {
     return Wait(WaitKind::kMajorityLost,
                 fmt::format("{} was started as member {} of cluster {} but has no local data; only {} of "
-                            "{} voters answer and replacing it needs a majority of {}: bring voters "
-                            "back, or restore from a snapshot if their data is gone",
-                            in.self.name, IdToHex(listed.id), IdToHex(c.cluster_id), live, voters,
-                            majority));
+                            "{} voters answer and replacing it needs a majority of {}: {}",
+                            in.self.name, IdToHex(listed.id), IdToHex(c.cluster_id), live, voters, majority,
+                            MajorityLostAdvice(in, c, listed)));
   }
   std::vector<Member> entries;
   for (const auto& m : c.members) {
@@ -283,6 +304,21 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
   return d;
 }
 
+// (answering, voters) of `view` when it does not list `member` and a majority of its voters answer.
+std::optional<std::pair<size_t, size_t>> MajorityWithout(const PlanInput& in, const ClusterView& view,
+                                                         MemberId member) {
+  size_t voters = 0;
+  size_t answering = 0;
+  for (const auto& m : view.members) {
+    if (m.id == member) return std::nullopt;
+    if (m.is_learner) continue;
+    ++voters;
+    if (VoterAnswers(in, m)) ++answering;
+  }
+  if (voters == 0 || answering < voters / 2 + 1) return std::nullopt;
+  return std::pair{answering, voters};
+}
+
 // Rule 1b: our data is a member's the cluster removed. Said only from the quorum view: a member list
 // made right after a linearizable read, so it holds every change committed before it. A peer URL's
 // GET /members is not enough, whichever way it points: etcd answers it while it still rebuilds the
@@ -321,6 +357,25 @@ std::optional<Decision> PlanRemoved(const PlanInput& in) {
   }
   return Wait(WaitKind::kPeersNotReady,
               fmt::format("{}; not restarting etcd, and not {}: {}", removed, ActionName(d.action), d.reason));
+}
+
+// Rule 1c: our data is of a cluster the peers no longer run: a majority of the voters of the cluster
+// they report answer, it is not the cluster our WAL names, and it does not list our member. That is
+// what a restore or a recovery leaves for an old member it did not reach (new token, new cluster
+// ID): etcd on this data would only be refused by its peers, so it waits and says how to join.
+std::optional<Decision> PlanStranded(const PlanInput& in, const ClusterView& view) {
+  const WalIdentity& local = *in.local;
+  if (view.cluster_id == local.cluster_id) return std::nullopt;
+  auto count = MajorityWithout(in, view, local.member_id);
+  if (!count) return std::nullopt;
+  const auto [answering, voters] = *count;
+  return Wait(WaitKind::kConflict,
+              fmt::format("this node's data is member {} of cluster {}, but {} of the {} voters of cluster {} answer "
+                          "and it does not list this member (a restore or a recovery made a new cluster): not "
+                          "starting etcd on it; start this node with the others' --restore-from and "
+                          "--initial-cluster-token, which moves its data aside",
+                          IdToHex(local.member_id), IdToHex(local.cluster_id), answering, voters,
+                          IdToHex(view.cluster_id)));
 }
 
 // Empty when the peer agrees to bootstrap a new cluster with us, else why it does not.
@@ -430,6 +485,9 @@ Decision Plan(const PlanInput& input) {
     if (input.local && input.quorum_view) {
       if (auto removed = PlanRemoved(input)) return *removed;
     }
+    if (!reporting.empty() && conflicting == nullptr && input.local) {
+      if (auto stranded = PlanStranded(input, MergeViews(reporting))) return *stranded;
+    }
     Decision d = PlanRestart(input);
     if (!reporting.empty() && conflicting == nullptr) {
       ClusterView view = MergeViews(reporting);
@@ -466,6 +524,34 @@ const char* ActionName(Action action) {
       return "wait";
   }
   return "unknown";
+}
+
+RestoreDecision PlanRestore(const RestoreFacts& f) {
+  // Rule 7a: this node finished this very restore before (killed after it, or restarted since).
+  if (f.restored_from == f.backup_url && f.restored_token == f.new_token && f.has_local_data) {
+    return {RestoreAction::kAlreadyRestored,
+            fmt::format("this node was restored from {} with token {}: starting on that data", f.backup_url,
+                        f.new_token)};
+  }
+  // Rule 7b: the old token would give the restored members the old IDs, and old members that
+  // missed the restore could rejoin a cluster they do not belong to.
+  if (!f.old_token.empty() && f.old_token == f.new_token) {
+    return {RestoreAction::kRefuseInput,
+            fmt::format("--initial-cluster-token {} is the token of the cluster this node's data comes from; a "
+                        "restore needs a new one, the same on every node, so no old member can rejoin",
+                        f.new_token)};
+  }
+  // Rule 7c: a restore over a working cluster loses every write since the backup.
+  if (!f.old_leaders.empty() && !f.force) {
+    return {RestoreAction::kRefuseLive,
+            fmt::format("the old cluster still has a live quorum ({} report a leader): restoring over it would "
+                        "lose every write since the backup; stop its members first, or give --force",
+                        fmt::format("{}", fmt::join(f.old_leaders, ", ")))};
+  }
+  std::string forced = f.old_leaders.empty() ? "no member of the old cluster has a leader"
+                                             : "--force given although the old cluster has a leader";
+  return {RestoreAction::kRestore,
+          fmt::format("restoring {} as a new cluster with token {}: {}", f.backup_url, f.new_token, forced)};
 }
 
 }  // namespace quorate

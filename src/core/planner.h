@@ -88,4 +88,33 @@ VersionFacts VersionFactsOf(const PlanInput& input);
 
 const char* ActionName(Action action);
 
+// Rules 7 and 8 (docs/DESIGN.md §4): a node told to restore a new cluster from a backup (`run
+// --restore-from`, also what `recover --from-member` leads to). Facts in, one decision out.
+struct RestoreFacts {
+  std::string backup_url;
+  std::string new_token;  // --initial-cluster-token
+  // This node's restore marker: the backup and token of a restore it finished; empty without one.
+  std::string restored_from;
+  std::string restored_token;
+  bool has_local_data = false;
+  std::string old_token;  // the token of the local member bucket, the cluster the data is of
+  // Members of any cluster other than the one the restore makes that report a leader: a live quorum.
+  std::vector<std::string> old_leaders;
+  bool force = false;
+};
+
+enum class RestoreAction {
+  kRestore,          // rule 7: verify the backup, move member/ aside, restore, start new
+  kAlreadyRestored,  // rule 7a: start on the restored data
+  kRefuseInput,      // rule 7b: the token is not new (bad input)
+  kRefuseLive,       // rule 7c: the old cluster has a live quorum and no --force
+};
+
+struct RestoreDecision {
+  RestoreAction action = RestoreAction::kRefuseLive;
+  std::string reason;
+};
+
+RestoreDecision PlanRestore(const RestoreFacts& facts);
+
 }  // namespace quorate

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "quorate/clock.h"
@@ -89,6 +90,25 @@ class EtcdClient {
   // One transaction: writes only when the key has never been created; true when this call wrote it.
   virtual Result<bool> PutIfAbsent(const std::string& key, const std::string& value) = 0;
 };
+
+// What a snapshot is of, from the member's Maintenance.Status asked just before the stream.
+struct SnapshotHeader {
+  std::string endpoint;
+  ClusterId cluster_id = 0;
+  MemberId member_id = 0;
+  int64_t revision = 0;  // the member's revision as the snapshot began: every write up to it is in it
+  std::string version;   // etcd's
+};
+
+// Takes the stream as it comes, a piece at a time: etcd's database, then 32 bytes, the sha256 of
+// it (what `etcdctl snapshot save` writes to its file). An error it returns ends the stream.
+using SnapshotSink = std::function<Status(std::string_view piece)>;
+
+// Maintenance.Snapshot of `endpoint`, streamed to `sink`; options.timeout bounds it all (the
+// Status call, connecting and every piece). Unavailable when the endpoint does not answer, the
+// stream breaks or ends short, or the time runs out; the sink's own error as it gave it.
+Result<SnapshotHeader> StreamSnapshot(const EtcdClientOptions& options, const std::string& endpoint,
+                                      const SnapshotSink& sink);
 
 // Never fails here: a bad endpoint or an unreadable TLS file is the InvalidArgument of every call.
 std::unique_ptr<EtcdClient> MakeEtcdClient(const EtcdClientOptions& options);

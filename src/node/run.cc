@@ -13,8 +13,10 @@
 #include "core/bucket.h"
 #include "etcd/etcd_config.h"
 #include "etcd/etcd_version.h"
+#include "node/backup_job.h"
 #include "node/etcd_env.h"
 #include "node/init.h"
+#include "node/restore.h"
 #include "node/signal_watcher.h"
 #include "node/stray_etcd.h"
 #include "node/supervisor.h"
@@ -62,6 +64,15 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   if (auto etcd = FindProgram(config.etcd_path); !etcd.ok()) {
     return Status::InvalidArgument(fmt::format("--etcd: {}; give the path of the etcd binary", etcd.status().message()));
   }
+  // The backup store and keys are the operator's input too: checked before anything is written.
+  std::unique_ptr<BackupSchedule> backups;
+  if (!config.backup_to.empty()) {
+    auto settings = BackupSettingsOf(config);
+    if (!settings.ok()) return settings.status();
+    auto store = OpenVfs(settings->store_url);
+    if (!store.ok()) return store.status().Prefixed("--backup-to");
+    backups = std::make_unique<BackupSchedule>(config, std::move(*settings), std::move(*store));
+  }
   Metrics metrics;
   // Why init asked to keep etcd stopped for now (this member was removed, or a step to retry); empty
   // while it may run. quorate is then alive and waiting, only not ready: a liveness probe must not
@@ -83,10 +94,14 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     Upkeep* u = upkeeping.load();
     return u == nullptr ? Status::Unavailable("deciding how to start etcd") : u->Ready();
   };
+  if (backups) metrics.AddSection([&] { return backups->RenderMetrics(); });
   auto status_server = ServeStatus(config, metrics, checks);
   if (!status_server.ok()) return status_server.status();
 
   if (Status s = StopStrayEtcd(config.data_dir); !s.ok()) return s;
+  if (!config.restore_from.empty()) {
+    if (Status s = RestoreNode(config); !s.ok()) return s;
+  }
   // One watcher from the start, so a stop signal also ends init's waits (for peers, for quorum),
   // and the supervisor then takes its signals from it.
   bool reap_orphans = ::getpid() == 1;
@@ -180,7 +195,12 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   upkeeping = &upkeep;
 
   upkeep.Start();
+  if (backups) {
+    backups->SetSelf(outcome->self.client_urls);
+    backups->Start();
+  }
   Status result = running.Run();
+  if (backups) backups->Stop();
   upkeep.Stop();
   // The status server asks these two; they end with this scope, so it stops asking first.
   status_server->reset();

@@ -106,7 +106,13 @@ std::string Metrics::Render() const {
   if (last_error_at_) {
     out += fmt::format("quorate_last_error_info{{message=\"{}\"}} 1\n", EscapeLabelValue(last_error_));
   }
+  for (const auto& section : sections_) out += section();
   return out;
+}
+
+void Metrics::AddSection(std::function<std::string()> render) {
+  std::lock_guard lock(mu_);
+  sections_.push_back(std::move(render));
 }
 
 namespace {

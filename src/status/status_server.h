@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/planner.h"
 #include "quorate/status.h"
@@ -29,6 +30,8 @@ class Metrics {
                    std::chrono::system_clock::time_point at = std::chrono::system_clock::now());
   // The Prometheus text exposition format, version 0.0.4.
   std::string Render() const;
+  // More families, rendered by their owner (the backup schedule) and appended to Render's.
+  void AddSection(std::function<std::string()> render);
 
  private:
   mutable std::mutex mu_;
@@ -38,6 +41,7 @@ class Metrics {
   bool is_learner_ = false;
   std::optional<std::chrono::system_clock::time_point> last_error_at_;
   std::string last_error_;
+  std::vector<std::function<std::string()>> sections_;
 };
 
 // The value of a Prometheus label, escaped as the text format wants: \\, \" and \n.

@@ -2,6 +2,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
+#include <pugixml.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -11,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string_view>
 
 #include "quorate/clock.h"
@@ -108,94 +110,31 @@ std::string Authorization(const Request& r, const std::string& access_key, const
 namespace s3 {
 namespace {
 
-void AppendUtf8(std::string& out, unsigned long cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xc0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xe0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else {
-    out += static_cast<char>(0xf0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  }
-}
-
-// S3 escapes keys as XML text: the five named entities, and numeric ones for control characters
-// (a key may hold any UTF-8, "\r" included), which ValidateKey then refuses by name.
-std::string Unescape(std::string_view raw) {
-  static const std::map<std::string_view, char> kNamed = {
-      {"amp", '&'}, {"lt", '<'}, {"gt", '>'}, {"quot", '"'}, {"apos", '\''}};
-  std::string out;
-  for (size_t i = 0; i < raw.size(); ++i) {
-    size_t semi = raw[i] == '&' ? raw.find(';', i) : std::string_view::npos;
-    if (semi == std::string_view::npos || semi - i > 10) {
-      out += raw[i];
-      continue;
-    }
-    std::string_view name = raw.substr(i + 1, semi - i - 1);
-    if (auto named = kNamed.find(name); named != kNamed.end()) {
-      out += named->second;
-    } else if (name.size() > 1 && name[0] == '#') {
-      bool hex = name[1] == 'x' || name[1] == 'X';
-      std::string_view digits = name.substr(hex ? 2 : 1);
-      unsigned long cp = 0;
-      auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), cp, hex ? 16 : 10);
-      if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || cp > 0x10ffff) {
-        out += raw[i];
-        continue;
-      }
-      AppendUtf8(out, cp);
-    } else {
-      out += raw[i];
-      continue;
-    }
-    i = semi;
-  }
-  return out;
-}
-
-// The unescaped text of the first <tag>...</tag> in xml[from, to); `from` moves past it.
-std::optional<std::string> Element(const std::string& xml, const std::string& tag, size_t& from,
-                                   size_t to = std::string::npos) {
-  const std::string open = "<" + tag + ">", close = "</" + tag + ">";
-  size_t start = xml.find(open, from);
-  if (start == std::string::npos || start >= to) return std::nullopt;
-  start += open.size();
-  size_t end = xml.find(close, start);
-  if (end == std::string::npos || end > to) return std::nullopt;
-  from = end + close.size();
-  return Unescape(std::string_view(xml).substr(start, end - start));
-}
-
-std::string ElementOr(const std::string& xml, const std::string& tag) {
-  size_t from = 0;
-  return Element(xml, tag, from).value_or("");
+// The answer's root element named `name`, or an empty node when `xml` is not that document at all.
+pugi::xml_node Root(pugi::xml_document& doc, const std::string& xml, const char* name) {
+  // No DOCTYPE, so no entity defined by the answer; character references are decoded as XML says.
+  pugi::xml_parse_result parsed = doc.load_buffer(xml.data(), xml.size(), pugi::parse_default & ~pugi::parse_doctype);
+  if (!parsed) return {};
+  return doc.child(name);
 }
 
 }  // namespace
 
 Result<ListPage> ParseListPage(const std::string& xml) {
-  if (xml.find("<ListBucketResult") == std::string::npos) {
-    return Status::DataLoss(
-        fmt::format("the listing is not S3's ListBucketResult XML; it starts '{}'", xml.substr(0, 80)));
+  pugi::xml_document doc;
+  pugi::xml_node root = Root(doc, xml, "ListBucketResult");
+  if (!root) {
+    return Status::DataLoss(fmt::format("the listing is not S3's ListBucketResult XML; it starts '{}'",
+                                        Printable(xml.substr(0, 80), 80)));
   }
   ListPage page;
-  size_t at = 0;
-  while ((at = xml.find("<Contents>", at)) != std::string::npos) {
-    size_t end = xml.find("</Contents>", at);
-    auto key = Element(xml, "Key", at, end);
+  for (pugi::xml_node contents : root.children("Contents")) {
+    pugi::xml_node key = contents.child("Key");
     if (!key) return Status::DataLoss("the listing has a <Contents> without a <Key>");
-    page.keys.push_back(std::move(*key));
-    at = end == std::string::npos ? xml.size() : end;
+    page.keys.push_back(key.text().get());
   }
-  page.truncated = ElementOr(xml, "IsTruncated") == "true";
-  page.next_token = ElementOr(xml, "NextContinuationToken");
+  page.truncated = std::string_view(root.child("IsTruncated").text().get()) == "true";
+  page.next_token = root.child("NextContinuationToken").text().get();
   if (page.truncated && page.next_token.empty()) {
     return Status::DataLoss("the listing is truncated but has no NextContinuationToken to read on from");
   }
@@ -203,8 +142,28 @@ Result<ListPage> ParseListPage(const std::string& xml) {
 }
 
 ErrorBody ParseErrorBody(const std::string& xml) {
-  if (xml.find("<Error>") == std::string::npos) return {};
-  return {ElementOr(xml, "Code"), ElementOr(xml, "Message")};
+  pugi::xml_document doc;
+  pugi::xml_node root = Root(doc, xml, "Error");
+  if (!root) return {};
+  return {root.child("Code").text().get(), root.child("Message").text().get()};
+}
+
+std::string ParseUploadId(const std::string& xml) {
+  pugi::xml_document doc;
+  return Root(doc, xml, "InitiateMultipartUploadResult").child("UploadId").text().get();
+}
+
+std::string CompleteMultipartBody(const std::vector<std::string>& etags) {
+  pugi::xml_document doc;
+  pugi::xml_node root = doc.append_child("CompleteMultipartUpload");
+  for (size_t i = 0; i < etags.size(); ++i) {
+    pugi::xml_node part = root.append_child("Part");
+    part.append_child("PartNumber").text().set(static_cast<unsigned>(i + 1));
+    part.append_child("ETag").text().set(etags[i].c_str());
+  }
+  std::ostringstream out;
+  doc.save(out, "", pugi::format_raw | pugi::format_no_declaration);
+  return out.str();
 }
 
 Target Address(const std::string& endpoint_host, int port, const std::string& bucket, const std::string& key,
@@ -302,7 +261,17 @@ struct Response {
   int status = 0;
   std::string body;
   s3::ErrorBody error;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string Header(const std::string& name) const {
+    return HttpResponse{status, headers, {}}.Header(name);
+  }
 };
+
+// A streamed object goes up and comes down in parts of this size: memory stays flat whatever the
+// size, and S3 takes parts of 5 MiB or more (but the last), at most 10,000 of them.
+constexpr size_t kPartBytes = 8 << 20;
+constexpr int kMaxParts = 10000;
+constexpr auto kPartTime = std::chrono::minutes(2);
 
 // An error answer (a PUT's, a refusal's) is a few hundred bytes of XML.
 constexpr size_t kMaxAnswerBytes = 64 * 1024;
@@ -386,6 +355,29 @@ class S3Vfs : public Vfs {
     if (r->status / 100 == 2) return Status::Ok();
     return Refused(call, *r);
   }
+
+  Result<std::unique_ptr<VfsUpload>> Upload(const std::string& key) override;
+  Result<std::unique_ptr<VfsDownload>> Download(const std::string& key) override;
+
+  Status Remove(const std::string& key) override {
+    if (Status s = ValidateKey(key); !s.ok()) return s;
+    Call call{"DELETE", FullKey(key), {}, "", {}};
+    auto r = Send(call, CallDeadline(), kMaxAnswerBytes);
+    if (!r.ok()) return r.status();
+    if (r->status / 100 == 2 || (r->status == 404 && r->error.code != "NoSuchBucket")) return Status::Ok();
+    return Refused(call, *r);
+  }
+
+  // One call of a stream: a part, or the start or end of a multipart upload.
+  // A part of 8 MiB gets at least kPartTime (timeout= is sized for small records), within the
+  // caller's deadline: uploads that time out on big databases are a known way backups fail.
+  Result<Response> SendPart(const Call& call, size_t max_body) {
+    return Send(call, std::min(RealClock().Now() + std::max<Clock::Duration>(o_.timeout, kPartTime), o_.deadline),
+                max_body);
+  }
+  Status RefusedPart(const Call& call, const Response& r) const { return Refused(call, r); }
+  std::string FullKeyOf(const std::string& key) const { return FullKey(key); }
+  std::string UrlOf(const std::string& full_key) const { return Url(full_key); }
 
  private:
   Result<std::vector<std::string>> ListNow(const std::string& prefix) {
@@ -491,7 +483,7 @@ class S3Vfs : public Vfs {
       HttpResult result = SendOnce(call, deadline, max_body);
       const std::string what = fmt::format("{} {} at {}", call.method, Url(call.key), EndpointText());
       if (result.ok()) {
-        Response r{result.response.status, std::move(result.response.body), {}};
+        Response r{result.response.status, std::move(result.response.body), {}, std::move(result.response.headers)};
         r.error = s3::ParseErrorBody(r.body);
         if (!Retryable(r)) return r;
         last = fmt::format("HTTP {} {} {}", r.status, Printable(r.error.code, 64), Printable(r.error.message, 200));
@@ -530,7 +522,7 @@ class S3Vfs : public Vfs {
     for (const auto& [name, value] : signed_part.headers) request.headers.emplace_back(name, value);
     request.headers.emplace_back("Authorization",
                                  sigv4::Authorization(signed_part, o_.access_key, o_.secret, o_.region, "s3"));
-    if (call.method == "PUT") {
+    if (call.method == "PUT" || call.method == "POST") {
       request.body = call.body;
       request.headers.emplace_back("Content-Type", "application/octet-stream");
     }
@@ -545,6 +537,166 @@ class S3Vfs : public Vfs {
   Options o_;
   Status last_failure_;
 };
+
+// Up to one part is held; an object that fits in it is one PUT at Commit, a larger one a multipart
+// upload whose parts are invisible until CompleteMultipartUpload. An upload dropped before that is
+// aborted (and one a crash leaves behind is never listed; a bucket lifecycle rule reclaims it).
+class S3Upload : public VfsUpload {
+ public:
+  S3Upload(S3Vfs& store, std::string full_key) : store_(store), key_(std::move(full_key)) { buffer_.reserve(kPartBytes); }
+  ~S3Upload() override {
+    if (!committed_ && !upload_id_.empty()) {
+      Call abort{"DELETE", key_, {{"uploadId", upload_id_}}, "", {}};
+      (void)store_.SendPart(abort, kMaxAnswerBytes);
+    }
+  }
+
+  Status Append(std::string_view bytes) override {
+    while (!bytes.empty()) {
+      size_t take = std::min(bytes.size(), kPartBytes - buffer_.size());
+      buffer_.append(bytes.substr(0, take));
+      bytes.remove_prefix(take);
+      if (buffer_.size() == kPartBytes) {
+        if (Status s = SendBufferedPart(); !s.ok()) return s;
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status Commit() override {
+    if (upload_id_.empty()) {
+      Call put{"PUT", key_, {}, std::move(buffer_), {}};
+      auto r = store_.SendPart(put, kMaxAnswerBytes);
+      if (!r.ok()) return r.status();
+      if (r->status / 100 != 2) return store_.RefusedPart(put, *r);
+      committed_ = true;
+      return Status::Ok();
+    }
+    if (!buffer_.empty()) {
+      if (Status s = SendBufferedPart(); !s.ok()) return s;
+    }
+    Call complete{"POST", key_, {{"uploadId", upload_id_}}, s3::CompleteMultipartBody(etags_), {}};
+    auto r = store_.SendPart(complete, kMaxAnswerBytes);
+    if (!r.ok()) return r.status();
+    // S3 may answer 200 and still fail the completion, with an <Error> body.
+    if (r->status != 200 || !r->error.code.empty()) return store_.RefusedPart(complete, *r);
+    committed_ = true;
+    return Status::Ok();
+  }
+
+ private:
+  Status SendBufferedPart() {
+    if (upload_id_.empty()) {
+      Call start{"POST", key_, {{"uploads", ""}}, "", {}};
+      auto r = store_.SendPart(start, kMaxAnswerBytes);
+      if (!r.ok()) return r.status();
+      if (r->status != 200) return store_.RefusedPart(start, *r);
+      upload_id_ = s3::ParseUploadId(r->body);
+      if (upload_id_.empty()) {
+        return Status::Unavailable(fmt::format("starting a multipart upload of {}: the answer names no UploadId",
+                                               store_.UrlOf(key_)));
+      }
+    }
+    if (etags_.size() >= static_cast<size_t>(kMaxParts)) {
+      return Status::FailedPrecondition(fmt::format("{}: more than {} parts of {} bytes; S3 takes no more",
+                                                    store_.UrlOf(key_), kMaxParts, kPartBytes));
+    }
+    Call part{"PUT",
+              key_,
+              {{"partNumber", std::to_string(etags_.size() + 1)}, {"uploadId", upload_id_}},
+              std::move(buffer_),
+              {}};
+    buffer_.clear();
+    auto r = store_.SendPart(part, kMaxAnswerBytes);
+    if (!r.ok()) return r.status();
+    if (r->status != 200) return store_.RefusedPart(part, *r);
+    std::string etag = r->Header("ETag");
+    if (etag.empty()) {
+      return Status::Unavailable(fmt::format("part {} of {}: the answer has no ETag", etags_.size() + 1,
+                                             store_.UrlOf(key_)));
+    }
+    etags_.push_back(std::move(etag));
+    return Status::Ok();
+  }
+
+  S3Vfs& store_;
+  std::string key_;
+  std::string buffer_;
+  std::string upload_id_;
+  std::vector<std::string> etags_;
+  bool committed_ = false;
+};
+
+// Ranged GETs of one part each, so no answer is larger than a part.
+class S3Download : public VfsDownload {
+ public:
+  S3Download(S3Vfs& store, std::string full_key) : store_(store), key_(std::move(full_key)) {}
+
+  // Asks for the first part, so a missing object is NotFound at Download, not at the first Read.
+  Status Start() { return Fetch(); }
+
+  Result<size_t> Read(char* buffer, size_t size) override {
+    if (taken_ == part_.size() && !at_end_) {
+      if (Status s = Fetch(); !s.ok()) return s;
+    }
+    size_t n = std::min(size, part_.size() - taken_);
+    std::copy_n(part_.data() + taken_, n, buffer);
+    taken_ += n;
+    return n;
+  }
+
+ private:
+  Status Fetch() {
+    Call get{"GET", key_, {}, "", {{"range", fmt::format("bytes={}-{}", offset_, offset_ + kPartBytes - 1)}}};
+    auto r = store_.SendPart(get, kPartBytes);
+    if (!r.ok()) return r.status();
+    part_.clear();
+    taken_ = 0;
+    if (r->status == 416) {  // asked from the end of the object (an empty one has no byte 0)
+      at_end_ = true;
+      return Status::Ok();
+    }
+    if (r->status == 404 && r->error.code != "NoSuchBucket") {
+      return Status::NotFound(fmt::format("{} does not exist", store_.UrlOf(key_)));
+    }
+    if (r->status != 206 && r->status != 200) return store_.RefusedPart(get, *r);
+    // 200 is the whole object from a store that ignores ranges: it fitted in one part.
+    part_ = std::move(r->body);
+    offset_ += part_.size();
+    at_end_ = r->status == 200 || part_.size() < kPartBytes || EndsAt(r->Header("Content-Range"), offset_);
+    return Status::Ok();
+  }
+
+  // "bytes 0-99/100": true when `offset` is the object's size.
+  static bool EndsAt(const std::string& content_range, uint64_t offset) {
+    size_t slash = content_range.rfind('/');
+    if (slash == std::string::npos) return false;
+    uint64_t total = 0;
+    const char* first = content_range.data() + slash + 1;
+    const char* last = content_range.data() + content_range.size();
+    auto [end, ec] = std::from_chars(first, last, total);
+    return ec == std::errc() && end == last && total == offset;
+  }
+
+  S3Vfs& store_;
+  std::string key_;
+  std::string part_;
+  size_t taken_ = 0;
+  uint64_t offset_ = 0;
+  bool at_end_ = false;
+};
+
+Result<std::unique_ptr<VfsUpload>> S3Vfs::Upload(const std::string& key) {
+  if (Status s = ValidateKey(key); !s.ok()) return s;
+  return std::unique_ptr<VfsUpload>(new S3Upload(*this, FullKey(key)));
+}
+
+Result<std::unique_ptr<VfsDownload>> S3Vfs::Download(const std::string& key) {
+  if (Status s = ValidateKey(key); !s.ok()) return s;
+  auto download = std::make_unique<S3Download>(*this, FullKey(key));
+  if (Status s = download->Start(); !s.ok()) return s;
+  return std::unique_ptr<VfsDownload>(std::move(download));
+}
 
 }  // namespace
 

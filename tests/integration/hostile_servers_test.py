@@ -10,7 +10,9 @@ was wrong, stays small (peak RSS, from wait4, under 100 MB) and writes nothing:
 - the k8s provider (`quorate discover` against an https API server): a list that hands out a new
   continue token on every page, and a PodList nested 60,000 levels deep (which crashed quorate);
 - the s3 provider (`quorate discover` with endpoint= at the server): a listing that hands out a new
-  continuation token on every page, and a listing served a byte every 0.3 s.
+  continuation token on every page, and a listing served a byte every 0.3 s;
+- the S3 backup store (`quorate backup list | verify` with --backup-timeout 4s): an endless
+  listing, metadata nested 30,000 levels deep, a 10 GB object and an object served a byte every 0.3 s.
 Before the fix the dribbles, the endless lists and the slow listing kept quorate running 35 s and
 more, the endless body grew it past 6 GB, and the deep JSON killed it with SIGSEGV.
 """
@@ -157,6 +159,38 @@ def s3(base):
             server.stop()
 
 
+def backup_store(base):
+    """The S3 backup store's reads (issue 12): `backup list` and `backup verify` with --backup-timeout
+    as the budget; the metadata or the object (read in ranged GETs) is hostile."""
+    env = dict(os.environ, AWS_ACCESS_KEY_ID="hostile", AWS_SECRET_ACCESS_KEY="hostile")
+    folder = "/quorate/p/backups/etcd/main/2026-11-23T00%3A00%3A00Z"
+    meta = (b'{"etcdVersion":"3.4.23","quorate":{"format":1,"object":"etcd.backup.gz","compression":"gzip",'
+            b'"encryption":"none","keyID":"","sha256":"00","dbBytes":1}}')
+    for name, command, hostile_path, behaviour, says in [
+        ("a backup listing with a new continuation token on every page", "list", "/quorate",
+         endless_s3_listing(), "continuation token"),
+        ("backup metadata nested 30,000 levels deep", "verify", folder + "/_etcd_backup.meta",
+         Answer(200, deep_json(levels=30000, around="%s")), "nested deeper than 64 levels"),
+        ("a backup object of 10 GB", "verify", folder + "/etcd.backup.gz", HugeBody(), "10000000000"),
+        ("a backup object served a byte every 0.3 s", "verify", folder + "/etcd.backup.gz",
+         DribbleBody(206, b"\x1f\x8b" * 1000), "not whole within"),
+    ]:
+        server = HostileHttp()
+        server.behave(Answer(200, meta, content_type="application/json"), path=folder + "/_etcd_backup.meta")
+        server.behave(behaviour, path=hostile_path, method="GET")
+        store = f"s3://quorate/p?endpoint={server.url}"
+        argv = [QUORATE, "backup", command, "--backup-timeout", f"{TIMEOUT_S}s"]
+        if command == "list":
+            argv += ["--backup-to", store]
+        else:
+            argv += [f"s3://quorate/p/backups/etcd/main/2026-11-23T00:00:00Z?endpoint={server.url}"]
+        try:
+            check_bounded(f"backup store, {name}", argv, f"127.0.0.1:{server.port}", says, workdir(base, "backup"),
+                          env=env)
+        finally:
+            server.stop()
+
+
 def test():
     harness.require("openssl")
     base = tempfile.mkdtemp(prefix="quorate-hostile-")
@@ -164,6 +198,7 @@ def test():
     peer_probe(base)
     kubernetes(base)
     s3(base)
+    backup_store(base)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ def test():
             check("timed out" in last and "majority" in last, f"{n.name}'s last word does not say a majority "
                   f"is lost: {last}")
             check("snapshot" in last or "force-new-cluster" in last, f"{n.name} does not say how to recover: {last}")
+            check("quorate recover --from-member n1" in last, f"{n.name} does not name the survivor's recovery: {last}")
             check("etcd started" not in text and "decision:" not in text, f"{n.name} started something:\n{text}")
             check(not os.path.exists(os.path.join(n.data_dir, "member")), f"{n.name} has an etcd data dir")
         check(n1.quorate.poll() is None, f"the survivor's quorate run exited:\n{log_since(n1, offsets['n1'])}")

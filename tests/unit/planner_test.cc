@@ -317,6 +317,32 @@ TEST_CASE("restart beats every other rule") {
   }
 }
 
+// ---- rule 1c: local data of a cluster the peers no longer run (a restore passed this node by) ----
+
+TEST_CASE("rule 1c: an old member that missed a restore waits and says how to join") {
+  MemberSet old_set = MakeSet(3);
+  MemberSet restored = MakeSet(3, "tok-2");
+  PlanInput in = MakeInput(old_set);
+  in.has_local_data = true;
+  in.local = WalIdentity{old_set.IdOf(MemberNo(1)), old_set.cluster_id()};
+  SUBCASE("a majority of the new cluster answers: wait, etcd not started") {
+    GiveAllViews(in, ViewOf(restored, {1, 2, 3}));
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kWait);
+    CHECK(Contains(d.reason, "a restore or a recovery made a new cluster"));
+    CHECK(Contains(d.reason, IdToHex(restored.cluster_id())));
+    CHECK(Contains(d.reason, "--restore-from"));
+  }
+  SUBCASE("one of three answers: not enough to say, restart as ever") {
+    PeerNamed(in, "n2").cluster = ViewOf(restored, {1, 2, 3});
+    CHECK(Plan(in).action == Action::kRestart);
+  }
+  SUBCASE("the peers run our own cluster: restart") {
+    GiveAllViews(in, ViewOf(old_set, {1, 2, 3}));
+    CHECK(Plan(in).action == Action::kRestart);
+  }
+}
+
 // ---- rule 1b: local data of a member the cluster removed ----
 
 // n5 with data of its bootstrap ID in `set` (5 members); peers n<k> for k in `answering` report the
@@ -488,12 +514,17 @@ TEST_CASE("a removal is only concluded from our own cluster's member list read w
               CAPTURE(wal_read);
               CAPTURE(d.reason);
               bool removed = wal_read && same_cluster && listed == 0 && quorum == 0;
+              // Rule 1c: a majority of another cluster that does not list us: a restore passed us by.
+              size_t voters = 4 + (listed == 1);  // n1..n4, plus n5 when it is listed as one
+              bool stranded = wal_read && !same_cluster && listed == 0 && answering.size() >= voters / 2 + 1;
               // Never a bootstrap, and data goes aside only to join an existing cluster.
               CHECK(d.action != Action::kNew);
               CHECK(d.action != Action::kLateInitial);
               CHECK(d.action != Action::kReplace);
               if (d.move_data_aside) CHECK((d.action == Action::kJoin && d.initial_cluster_state == "existing"));
-              if (!removed) {
+              if (stranded) {
+                CHECK(d.wait == WaitKind::kConflict);
+              } else if (!removed) {
                 CHECK(d.action == Action::kRestart);
               } else if (etcd_ran) {
                 CHECK(d.wait == WaitKind::kRemoved);
@@ -705,6 +736,9 @@ TEST_CASE("started member without data is replaced only with quorum (3 members)"
     CHECK(Contains(d.reason, "1 of 3 voters"));
     CHECK(Contains(d.reason, "majority of 2"));
     CHECK(Contains(d.reason, "snapshot"));
+    // The survivor is named, with the command that recovers from its data, and etcd's own way.
+    CHECK(Contains(d.reason, "quorate recover --from-member n2"));
+    CHECK(Contains(d.reason, "--force-new-cluster"));
     CHECK_FALSE(d.remove_id.has_value());
     CHECK_FALSE(d.add_member);
   }
@@ -1029,6 +1063,64 @@ TEST_CASE("invariants hold for every combination of peer states (3 members)") {
     }
   }
   CHECK(combinations == 2 * 43 * 43);
+}
+
+// ---- rules 7 and 8: restore from a backup (or a survivor's data) ----
+
+RestoreFacts RestoreFactsOf() {
+  RestoreFacts f;
+  f.backup_url = "file:///b/backups/etcd/main/2026-11-23T18:00:00Z";
+  f.new_token = "tok-2";
+  f.old_token = "tok";
+  f.has_local_data = true;
+  return f;
+}
+
+TEST_CASE("rule 7: a restore goes ahead only with a new token and no live quorum of the old cluster") {
+  RestoreFacts f = RestoreFactsOf();
+  SUBCASE("the old cluster is down: restore") {
+    RestoreDecision d = PlanRestore(f);
+    CHECK(d.action == RestoreAction::kRestore);
+    CHECK(Contains(d.reason, "no member of the old cluster has a leader"));
+  }
+  SUBCASE("a node without data or bucket restores too") {
+    f.has_local_data = false;
+    f.old_token.clear();
+    CHECK(PlanRestore(f).action == RestoreAction::kRestore);
+  }
+  SUBCASE("7b: the old token again is refused as bad input") {
+    f.new_token = "tok";
+    RestoreDecision d = PlanRestore(f);
+    CHECK(d.action == RestoreAction::kRefuseInput);
+    CHECK(Contains(d.reason, "needs a new one"));
+  }
+  SUBCASE("7c: a member of the old cluster reports a leader: refused, naming it and --force") {
+    f.old_leaders = {"n2", "n3"};
+    RestoreDecision d = PlanRestore(f);
+    CHECK(d.action == RestoreAction::kRefuseLive);
+    CHECK(Contains(d.reason, "n2, n3"));
+    CHECK(Contains(d.reason, "--force"));
+    f.force = true;
+    d = PlanRestore(f);
+    CHECK(d.action == RestoreAction::kRestore);
+    CHECK(Contains(d.reason, "--force given"));
+  }
+  SUBCASE("7a: this restore was finished here: start on its data, whatever runs now") {
+    f.restored_from = f.backup_url;
+    f.restored_token = f.new_token;
+    f.old_token = f.new_token;     // the bucket is the restored cluster's now
+    f.old_leaders = {"n2"};        // the new cluster, or an old one: neither matters any more
+    CHECK(PlanRestore(f).action == RestoreAction::kAlreadyRestored);
+    SUBCASE("but not once its data is gone") {
+      f.has_local_data = false;
+      CHECK(PlanRestore(f).action != RestoreAction::kAlreadyRestored);
+    }
+    SUBCASE("nor for another backup or token") {
+      f.restored_from = "file:///b/backups/etcd/main/2026-11-22T18:00:00Z";
+      f.old_token = "tok";
+      CHECK(PlanRestore(f).action == RestoreAction::kRefuseLive);
+    }
+  }
 }
 
 }  // namespace quorate

@@ -78,6 +78,39 @@ class MemVfs : public Vfs {
     Put(key, content);
     return Status::Ok();
   }
+  Result<std::unique_ptr<VfsUpload>> Upload(const std::string& key) override {
+    struct MemUpload : VfsUpload {
+      MemUpload(MemVfs& store, std::string key) : store(store), key(std::move(key)) {}
+      Status Append(std::string_view bytes) override {
+        content.append(bytes);
+        return Status::Ok();
+      }
+      Status Commit() override { return store.Write(key, content); }
+      MemVfs& store;
+      std::string key, content;
+    };
+    return std::unique_ptr<VfsUpload>(new MemUpload(*this, key));
+  }
+  Result<std::unique_ptr<VfsDownload>> Download(const std::string& key) override {
+    struct MemDownload : VfsDownload {
+      explicit MemDownload(std::string content) : content(std::move(content)) {}
+      Result<size_t> Read(char* buffer, size_t size) override {
+        size_t n = content.copy(buffer, size, at);
+        at += n;
+        return n;
+      }
+      std::string content;
+      size_t at = 0;
+    };
+    auto content = Read(key, std::string::npos);
+    if (!content.ok()) return content.status();
+    return std::unique_ptr<VfsDownload>(new MemDownload(std::move(*content)));
+  }
+  Status Remove(const std::string& key) override {
+    std::lock_guard lock(mu_);
+    objects_.erase(key);
+    return Status::Ok();
+  }
   bool exclusive_create() const override { return exclusive_; }
   std::string Describe() const override { return "mem://"; }
 
@@ -463,6 +496,9 @@ TEST_CASE("6 nodes race for 5 seats on a store without exclusive create, 20 time
         return v_.CreateIfAbsent(k, c);
       }
       Status Write(const std::string& k, const std::string& c) override { return v_.Write(k, c); }
+      Result<std::unique_ptr<VfsUpload>> Upload(const std::string& k) override { return v_.Upload(k); }
+      Result<std::unique_ptr<VfsDownload>> Download(const std::string& k) override { return v_.Download(k); }
+      Status Remove(const std::string& k) override { return v_.Remove(k); }
       bool exclusive_create() const override { return v_.exclusive_create(); }
       std::string Describe() const override { return v_.Describe(); }
       MemVfs& v_;

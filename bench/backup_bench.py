@@ -1,0 +1,85 @@
+"""Backup throughput and memory (issue 12): quorate backup save against `etcdctl snapshot save`
+followed by `gzip` in the same run, on one etcd filled to each size, and quorate's peak RSS (from
+wait4) per size: the goal is a time ratio of at most 1.0 and an RSS flat in the database's size.
+
+Run it in a network namespace of its own (etcd takes 127.0.0.1:2379):
+    unshare -n sh -c 'ip link set lo up && python3 bench/backup_bench.py --sizes 64,256'
+"""
+import argparse
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ENDPOINT = "http://127.0.0.1:2379"
+
+
+def timed(argv, **kwargs):
+    """(seconds, peak RSS in MB) of argv run to completion; exits on failure."""
+    start = time.monotonic()
+    p = subprocess.Popen(argv, **kwargs)
+    _, status, usage = os.wait4(p.pid, 0)
+    seconds = time.monotonic() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"{' '.join(argv)} failed")
+    return seconds, usage.ru_maxrss / 1024
+
+
+def fill(megabytes):
+    """Values of random base64 (they compress about as etcd's real data does: 3/4), 1 MB a txn."""
+    for _ in range(megabytes):
+        ops = "".join(f"put /bench/{base64.b16encode(os.urandom(8)).decode()} "
+                      f"{base64.b64encode(os.urandom(7500)).decode()}\n" for _ in range(100))
+        subprocess.run(["etcdctl", "--endpoints", ENDPOINT, "txn"], input=f"\n{ops}\n\n", text=True, check=True,
+                       capture_output=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="64,256", help="database sizes in MB, comma-separated")
+    parser.add_argument("--quorate", default=os.path.join(HERE, "..", "build", "quorate"))
+    args = parser.parse_args()
+    results = []
+    for size in [int(s) for s in args.sizes.split(",")]:
+        work = tempfile.mkdtemp(prefix="quorate-backup-bench-")
+        etcd = subprocess.Popen(["etcd", "--data-dir", os.path.join(work, "etcd"), "--quota-backend-bytes",
+                                 str(8 << 30), "--listen-client-urls", ENDPOINT, "--advertise-client-urls",
+                                 ENDPOINT, "--listen-peer-urls", "http://127.0.0.1:2380"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(100):
+                if subprocess.run(["etcdctl", "--endpoints", ENDPOINT, "endpoint", "health"],
+                                  capture_output=True).returncode == 0:
+                    break
+                time.sleep(0.1)
+            fill(size)
+            snap = os.path.join(work, "snap.db")
+            t_save, _ = timed(["etcdctl", "--endpoints", ENDPOINT, "snapshot", "save", snap],
+                              stdout=subprocess.DEVNULL)
+            t_gzip, _ = timed(["gzip", snap])
+            db_bytes = os.path.getsize(snap + ".gz")
+            store = os.path.join(work, "store")
+            os.makedirs(store)
+            t_quorate, rss = timed([args.quorate, "backup", "save", "--endpoints", ENDPOINT, "--backup-to",
+                                    f"file://{store}", "--log-level", "warn"], stdout=subprocess.DEVNULL)
+            row = {"size_mb": size, "etcdctl_save_s": round(t_save, 2), "gzip_s": round(t_gzip, 2),
+                   "quorate_s": round(t_quorate, 2), "ratio": round(t_quorate / (t_save + t_gzip), 2),
+                   "quorate_peak_rss_mb": round(rss, 1), "gzip_bytes": db_bytes}
+            print(json.dumps(row), flush=True)
+            results.append(row)
+        finally:
+            etcd.kill()
+            etcd.wait()
+            shutil.rmtree(work, ignore_errors=True)
+    with open(os.path.join(HERE, "results", "backup.json"), "w") as f:
+        json.dump({"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "load": os.getloadavg()[0],
+                   "results": results}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,312 @@
+#include "backup/backup.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <ctime>
+
+#include "core/json.h"
+#include "quorate/json.h"
+#include "quorate/log.h"
+#include "quorate/text.h"
+
+namespace quorate {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kRoot = "backups/etcd";
+// A metadata file is a few hundred bytes; anything this large was not written by a backup tool.
+constexpr size_t kMaxMetaBytes = 64 * 1024;
+constexpr size_t kReadPiece = 256 * 1024;
+
+std::string ObjectName(Compression c, bool encrypted) {
+  std::string name = c == Compression::kGzip ? "etcd.backup.gz" : "etcd.backup.zst";
+  return encrypted ? name + ".aes" : name;
+}
+
+Result<SystemTime> ParseTimeName(const std::string& name) {
+  std::tm tm{};
+  const char* end = strptime(name.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  // etcd-manager's names may carry a counter after the time ("...Z-000001").
+  if (end == nullptr || (*end != '\0' && *end != '-')) {
+    return Status::DataLoss(fmt::format("'{}' is not an RFC 3339 time", Printable(name, 64)));
+  }
+  return std::chrono::system_clock::from_time_t(timegm(&tm));
+}
+
+Result<uint64_t> HexId(const json& doc, const char* field) {
+  if (!doc.contains(field)) return uint64_t{0};
+  if (!doc[field].is_string()) return Status::DataLoss(fmt::format("{} is not a hex string", field));
+  const std::string text = doc[field].get<std::string>();
+  uint64_t id = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id, 16);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    return Status::DataLoss(fmt::format("{} '{}' is not a hex ID", field, Printable(text, 32)));
+  }
+  return id;
+}
+
+}  // namespace
+
+std::string BackupTimeName(SystemTime t) {
+  std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm utc{};
+  gmtime_r(&secs, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
+}
+
+std::string EncodeBackupMeta(const BackupMeta& m) {
+  json doc = {{"etcdVersion", m.etcd_version},
+              {"timestamp", std::chrono::duration_cast<std::chrono::seconds>(m.created.time_since_epoch()).count()},
+              {"clusterSpec", {{"memberCount", m.member_count}, {"etcdVersion", m.etcd_version}}}};
+  doc["quorate"] = {{"format", 1},
+                    {"object", m.object},
+                    {"clusterID", IdToHex(m.cluster_id)},
+                    {"memberID", IdToHex(m.member_id)},
+                    {"revision", m.revision},
+                    {"dbBytes", m.db_bytes},
+                    {"storedBytes", m.stored_bytes},
+                    {"sha256", m.sha256},
+                    {"compression", CompressionName(m.compression)},
+                    {"encryption", m.key_id.empty() ? "none" : "aes-256-gcm"},
+                    {"keyID", m.key_id},
+                    {"source", m.source}};
+  return JsonText(doc, 2) + "\n";
+}
+
+Result<BackupMeta> DecodeBackupMeta(const std::string& text) {
+  auto parsed = ParseForeignJson(text);
+  if (!parsed.ok()) return Status::DataLoss(parsed.status().message());
+  const json& doc = *parsed;
+  if (!doc.is_object()) return Status::DataLoss("the metadata is not a JSON object");
+  BackupMeta m;
+  auto string_of = [](const json& d, const char* field, std::string& out) -> Status {
+    if (!d.contains(field)) return Status::Ok();
+    if (!d[field].is_string()) return Status::DataLoss(fmt::format("{} is not a string", field));
+    out = d[field].get<std::string>();
+    if (!IsPrintable(out)) return Status::DataLoss(fmt::format("{} holds control characters", field));
+    return Status::Ok();
+  };
+  if (Status s = string_of(doc, "etcdVersion", m.etcd_version); !s.ok()) return s;
+  if (doc.contains("timestamp") && doc["timestamp"].is_number_integer()) {
+    m.created = SystemTime(std::chrono::seconds(doc["timestamp"].get<int64_t>()));
+  }
+  if (doc.contains("clusterSpec") && doc["clusterSpec"].is_object() &&
+      doc["clusterSpec"].contains("memberCount") && doc["clusterSpec"]["memberCount"].is_number_integer()) {
+    m.member_count = doc["clusterSpec"]["memberCount"].get<int>();
+  }
+  m.object = "etcd.backup.gz";  // etcd-manager's only name
+  if (!doc.contains("quorate")) return m;
+  const json& q = doc["quorate"];
+  if (!q.is_object()) return Status::DataLoss("quorate is not an object");
+  m.quorate = true;
+  std::string compression, encryption;
+  for (auto [field, out] : {std::pair{"object", &m.object}, std::pair{"sha256", &m.sha256},
+                            std::pair{"compression", &compression}, std::pair{"encryption", &encryption},
+                            std::pair{"keyID", &m.key_id}, std::pair{"source", &m.source}}) {
+    if (Status s = string_of(q, field, *out); !s.ok()) return s;
+  }
+  auto c = ParseCompression(compression);
+  if (!c.ok()) return Status::DataLoss(c.status().message());
+  m.compression = *c;
+  if ((encryption == "none") != m.key_id.empty() || (encryption != "none" && encryption != "aes-256-gcm")) {
+    return Status::DataLoss(fmt::format("encryption '{}' with key ID '{}' is not a known pair",
+                                        Printable(encryption, 32), Printable(m.key_id, 32)));
+  }
+  if (m.object.empty() || m.object.find('/') != std::string::npos || ValidateKey(m.object).IsInvalidArgument()) {
+    return Status::DataLoss(fmt::format("object '{}' is not a file name", Printable(m.object, 64)));
+  }
+  auto cluster = HexId(q, "clusterID");
+  if (!cluster.ok()) return cluster.status();
+  m.cluster_id = *cluster;
+  auto member = HexId(q, "memberID");
+  if (!member.ok()) return member.status();
+  m.member_id = *member;
+  for (auto [field, out] : {std::pair{"dbBytes", &m.db_bytes}, std::pair{"storedBytes", &m.stored_bytes}}) {
+    if (q.contains(field) && q[field].is_number_unsigned()) *out = q[field].get<uint64_t>();
+  }
+  if (q.contains("revision") && q["revision"].is_number_integer()) m.revision = q["revision"].get<int64_t>();
+  return m;
+}
+
+Result<BackupLocation> ParseBackupUrl(const std::string& url) {
+  const size_t query = url.find('?');
+  const std::string path = url.substr(0, query);
+  const std::string marker = std::string("/") + kRoot + "/";
+  const size_t at = path.rfind(marker);
+  if (at == std::string::npos) {
+    return Status::InvalidArgument(fmt::format(
+        "backup URL '{}' names no backup: want <store URL>/backups/etcd/<cluster>/<time>, as `quorate backup list` "
+        "prints",
+        Printable(url, 200)));
+  }
+  BackupLocation loc;
+  loc.store_url = path.substr(0, at) + (query == std::string::npos ? "" : url.substr(query));
+  loc.folder = path.substr(at + 1);
+  while (!loc.folder.empty() && loc.folder.back() == '/') loc.folder.pop_back();
+  if (Status s = ValidateKey(loc.folder); !s.ok()) return s.Prefixed("backup URL " + Printable(url, 200));
+  if (std::count(loc.folder.begin(), loc.folder.end(), '/') != 3) {
+    return Status::InvalidArgument(fmt::format(
+        "backup URL '{}': want .../backups/etcd/<cluster>/<time>, one backup's folder", Printable(url, 200)));
+  }
+  if (loc.store_url.empty() || loc.store_url == "file://") loc.store_url = "file:///";
+  return loc;
+}
+
+std::string BackupUrl(const std::string& store_url, const std::string& folder) {
+  const size_t query = store_url.find('?');
+  std::string base = store_url.substr(0, query);
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  return base + "/" + folder + (query == std::string::npos ? "" : store_url.substr(query));
+}
+
+Result<BackupMeta> SaveBackup(Vfs& store, const std::string& store_url, const SnapshotSource& source,
+                              const SaveOptions& options) {
+  // Two backups in one second (a save by hand beside the schedule) take etcd-manager's counter.
+  const std::string base = fmt::format("{}/{}/{}", kRoot, options.cluster, BackupTimeName(options.now));
+  std::string folder = base;
+  for (int counter = 1;; ++counter) {
+    auto existing = store.List(folder);
+    if (!existing.ok()) return existing.status();
+    if (existing->empty()) break;
+    folder = fmt::format("{}-{:06d}", base, counter);
+  }
+  BackupMeta meta;
+  meta.folder = folder;
+  meta.url = BackupUrl(store_url, folder);
+  meta.created = options.now;
+  meta.member_count = options.member_count;
+  meta.quorate = true;
+  meta.compression = options.compression;
+  meta.key_id = options.key ? options.key->id : "";
+  meta.object = ObjectName(options.compression, options.key.has_value());
+
+  auto upload = store.Upload(folder + "/" + meta.object);
+  if (!upload.ok()) return upload.status();
+  struct UploadSink : Sink {
+    explicit UploadSink(VfsUpload& u) : upload(u) {}
+    Status Write(std::string_view bytes) override { return upload.Append(bytes); }
+    Status Finish() override { return Status::Ok(); }
+    VfsUpload& upload;
+  } to_store(**upload);
+  CountingSink counted(to_store);
+  std::unique_ptr<Sink> encryptor = options.key ? MakeEncryptor(*options.key, counted) : nullptr;
+  std::unique_ptr<Sink> compressor = MakeCompressor(options.compression, encryptor ? *encryptor : counted);
+  SnapshotCheck check(compressor.get());
+  auto header = source([&](std::string_view piece) { return check.Write(piece); });
+  if (!header.ok()) return header.status();
+  if (Status s = check.Finish(); !s.ok()) return s.Prefixed("snapshot of " + header->endpoint);
+  if (Status s = (*upload)->Commit(); !s.ok()) return s;
+  meta.etcd_version = header->version;
+  meta.cluster_id = header->cluster_id;
+  meta.member_id = header->member_id;
+  meta.revision = header->revision;
+  meta.db_bytes = check.db_bytes();
+  meta.stored_bytes = counted.bytes();
+  meta.sha256 = check.sha256_hex();
+  meta.source = "snapshot of " + header->endpoint;
+  if (options.before_commit) {
+    if (Status s = options.before_commit(); !s.ok()) {
+      (void)store.Remove(folder + "/" + meta.object);
+      return s;
+    }
+  }
+  if (Status s = store.Write(folder + "/" + kBackupMetaName, EncodeBackupMeta(meta)); !s.ok()) return s;
+  return meta;
+}
+
+Result<BackupMeta> ReadBackup(Vfs& store, const std::string& store_url, const std::string& folder) {
+  const std::string url = BackupUrl(store_url, folder);
+  auto text = store.Read(folder + "/" + kBackupMetaName, kMaxMetaBytes);
+  if (!text.ok() && text.status().IsNotFound()) {
+    return Status::NotFound(fmt::format("{} is not a backup: it has no {} (never committed, or removed)", url,
+                                        kBackupMetaName));
+  }
+  if (!text.ok()) return text.status();
+  auto meta = DecodeBackupMeta(*text);
+  if (!meta.ok()) return meta.status().Prefixed(BackupUrl(store_url, folder + "/" + kBackupMetaName));
+  meta->folder = folder;
+  meta->url = url;
+  if (meta->created == SystemTime{}) {
+    auto t = ParseTimeName(folder.substr(folder.rfind('/') + 1));
+    if (t.ok()) meta->created = *t;
+  }
+  return meta;
+}
+
+Result<std::vector<BackupMeta>> ListBackups(Vfs& store, const std::string& store_url, const std::string& cluster) {
+  const std::string prefix = fmt::format("{}/{}", kRoot, cluster);
+  auto keys = store.List(prefix);
+  if (!keys.ok()) return keys.status();
+  std::vector<BackupMeta> out;
+  const std::string suffix = std::string("/") + kBackupMetaName;
+  for (const std::string& key : *keys) {
+    if (!key.ends_with(suffix)) continue;
+    std::string folder = key.substr(0, key.size() - suffix.size());
+    if (folder.find('/', prefix.size() + 1) != std::string::npos) continue;
+    auto meta = ReadBackup(store, store_url, folder);
+    if (!meta.ok()) {
+      spdlog::warn("backup {} left out: {}", BackupUrl(store_url, folder), meta.status().message());
+      continue;
+    }
+    out.push_back(std::move(*meta));
+  }
+  std::sort(out.begin(), out.end(), [](const BackupMeta& a, const BackupMeta& b) {
+    return a.created != b.created ? a.created < b.created : a.folder < b.folder;
+  });
+  return out;
+}
+
+Result<BackupKey> KeyFor(const BackupMeta& meta, const std::vector<BackupKey>& keys) {
+  for (const BackupKey& key : keys) {
+    if (key.id == meta.key_id) return key;
+  }
+  std::vector<std::string> given;
+  for (const BackupKey& key : keys) given.push_back(key.id);
+  return Status::InvalidArgument(fmt::format(
+      "backup {} is encrypted with key {}; {}: give --backup-key-file with the key of that ID", meta.url, meta.key_id,
+      given.empty() ? "no --backup-key-file was given" : "the key files given have IDs " + fmt::format("{}", fmt::join(given, ", "))));
+}
+
+Status ReadBackupThrough(Vfs& store, const BackupMeta& meta, const std::vector<BackupKey>& keys, Sink* out) {
+  std::optional<BackupKey> key;
+  if (!meta.key_id.empty()) {
+    auto k = KeyFor(meta, keys);
+    if (!k.ok()) return k.status();
+    key = *k;
+  }
+  auto download = store.Download(meta.folder + "/" + meta.object);
+  if (!download.ok()) return download.status().Prefixed("backup " + meta.url);
+  SnapshotCheck check(out);
+  std::unique_ptr<Sink> decompressor = MakeDecompressor(meta.compression, check);
+  std::unique_ptr<Sink> decryptor = key ? MakeDecryptor(*key, *decompressor) : nullptr;
+  Sink& first = decryptor ? *decryptor : *decompressor;
+  std::string buffer(kReadPiece, '\0');
+  uint64_t stored = 0;
+  while (true) {
+    auto n = (*download)->Read(buffer.data(), buffer.size());
+    if (!n.ok()) return n.status().Prefixed("backup " + meta.url);
+    if (*n == 0) break;
+    stored += *n;
+    if (Status s = first.Write({buffer.data(), *n}); !s.ok()) return s.Prefixed("backup " + meta.url);
+  }
+  if (Status s = first.Finish(); !s.ok()) return s.Prefixed("backup " + meta.url);
+  if (meta.quorate && (check.sha256_hex() != meta.sha256 || check.db_bytes() != meta.db_bytes ||
+                       (meta.stored_bytes != 0 && stored != meta.stored_bytes))) {
+    return Status::DataLoss(fmt::format(
+        "backup {}: holds a database of {} bytes with sha256 {}, but its metadata says {} bytes with sha256 {}",
+        meta.url, check.db_bytes(), check.sha256_hex(), meta.db_bytes, meta.sha256));
+  }
+  return Status::Ok();
+}
+
+Status RemoveBackup(Vfs& store, const BackupMeta& meta) {
+  if (Status s = store.Remove(meta.folder + "/" + kBackupMetaName); !s.ok()) return s;
+  return store.Remove(meta.folder + "/" + meta.object);
+}
+
+}  // namespace quorate

@@ -1,0 +1,368 @@
+#include "backup/codec.h"
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "quorate/fs.h"
+#include "quorate/text.h"
+
+namespace quorate {
+namespace {
+
+constexpr size_t kOutChunk = 64 * 1024;
+constexpr size_t kNonceBytes = 12;
+constexpr size_t kTagBytes = 16;
+constexpr size_t kHashBytes = 32;
+
+std::string Hex(const unsigned char* bytes, size_t n) {
+  std::string out;
+  for (size_t i = 0; i < n; ++i) out += fmt::format("{:02x}", bytes[i]);
+  return out;
+}
+
+// gzip (deflate with a gzip header: what etcd-manager's etcd.backup.gz and `gunzip` read).
+class GzipCompressor : public Sink {
+ public:
+  explicit GzipCompressor(Sink& next) : next_(next) {
+    ok_ = deflateInit2(&z_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
+  }
+  ~GzipCompressor() override { deflateEnd(&z_); }
+  Status Write(std::string_view bytes) override { return Run(bytes, Z_NO_FLUSH); }
+  Status Finish() override {
+    if (Status s = Run({}, Z_FINISH); !s.ok()) return s;
+    return next_.Finish();
+  }
+
+ private:
+  Status Run(std::string_view bytes, int flush) {
+    if (!ok_) return Status::Internal("gzip: deflateInit2 failed");
+    z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+    z_.avail_in = static_cast<uInt>(bytes.size());
+    int rc;
+    do {
+      z_.next_out = reinterpret_cast<Bytef*>(out_);
+      z_.avail_out = sizeof out_;
+      rc = deflate(&z_, flush);
+      if (rc == Z_STREAM_ERROR) return Status::Internal("gzip: deflate failed");
+      if (size_t n = sizeof out_ - z_.avail_out; n > 0) {
+        if (Status s = next_.Write({out_, n}); !s.ok()) return s;
+      }
+    } while (z_.avail_out == 0 || (flush == Z_FINISH && rc != Z_STREAM_END));
+    return Status::Ok();
+  }
+  Sink& next_;
+  z_stream z_{};
+  bool ok_ = false;
+  char out_[kOutChunk];
+};
+
+class GzipDecompressor : public Sink {
+ public:
+  explicit GzipDecompressor(Sink& next) : next_(next) { ok_ = inflateInit2(&z_, 15 + 16) == Z_OK; }
+  ~GzipDecompressor() override { inflateEnd(&z_); }
+  Status Write(std::string_view bytes) override {
+    if (!ok_) return Status::Internal("gzip: inflateInit2 failed");
+    if (ended_ && !bytes.empty()) return Status::DataLoss("gzip: bytes after the end of the stream");
+    z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+    z_.avail_in = static_cast<uInt>(bytes.size());
+    while (z_.avail_in > 0 && !ended_) {
+      z_.next_out = reinterpret_cast<Bytef*>(out_);
+      z_.avail_out = sizeof out_;
+      int rc = inflate(&z_, Z_NO_FLUSH);
+      if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
+        return Status::DataLoss(fmt::format("not a gzip stream, or a damaged one ({})", z_.msg ? z_.msg : "inflate"));
+      }
+      if (size_t n = sizeof out_ - z_.avail_out; n > 0) {
+        if (Status s = next_.Write({out_, n}); !s.ok()) return s;
+      }
+      ended_ = rc == Z_STREAM_END;
+      if (rc == Z_BUF_ERROR && z_.avail_out != 0) break;
+    }
+    if (ended_ && z_.avail_in > 0) return Status::DataLoss("gzip: bytes after the end of the stream");
+    return Status::Ok();
+  }
+  Status Finish() override {
+    if (!ended_) return Status::DataLoss("the gzip stream is cut short");
+    return next_.Finish();
+  }
+
+ private:
+  Sink& next_;
+  z_stream z_{};
+  bool ok_ = false;
+  bool ended_ = false;
+  char out_[kOutChunk];
+};
+
+class ZstdCompressor : public Sink {
+ public:
+  explicit ZstdCompressor(Sink& next) : next_(next), cctx_(ZSTD_createCCtx()) {}
+  ~ZstdCompressor() override { ZSTD_freeCCtx(cctx_); }
+  Status Write(std::string_view bytes) override { return Run(bytes, ZSTD_e_continue); }
+  Status Finish() override {
+    if (Status s = Run({}, ZSTD_e_end); !s.ok()) return s;
+    return next_.Finish();
+  }
+
+ private:
+  Status Run(std::string_view bytes, ZSTD_EndDirective mode) {
+    ZSTD_inBuffer in{bytes.data(), bytes.size(), 0};
+    size_t remaining;
+    do {
+      ZSTD_outBuffer out{out_, sizeof out_, 0};
+      remaining = ZSTD_compressStream2(cctx_, &out, &in, mode);
+      if (ZSTD_isError(remaining)) return Status::Internal(fmt::format("zstd: {}", ZSTD_getErrorName(remaining)));
+      if (out.pos > 0) {
+        if (Status s = next_.Write({out_, out.pos}); !s.ok()) return s;
+      }
+    } while (mode == ZSTD_e_end ? remaining != 0 : in.pos < in.size);
+    return Status::Ok();
+  }
+  Sink& next_;
+  ZSTD_CCtx* cctx_;
+  char out_[kOutChunk];
+};
+
+class ZstdDecompressor : public Sink {
+ public:
+  explicit ZstdDecompressor(Sink& next) : next_(next), dctx_(ZSTD_createDCtx()) {}
+  ~ZstdDecompressor() override { ZSTD_freeDCtx(dctx_); }
+  Status Write(std::string_view bytes) override {
+    ZSTD_inBuffer in{bytes.data(), bytes.size(), 0};
+    while (in.pos < in.size) {
+      ZSTD_outBuffer out{out_, sizeof out_, 0};
+      size_t rc = ZSTD_decompressStream(dctx_, &out, &in);
+      if (ZSTD_isError(rc)) {
+        return Status::DataLoss(fmt::format("not a zstd stream, or a damaged one ({})", ZSTD_getErrorName(rc)));
+      }
+      frame_done_ = rc == 0;
+      if (out.pos > 0) {
+        if (Status s = next_.Write({out_, out.pos}); !s.ok()) return s;
+      }
+    }
+    return Status::Ok();
+  }
+  Status Finish() override {
+    // Output still held inside zstd is flushed by calls with no input.
+    while (!frame_done_) {
+      ZSTD_inBuffer in{nullptr, 0, 0};
+      ZSTD_outBuffer out{out_, sizeof out_, 0};
+      size_t rc = ZSTD_decompressStream(dctx_, &out, &in);
+      if (ZSTD_isError(rc) || out.pos == 0) return Status::DataLoss("the zstd stream is cut short");
+      frame_done_ = rc == 0;
+      if (Status s = next_.Write({out_, out.pos}); !s.ok()) return s;
+    }
+    return next_.Finish();
+  }
+
+ private:
+  Sink& next_;
+  ZSTD_DCtx* dctx_;
+  bool frame_done_ = false;
+  char out_[kOutChunk];
+};
+
+class GcmCipher : public Sink {
+ public:
+  GcmCipher(const BackupKey& key, Sink& next, bool encrypt) : key_(key), next_(next), encrypt_(encrypt) {
+    ctx_ = EVP_CIPHER_CTX_new();
+  }
+  ~GcmCipher() override { EVP_CIPHER_CTX_free(ctx_); }
+
+  Status Write(std::string_view bytes) override {
+    if (encrypt_) {
+      if (!started_) {
+        unsigned char nonce[kNonceBytes];
+        if (RAND_bytes(nonce, sizeof nonce) != 1) return Status::Internal("no random bytes for a nonce");
+        if (Status s = Start(nonce); !s.ok()) return s;
+        if (Status s = next_.Write({reinterpret_cast<char*>(nonce), sizeof nonce}); !s.ok()) return s;
+      }
+      return Update(bytes);
+    }
+    // Decrypting: the nonce leads, and the last 16 bytes seen may be the tag, so they are held back.
+    held_.append(bytes);
+    if (!started_) {
+      if (held_.size() < kNonceBytes) return Status::Ok();
+      if (Status s = Start(reinterpret_cast<const unsigned char*>(held_.data())); !s.ok()) return s;
+      held_.erase(0, kNonceBytes);
+    }
+    if (held_.size() <= kTagBytes) return Status::Ok();
+    size_t n = held_.size() - kTagBytes;
+    Status s = Update({held_.data(), n});
+    held_.erase(0, n);
+    return s;
+  }
+
+  Status Finish() override {
+    int len = 0;
+    if (encrypt_) {
+      if (!started_) {
+        if (Status s = Write({}); !s.ok()) return s;
+      }
+      unsigned char tag[kTagBytes];
+      if (EVP_EncryptFinal_ex(ctx_, out_, &len) != 1 ||
+          EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_GCM_GET_TAG, kTagBytes, tag) != 1) {
+        return Status::Internal("AES-256-GCM: finishing failed");
+      }
+      if (Status s = next_.Write({reinterpret_cast<char*>(tag), sizeof tag}); !s.ok()) return s;
+      return next_.Finish();
+    }
+    if (!started_ || held_.size() != kTagBytes) return Status::DataLoss("the encrypted backup is cut short");
+    if (EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_GCM_SET_TAG, kTagBytes, held_.data()) != 1 ||
+        EVP_DecryptFinal_ex(ctx_, out_, &len) != 1) {
+      return Status::DataLoss(fmt::format(
+          "the backup does not decrypt with key {}: its bytes were changed, or it was sealed with another key", key_.id));
+    }
+    return next_.Finish();
+  }
+
+ private:
+  Status Start(const unsigned char* nonce) {
+    started_ = true;
+    auto init = encrypt_ ? EVP_EncryptInit_ex : EVP_DecryptInit_ex;
+    if (init(ctx_, EVP_aes_256_gcm(), nullptr, nullptr, nullptr) != 1 ||
+        EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_GCM_SET_IVLEN, kNonceBytes, nullptr) != 1 ||
+        init(ctx_, nullptr, nullptr, key_.bytes.data(), nonce) != 1) {
+      return Status::Internal("AES-256-GCM: set-up failed");
+    }
+    return Status::Ok();
+  }
+  Status Update(std::string_view bytes) {
+    while (!bytes.empty()) {
+      size_t take = std::min(bytes.size(), kOutChunk);
+      int len = 0;
+      auto update = encrypt_ ? EVP_EncryptUpdate : EVP_DecryptUpdate;
+      if (update(ctx_, out_, &len, reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(take)) != 1) {
+        return Status::Internal("AES-256-GCM: update failed");
+      }
+      if (Status s = next_.Write({reinterpret_cast<char*>(out_), static_cast<size_t>(len)}); !s.ok()) return s;
+      bytes.remove_prefix(take);
+    }
+    return Status::Ok();
+  }
+
+  BackupKey key_;
+  Sink& next_;
+  bool encrypt_;
+  bool started_ = false;
+  EVP_CIPHER_CTX* ctx_;
+  std::string held_;
+  unsigned char out_[kOutChunk + 32];
+};
+
+}  // namespace
+
+const char* CompressionName(Compression c) { return c == Compression::kGzip ? "gzip" : "zstd"; }
+
+Result<Compression> ParseCompression(const std::string& name) {
+  if (name == "gzip") return Compression::kGzip;
+  if (name == "zstd") return Compression::kZstd;
+  return Status::InvalidArgument(fmt::format("compression '{}' is not gzip or zstd", Printable(name, 32)));
+}
+
+std::unique_ptr<Sink> MakeCompressor(Compression c, Sink& next) {
+  if (c == Compression::kGzip) return std::make_unique<GzipCompressor>(next);
+  return std::make_unique<ZstdCompressor>(next);
+}
+
+std::unique_ptr<Sink> MakeDecompressor(Compression c, Sink& next) {
+  if (c == Compression::kGzip) return std::make_unique<GzipDecompressor>(next);
+  return std::make_unique<ZstdDecompressor>(next);
+}
+
+BackupKey BackupKeyFromBytes(const std::array<unsigned char, 32>& bytes) {
+  BackupKey key;
+  key.bytes = bytes;
+  const std::string label = "quorate backup key";
+  std::string input = label + std::string(1, '\0') + std::string(reinterpret_cast<const char*>(bytes.data()), 32);
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(input.data()), input.size(), digest);
+  key.id = Hex(digest, 8);
+  return key;
+}
+
+Result<BackupKey> LoadBackupKey(const std::string& path) {
+  auto text = ReadFile(path, 4096);
+  if (!text.ok()) {
+    return Status::InvalidArgument(fmt::format("--backup-key-file {}: {}", Printable(path, 200), text.status().message()));
+  }
+  std::array<unsigned char, 32> bytes{};
+  std::string content = *text;
+  if (content.size() == 32) {
+    std::memcpy(bytes.data(), content.data(), 32);
+    return BackupKeyFromBytes(bytes);
+  }
+  while (!content.empty() && (content.back() == '\n' || content.back() == '\r')) content.pop_back();
+  bool hex = content.size() == 64 && content.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos;
+  if (!hex) {
+    return Status::InvalidArgument(fmt::format(
+        "--backup-key-file {}: holds {} bytes; a key is 32 bytes, raw or as 64 hex digits (openssl rand -hex 32)",
+        Printable(path, 200), text->size()));
+  }
+  for (size_t i = 0; i < 32; ++i) bytes[i] = static_cast<unsigned char>(std::stoi(content.substr(2 * i, 2), nullptr, 16));
+  return BackupKeyFromBytes(bytes);
+}
+
+Result<std::vector<BackupKey>> LoadBackupKeys(const std::vector<std::string>& paths) {
+  std::vector<BackupKey> keys;
+  for (const std::string& path : paths) {
+    auto key = LoadBackupKey(path);
+    if (!key.ok()) return key.status();
+    keys.push_back(*key);
+  }
+  return keys;
+}
+
+std::unique_ptr<Sink> MakeEncryptor(const BackupKey& key, Sink& next) {
+  return std::make_unique<GcmCipher>(key, next, /*encrypt=*/true);
+}
+
+std::unique_ptr<Sink> MakeDecryptor(const BackupKey& key, Sink& next) {
+  return std::make_unique<GcmCipher>(key, next, /*encrypt=*/false);
+}
+
+struct SnapshotCheck::Hasher {
+  Hasher() : ctx(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr); }
+  ~Hasher() { EVP_MD_CTX_free(ctx); }
+  EVP_MD_CTX* ctx;
+};
+
+SnapshotCheck::SnapshotCheck(Sink* next) : next_(next), hasher_(std::make_unique<Hasher>()) {}
+
+SnapshotCheck::~SnapshotCheck() = default;
+
+Status SnapshotCheck::Write(std::string_view bytes) {
+  if (next_ != nullptr) {
+    if (Status s = next_->Write(bytes); !s.ok()) return s;
+  }
+  // Everything but the last 32 bytes is the database.
+  tail_.append(bytes);
+  if (tail_.size() > kHashBytes) {
+    size_t n = tail_.size() - kHashBytes;
+    EVP_DigestUpdate(hasher_->ctx, tail_.data(), n);
+    db_bytes_ += n;
+    tail_.erase(0, n);
+  }
+  return Status::Ok();
+}
+
+Status SnapshotCheck::Finish() {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  EVP_DigestFinal_ex(hasher_->ctx, digest, nullptr);
+  sha256_hex_ = Hex(digest, sizeof digest);
+  if (tail_.size() != kHashBytes || std::memcmp(tail_.data(), digest, kHashBytes) != 0) {
+    return Status::DataLoss(fmt::format(
+        "the snapshot's sha256 does not match the one etcd appended to it ({} bytes of database): it is damaged",
+        db_bytes_));
+  }
+  return next_ == nullptr ? Status::Ok() : next_->Finish();
+}
+
+}  // namespace quorate

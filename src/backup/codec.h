@@ -1,0 +1,96 @@
+// The stages a backup streams through, each a Sink that passes what it makes to the next one:
+// etcd's snapshot stream is checked against the sha256 etcd appends, compressed (gzip or zstd),
+// optionally encrypted (AES-256-GCM), and sent to the store; a restore runs the same stages backwards.
+// Each stage holds at most a few buffers, so memory stays flat whatever the database's size.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "quorate/status.h"
+
+namespace quorate {
+
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual Status Write(std::string_view bytes) = 0;
+  // The stream is whole: flush, and check what can only be checked at the end (a hash, a tag).
+  virtual Status Finish() = 0;
+};
+
+enum class Compression { kGzip, kZstd };
+const char* CompressionName(Compression c);  // "gzip", "zstd"
+Result<Compression> ParseCompression(const std::string& name);
+
+std::unique_ptr<Sink> MakeCompressor(Compression c, Sink& next);
+// DataLoss for bytes that are not such a stream, or one cut short (seen at Finish).
+std::unique_ptr<Sink> MakeDecompressor(Compression c, Sink& next);
+
+// An AES-256 key and its ID: the first 16 hex digits of a SHA-256 over it, recorded with each
+// backup so that, after a rotation, the key file a backup needs is named, never guessed.
+struct BackupKey {
+  std::array<unsigned char, 32> bytes{};
+  std::string id;
+};
+// A key file holds 32 bytes, raw or as 64 hex digits (a trailing newline is allowed), e.g. from
+// `openssl rand -hex 32`. InvalidArgument naming the file otherwise.
+Result<BackupKey> LoadBackupKey(const std::string& path);
+// Every key file of --backup-key-file, in order.
+Result<std::vector<BackupKey>> LoadBackupKeys(const std::vector<std::string>& paths);
+BackupKey BackupKeyFromBytes(const std::array<unsigned char, 32>& bytes);
+
+// Writes a random 12-byte nonce, the ciphertext, then the 16-byte GCM tag.
+std::unique_ptr<Sink> MakeEncryptor(const BackupKey& key, Sink& next);
+// DataLoss at Finish when the tag does not match (a wrong key or changed bytes). What it passed on
+// before is unauthenticated until then: callers use it only after Finish returns OK.
+std::unique_ptr<Sink> MakeDecryptor(const BackupKey& key, Sink& next);
+
+// etcd's snapshot stream: the database, then the sha256 of it in its last 32 bytes. Passes every
+// byte on unchanged; Finish is DataLoss when the hash does not match.
+class SnapshotCheck : public Sink {
+ public:
+  explicit SnapshotCheck(Sink* next);
+  ~SnapshotCheck() override;
+  Status Write(std::string_view bytes) override;
+  Status Finish() override;
+  uint64_t db_bytes() const { return db_bytes_; }
+  const std::string& sha256_hex() const { return sha256_hex_; }  // of the database, set by Finish
+
+ private:
+  Sink* next_;
+  struct Hasher;
+  std::unique_ptr<Hasher> hasher_;
+  std::string tail_;  // the last up to 32 bytes seen: the hash, once the stream ends
+  uint64_t db_bytes_ = 0;
+  std::string sha256_hex_;
+};
+
+// Counts what passes, for the stored size.
+class CountingSink : public Sink {
+ public:
+  explicit CountingSink(Sink& next) : next_(next) {}
+  Status Write(std::string_view bytes) override {
+    bytes_ += bytes.size();
+    return next_.Write(bytes);
+  }
+  Status Finish() override { return next_.Finish(); }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  Sink& next_;
+  uint64_t bytes_ = 0;
+};
+
+// The end of a chain that keeps nothing (verification).
+class DiscardSink : public Sink {
+ public:
+  Status Write(std::string_view) override { return Status::Ok(); }
+  Status Finish() override { return Status::Ok(); }
+};
+
+}  // namespace quorate

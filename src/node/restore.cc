@@ -1,0 +1,331 @@
+#include "node/restore.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/bucket.h"
+#include "core/json.h"
+#include "core/planner.h"
+#include "discovery/discovery.h"
+#include "etcd/etcd_client.h"
+#include "etcd/etcd_wal.h"
+#include "etcd/peer_probe.h"
+#include "node/backup_job.h"
+#include "node/init.h"
+#include "node/process.h"
+#include "node/stray_etcd.h"
+#include "quorate/fs.h"
+#include "quorate/json.h"
+#include "quorate/log.h"
+#include "quorate/text.h"
+
+namespace quorate {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kMarkerFile = "restore.json";
+constexpr auto kProbeTimeout = std::chrono::seconds(2);
+constexpr auto kRestoreToolTimeout = std::chrono::minutes(10);
+
+struct Marker {
+  std::string from;
+  std::string token;
+};
+
+Marker ReadMarker(const std::string& state_dir) {
+  auto text = ReadFile(state_dir + "/" + kMarkerFile, 64 * 1024);
+  if (!text.ok()) return {};
+  auto doc = ParseForeignJson(*text);
+  if (!doc.ok() || !doc->is_object() || !(*doc)["from"].is_string() || !(*doc)["token"].is_string()) {
+    spdlog::warn("restore marker {}/{} is unreadable; taken as no restore done", state_dir, kMarkerFile);
+    return {};
+  }
+  return {(*doc)["from"].get<std::string>(), (*doc)["token"].get<std::string>()};
+}
+
+const TlsFiles& ClientTls(const Config& c) { return c.etcdctl_tls.enabled() ? c.etcdctl_tls : c.client_tls; }
+
+// The members of any cluster other than `new_cluster` whose etcd reports a leader: the peers'
+// GET /members gives each cluster's started members, and their Maintenance.Status the leader.
+std::vector<std::string> OldLeaders(const Config& c, const std::vector<Member>& peers, ClusterId new_cluster) {
+  std::vector<std::string> leaders;
+  std::set<std::string> asked;
+  for (const Member& peer : peers) {
+    for (const std::string& peer_url : peer.peer_urls) {
+      auto view = ProbeMembers(peer_url, c.peer_tls, kProbeTimeout);
+      if (!view.ok() || view->cluster_id == new_cluster) continue;
+      for (const ClusterMember& m : view->members) {
+        for (const std::string& endpoint : m.client_urls) {
+          if (!asked.insert(endpoint).second) continue;
+          auto client = MakeEtcdClient({{endpoint}, ClientTls(c), kProbeTimeout});
+          auto status = client->EndpointStatusOf(endpoint);
+          if (status.ok() && status->leader != 0) {
+            leaders.push_back(fmt::format("{} of cluster {}", m.name.empty() ? endpoint : m.name,
+                                          IdToHex(view->cluster_id)));
+          }
+        }
+      }
+    }
+  }
+  return leaders;
+}
+
+// A local file written as a Sink: the restore's copy of the snapshot.
+class FileSink : public Sink {
+ public:
+  explicit FileSink(std::string path) : path_(std::move(path)) {
+    fd_ = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  }
+  ~FileSink() override {
+    if (fd_ >= 0) close(fd_);
+  }
+  Status Write(std::string_view bytes) override {
+    if (fd_ < 0) return Status::FromErrno(errno, "create " + path_);
+    while (!bytes.empty()) {
+      ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return Status::FromErrno(errno, "write " + path_);
+      bytes.remove_prefix(static_cast<size_t>(n));
+    }
+    return Status::Ok();
+  }
+  Status Finish() override {
+    if (fd_ < 0) return Status::FromErrno(errno, "create " + path_);
+    if (fsync(fd_) != 0) return Status::FromErrno(errno, "fsync " + path_);
+    return Status::Ok();
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+// etcdutl where it exists beside the etcd binary (3.5 and later), else etcdctl (3.4).
+Result<std::string> RestoreTool(const Config& c) {
+  auto etcd = FindProgram(c.etcd_path);
+  if (!etcd.ok()) return Status::InvalidArgument(fmt::format("--etcd: {}", etcd.status().message()));
+  const std::string dir = fs::path(*etcd).parent_path().string();
+  for (const char* tool : {"etcdutl", "etcdctl"}) {
+    const std::string path = dir + "/" + tool;
+    if (access(path.c_str(), X_OK) == 0) return path;
+  }
+  return Status::FailedPrecondition(
+      fmt::format("neither etcdutl nor etcdctl is beside {}: a restore needs etcd's own tool", *etcd));
+}
+
+Status RunRestoreTool(const std::string& tool, const std::vector<std::string>& args, const std::string& log_path) {
+  LaunchSpec spec;
+  spec.argv = {tool};
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  spec.env = {{"ETCDCTL_API", "3"}};
+  if (const char* path = getenv("PATH")) spec.env.emplace_back("PATH", path);
+  spec.log_path = log_path;
+  spdlog::info("restore: {}", fmt::join(spec.argv, " "));
+  auto child = RealProcessLauncher().Start(spec);
+  if (!child.ok()) return child.status();
+  auto exit = (*child)->Wait(kRestoreToolTimeout);
+  if (!exit.ok()) return exit.status();
+  if (!*exit) return Status::Unavailable(fmt::format("{} did not finish within {} s; see {}", tool,
+                                                     std::chrono::duration_cast<std::chrono::seconds>(kRestoreToolTimeout).count(), log_path));
+  if (**exit != ExitStatus::Exited(0)) {
+    return Status::Internal(fmt::format("{} failed ({}); see {}", tool, (*exit)->ToString(), log_path));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status RestoreNode(const Config& c) {
+  auto location = ParseBackupUrl(c.restore_from);
+  if (!location.ok()) return location.status().Prefixed("--restore-from");
+  auto store = OpenVfs(location->store_url, RealClock().Now() + c.backup_timeout);
+  if (!store.ok()) return store.status().Prefixed("--restore-from");
+  auto keys = LoadBackupKeys(c.backup_key_files);
+  if (!keys.ok()) return keys.status();
+
+  // The members to restore for, with the new token: what discovery (or --initial-cluster) says.
+  auto provider = ProviderFromConfig(c);
+  if (!provider.ok()) return provider.status();
+  auto discovered = DiscoverExpected(**provider, c, std::chrono::steady_clock::now() + c.timeout);
+  if (!discovered.ok()) return discovered.status();
+  for (Member& m : *discovered) {
+    if (m.name != c.name) continue;
+    if (!c.initial_advertise_peer_urls.empty()) m.peer_urls = c.initial_advertise_peer_urls;
+    if (!c.advertise_client_urls.empty()) m.client_urls = c.advertise_client_urls;
+  }
+  auto set = MemberSet::Create(*discovered, c.initial_cluster_token);
+  if (!set.ok()) return set.status().Prefixed((*provider)->Describe());
+  const Member* self = set->FindByName(c.name);
+  if (self == nullptr) {
+    return Status::InvalidArgument(fmt::format("--name {} is not one of the members to restore: {}", c.name,
+                                               set->InitialCluster()));
+  }
+
+  RestoreFacts facts;
+  facts.backup_url = c.restore_from;
+  facts.new_token = c.initial_cluster_token;
+  Marker marker = ReadMarker(c.state_dir);
+  facts.restored_from = marker.from;
+  facts.restored_token = marker.token;
+  facts.has_local_data = HasEtcdData(c.data_dir);
+  if (auto bucket = LoadBucket(c.state_dir); bucket.ok()) facts.old_token = bucket->members.token();
+  facts.force = c.force;
+  const bool done = facts.restored_from == facts.backup_url && facts.restored_token == facts.new_token;
+  if (!done) {
+    std::vector<Member> others;
+    for (const Member& m : set->members()) {
+      if (m.name != c.name) others.push_back(m);
+    }
+    facts.old_leaders = OldLeaders(c, others, set->cluster_id());
+  }
+  RestoreDecision decision = PlanRestore(facts);
+  spdlog::info("decision: restore: {}", decision.reason);
+  switch (decision.action) {
+    case RestoreAction::kAlreadyRestored:
+      return Status::Ok();
+    case RestoreAction::kRefuseInput:
+      return Status::InvalidArgument(decision.reason);
+    case RestoreAction::kRefuseLive:
+      return Status::FailedPrecondition(decision.reason);
+    case RestoreAction::kRestore:
+      break;
+  }
+
+  // 1. The backup, read whole and checked, into a local copy; nothing has moved yet.
+  auto meta = ReadBackup(**store, location->store_url, location->folder);
+  if (!meta.ok()) return meta.status();
+  const std::string work = c.state_dir + "/restore";
+  if (Status s = MakeDirs(work); !s.ok()) return s;
+  const std::string db = work + "/snapshot.db";
+  {
+    FileSink copy(db + ".part");
+    if (Status s = ReadBackupThrough(**store, *meta, *keys, &copy); !s.ok()) return s;
+  }
+  if (rename((db + ".part").c_str(), db.c_str()) != 0) return Status::FromErrno(errno, "rename " + db);
+  spdlog::info("restore: backup {} checked (sha256 {}, revision {}) and copied to {}", meta->url, meta->sha256,
+               meta->revision, db);
+
+  // 2. The old member aside, never deleted.
+  const std::string member_dir = c.data_dir + "/member";
+  if (PathExists(member_dir)) {
+    auto moved = MoveAside(member_dir, "before-restore");
+    if (!moved.ok()) return moved.status();
+    spdlog::info("restore: the old data {} moved aside to {}", member_dir, *moved);
+  }
+
+  // 3. etcd's own restore into a scratch dir (what a killed earlier try left there is only its
+  //    own output, made again from the backup), then its member/ into place with one rename.
+  auto tool = RestoreTool(c);
+  if (!tool.ok()) return tool.status();
+  const std::string scratch = c.data_dir + "/restore.tmp";
+  std::error_code ec;
+  fs::remove_all(scratch, ec);
+  if (Status s = RunRestoreTool(*tool,
+                                {"snapshot", "restore", db, "--name", self->name, "--data-dir", scratch,
+                                 "--initial-cluster", set->InitialCluster(), "--initial-cluster-token",
+                                 set->token(), "--initial-advertise-peer-urls",
+                                 fmt::format("{}", fmt::join(self->peer_urls, ","))},
+                                work + "/restore.log");
+      !s.ok()) {
+    return s;
+  }
+  if (rename((scratch + "/member").c_str(), member_dir.c_str()) != 0) {
+    return Status::FromErrno(errno, "rename " + scratch + "/member to " + member_dir);
+  }
+  if (Status s = SyncDir(c.data_dir); !s.ok()) return s;
+  fs::remove(scratch, ec);
+  fs::remove(db, ec);
+
+  // 4. The new member bucket, then the marker: from here on this node is restored.
+  if (Status s = SaveBucket(c.state_dir, Bucket{*set, {"new", NowRfc3339()}}); !s.ok()) return s;
+  nlohmann::json record = {{"from", c.restore_from}, {"token", c.initial_cluster_token}, {"sha256", meta->sha256},
+                           {"revision", meta->revision}, {"restoredAt", NowRfc3339()}};
+  if (Status s = WriteFileAtomic(c.state_dir + "/" + kMarkerFile, JsonText(record, 2) + "\n"); !s.ok()) return s;
+  spdlog::info("restore: {} restored as member {} of new cluster {} (token {}); starting etcd on it", self->name,
+               IdToHex(set->IdOf(*self)), IdToHex(set->cluster_id()), set->token());
+  return Status::Ok();
+}
+
+Result<BackupMeta> RecoverFromMember(const Config& c) {
+  if (c.from_member != c.name) {
+    return Status::InvalidArgument(fmt::format(
+        "--from-member {} is not this node (--name {}): run recover on {}, whose data seeds the new cluster",
+        c.from_member, c.name, c.from_member));
+  }
+  auto settings = BackupSettingsOf(c);
+  if (!settings.ok()) return settings.status();
+  const std::string db = c.data_dir + "/member/snap/db";
+  if (!PathExists(db)) {
+    return Status::InvalidArgument(fmt::format("--data-dir {}: no {}; recover needs the survivor's data", c.data_dir, db));
+  }
+  auto bucket = LoadBucket(c.state_dir);
+  if (!bucket.ok()) return bucket.status().Prefixed("the member bucket of the old cluster");
+  auto wal = ReadWalIdentity(c.data_dir);
+  if (Status s = StopStrayEtcd(c.data_dir); !s.ok()) return s;
+
+  std::vector<Member> others;
+  for (const Member& m : bucket->members.members()) {
+    if (m.name != c.name) others.push_back(m);
+  }
+  std::vector<std::string> leaders = OldLeaders(c, others, 0);
+  if (!leaders.empty() && !c.force) {
+    return Status::FailedPrecondition(fmt::format(
+        "the cluster still has a live quorum ({} report a leader): recovering from {} would lose every write "
+        "since it fell behind; stop its members first, or give --force",
+        fmt::join(leaders, ", "), c.name));
+  }
+
+  // The database file has no hash after it as etcd's stream has: one is computed as it is read and
+  // appended, so the backup is checked end to end like any other (etcd's skip-hash-check, made safe).
+  SnapshotSource source = [&](const SnapshotSink& sink) -> Result<SnapshotHeader> {
+    int fd = open(db.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Status::FromErrno(errno, "open " + db);
+    EVP_MD_CTX* hash = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(hash, EVP_sha256(), nullptr);
+    std::string buffer(1 << 20, '\0');
+    Status status = Status::Ok();
+    while (status.ok()) {
+      ssize_t n = read(fd, buffer.data(), buffer.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) status = Status::FromErrno(errno, "read " + db);
+      if (n <= 0) break;
+      EVP_DigestUpdate(hash, buffer.data(), static_cast<size_t>(n));
+      status = sink({buffer.data(), static_cast<size_t>(n)});
+    }
+    unsigned char digest[32];
+    EVP_DigestFinal_ex(hash, digest, nullptr);
+    EVP_MD_CTX_free(hash);
+    close(fd);
+    if (!status.ok()) return status;
+    if (Status s = sink({reinterpret_cast<char*>(digest), sizeof digest}); !s.ok()) return s;
+    SnapshotHeader header;
+    header.endpoint = "data dir " + c.data_dir;
+    if (wal.ok()) {
+      header.cluster_id = wal->cluster_id;
+      header.member_id = wal->member_id;
+    }
+    return header;
+  };
+  auto store = OpenVfs(settings->store_url, RealClock().Now() + settings->timeout);
+  if (!store.ok()) return store.status().Prefixed("--backup-to");
+  SaveOptions options;
+  options.cluster = settings->cluster;
+  options.compression = settings->compression;
+  if (!settings->keys.empty()) options.key = settings->keys.front();
+  options.member_count = static_cast<int>(bucket->members.size());
+  options.now = std::chrono::system_clock::now();
+  auto meta = SaveBackup(**store, settings->store_url, source, options);
+  if (!meta.ok()) return meta.status();
+  spdlog::info("recover: the data of {} stored as backup {}", c.name, meta->url);
+  return meta;
+}
+
+}  // namespace quorate

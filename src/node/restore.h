@@ -1,0 +1,31 @@
+// The way back from a lost majority (docs/DESIGN.md §4 rules 7 and 8), made safe:
+//  - `quorate run --restore-from URL` with a new --initial-cluster-token on every node: the backup
+//    is read whole and checked (hash, key) before anything moves; member/ is moved aside, never
+//    deleted; etcd's own `snapshot restore` (etcdutl beside the etcd binary, else etcdctl, as 3.4
+//    has) writes the new member; a marker records the restore, so a node killed at any step and
+//    started again with the same flags converges, and one already restored just starts;
+//  - `quorate recover --from-member NAME` on the survivor: its own member/snap/db, with a sha256
+//    computed as it is read, becomes a backup in --backup-to, which the nodes then restore from.
+// Both refuse while the old cluster still has a live quorum, unless --force.
+#pragma once
+
+#include <string>
+
+#include "backup/backup.h"
+#include "core/config.h"
+#include "quorate/status.h"
+
+namespace quorate {
+
+// Before init, when --restore-from is given. OK once this node holds the restored data and its
+// member bucket (then init restarts etcd on it, rule 1); InvalidArgument for a token that is not new
+// or a key that does not fit; FailedPrecondition while the old cluster has a live quorum; what the
+// store or the restore tool met otherwise. Nothing is moved unless the backup checked out.
+Status RestoreNode(const Config& config);
+
+// `quorate recover --from-member NAME` on NAME: stops a stray etcd on its data dir, refuses while
+// the old cluster has a live quorum (unless --force), and stores the survivor's database as a
+// backup in --backup-to. The returned backup is what every node then gives --restore-from.
+Result<BackupMeta> RecoverFromMember(const Config& config);
+
+}  // namespace quorate

@@ -1,0 +1,285 @@
+#include <doctest/doctest.h>
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "backup/backup.h"
+#include "backup/codec.h"
+#include "backup/retention.h"
+#include "quorate/s3.h"
+#include "testing/fake_clock.h"
+#include "testing/fake_snapshot.h"
+
+namespace quorate {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempStore {
+  TempStore() {
+    std::string tmpl = (fs::temp_directory_path() / "quorate-backup-XXXXXX").string();
+    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+    url = "file://" + path;
+    auto opened = OpenVfs(url);
+    REQUIRE(opened.ok());
+    store = std::move(*opened);
+  }
+  ~TempStore() { fs::remove_all(path); }
+  std::string path, url;
+  std::unique_ptr<Vfs> store;
+};
+
+struct StringSink : Sink {
+  Status Write(std::string_view bytes) override {
+    data.append(bytes);
+    return Status::Ok();
+  }
+  Status Finish() override {
+    finished = true;
+    return Status::Ok();
+  }
+  std::string data;
+  bool finished = false;
+};
+
+BackupKey TestKey(unsigned char fill) {
+  std::array<unsigned char, 32> bytes;
+  bytes.fill(fill);
+  return BackupKeyFromBytes(bytes);
+}
+
+SaveOptions Options(std::optional<BackupKey> key = std::nullopt, Compression c = Compression::kGzip) {
+  SaveOptions o;
+  o.compression = c;
+  o.key = key;
+  o.member_count = 3;
+  o.now = std::chrono::system_clock::from_time_t(1795000000);
+  return o;
+}
+
+TEST_CASE("a streamed upload is invisible until its commit, and gone when dropped") {
+  TempStore t;
+  {
+    auto upload = t.store->Upload("a/b/big");
+    REQUIRE(upload.ok());
+    REQUIRE((*upload)->Append(std::string(100000, 'x')).ok());
+    auto listed = t.store->List("");
+    REQUIRE(listed.ok());
+    CHECK(listed->empty());
+  }
+  auto listed = t.store->List("");
+  REQUIRE(listed.ok());
+  CHECK(listed->empty());
+  auto upload = t.store->Upload("a/b/big");
+  REQUIRE(upload.ok());
+  REQUIRE((*upload)->Append("hello ").ok());
+  REQUIRE((*upload)->Append("world").ok());
+  REQUIRE((*upload)->Commit().ok());
+  CHECK(fs::status(t.path + "/a/b/big").permissions() == (fs::perms::owner_read | fs::perms::owner_write));
+  auto download = t.store->Download("a/b/big");
+  REQUIRE(download.ok());
+  char buffer[4];
+  std::string back;
+  for (auto n = (*download)->Read(buffer, sizeof buffer); n.ok() && *n > 0; n = (*download)->Read(buffer, sizeof buffer)) {
+    back.append(buffer, *n);
+  }
+  CHECK(back == "hello world");
+  CHECK(t.store->Download("a/none").status().IsNotFound());
+  REQUIRE(t.store->Remove("a/b/big").ok());
+  CHECK(t.store->Remove("a/b/big").ok());
+  CHECK_FALSE(fs::exists(t.path + "/a"));
+}
+
+TEST_CASE("S3 multipart documents") {
+  CHECK(s3::ParseUploadId(R"(<?xml version="1.0" encoding="UTF-8"?>
+<InitiateMultipartUploadResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Bucket>b</Bucket><Key>k</Key>
+<UploadId>VXBsb2FkIElE&amp;1</UploadId></InitiateMultipartUploadResult>)") == "VXBsb2FkIElE&1");
+  CHECK(s3::ParseUploadId("<Error><Code>x</Code></Error>").empty());
+  CHECK(s3::CompleteMultipartBody({"\"e1\"", "\"e2\""}) ==
+        "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>\"e1\"</ETag></Part>"
+        "<Part><PartNumber>2</PartNumber><ETag>\"e2\"</ETag></Part></CompleteMultipartUpload>");
+}
+
+TEST_CASE("every compression and encryption pair gives back etcd's stream byte for byte") {
+  FakeSnapshot fake;
+  fake.db_bytes = 3 << 20;
+  for (Compression c : {Compression::kGzip, Compression::kZstd}) {
+    for (bool encrypted : {false, true}) {
+      CAPTURE(CompressionName(c));
+      CAPTURE(encrypted);
+      TempStore t;
+      std::optional<BackupKey> key;
+      if (encrypted) key = TestKey(7);
+      auto meta = SaveBackup(*t.store, t.url, fake.Source(), Options(key, c));
+      REQUIRE(meta.ok());
+      CHECK(meta->db_bytes == fake.db_bytes);
+      CHECK(meta->stored_bytes < fake.db_bytes);
+      CHECK(meta->revision == 42);
+      StringSink out;
+      std::vector<BackupKey> keys;
+      if (key) keys.push_back(*key);
+      REQUIRE(ReadBackupThrough(*t.store, *meta, keys, &out).ok());
+      CHECK(out.data == fake.Stream());
+      CHECK(out.finished);
+    }
+  }
+}
+
+TEST_CASE("backups follow etcd-manager's layout, and their URL leads back to them") {
+  TempStore t;
+  FakeSnapshot fake;
+  auto meta = SaveBackup(*t.store, t.url, fake.Source(), Options());
+  REQUIRE(meta.ok());
+  CHECK(meta->folder == "backups/etcd/main/2026-11-18T11:06:40Z");
+  CHECK(fs::exists(t.path + "/backups/etcd/main/2026-11-18T11:06:40Z/etcd.backup.gz"));
+  CHECK(fs::exists(t.path + "/backups/etcd/main/2026-11-18T11:06:40Z/_etcd_backup.meta"));
+  auto loc = ParseBackupUrl(meta->url);
+  REQUIRE(loc.ok());
+  CHECK(loc->store_url == t.url);
+  CHECK(loc->folder == meta->folder);
+  auto s3 = ParseBackupUrl("s3://b/p/backups/etcd/main/2026-11-18T11:06:40Z?endpoint=http://127.0.0.1:9000");
+  REQUIRE(s3.ok());
+  CHECK(s3->store_url == "s3://b/p?endpoint=http://127.0.0.1:9000");
+  CHECK(BackupUrl(s3->store_url, s3->folder) == "s3://b/p/backups/etcd/main/2026-11-18T11:06:40Z?endpoint=http://127.0.0.1:9000");
+  CHECK(ParseBackupUrl("file:///x/y").status().IsInvalidArgument());
+
+  // A second backup in the same second takes etcd-manager's counter.
+  auto second = SaveBackup(*t.store, t.url, fake.Source(), Options());
+  REQUIRE(second.ok());
+  CHECK(second->folder == "backups/etcd/main/2026-11-18T11:06:40Z-000001");
+  auto listed = ListBackups(*t.store, t.url, "main");
+  REQUIRE(listed.ok());
+  REQUIRE(listed->size() == 2);
+  CHECK((*listed)[0].sha256 == meta->sha256);
+}
+
+TEST_CASE("an etcd-manager backup (no quorate section) reads as gzip, unencrypted") {
+  auto meta = DecodeBackupMeta(R"({"etcdVersion":"3.4.13","clusterSpec":{"memberCount":3,"etcdVersion":"3.4.13"}})");
+  REQUIRE(meta.ok());
+  CHECK_FALSE(meta->quorate);
+  CHECK(meta->member_count == 3);
+  CHECK(meta->object == "etcd.backup.gz");
+  CHECK(meta->key_id.empty());
+  CHECK(DecodeBackupMeta("[]").status().code() == Status::Code::kDataLoss);
+  CHECK(DecodeBackupMeta(R"({"quorate":{"compression":"lz4"}})").status().code() == Status::Code::kDataLoss);
+  CHECK(DecodeBackupMeta(R"({"quorate":{"compression":"gzip","encryption":"none","keyID":"ab"}})").status().code() ==
+        Status::Code::kDataLoss);
+}
+
+TEST_CASE("a save cut short, a bad hash or a refused commit leaves no backup listed") {
+  TempStore t;
+  FakeSnapshot broken;
+  broken.fail_after = 256 * 1024;
+  CHECK(SaveBackup(*t.store, t.url, broken.Source(), Options()).status().IsUnavailable());
+  FakeSnapshot bad_hash;
+  bad_hash.wrong_hash = true;
+  CHECK(SaveBackup(*t.store, t.url, bad_hash.Source(), Options()).status().code() == Status::Code::kDataLoss);
+  FakeSnapshot fine;
+  SaveOptions demoted = Options();
+  demoted.before_commit = [] { return Status::FailedPrecondition("no longer the leader"); };
+  CHECK(SaveBackup(*t.store, t.url, fine.Source(), demoted).status().code() == Status::Code::kFailedPrecondition);
+  auto listed = ListBackups(*t.store, t.url, "main");
+  REQUIRE(listed.ok());
+  CHECK(listed->empty());
+  auto keys = t.store->List("");
+  REQUIRE(keys.ok());
+  CHECK(keys->empty());
+}
+
+TEST_CASE("a changed byte, a missing key and a wrong key are refused") {
+  TempStore t;
+  FakeSnapshot fake;
+  BackupKey key = TestKey(1);
+  auto meta = SaveBackup(*t.store, t.url, fake.Source(), Options(key));
+  REQUIRE(meta.ok());
+  CHECK(meta->key_id == key.id);
+  Status none = ReadBackupThrough(*t.store, *meta, {}, nullptr);
+  CHECK(none.IsInvalidArgument());
+  CHECK(none.message().find(key.id) != std::string::npos);
+  CHECK(ReadBackupThrough(*t.store, *meta, {TestKey(2)}, nullptr).IsInvalidArgument());
+  // Rotation: the new key encrypts, the old one still reads the old backup.
+  CHECK(ReadBackupThrough(*t.store, *meta, {TestKey(2), key}, nullptr).ok());
+
+  const std::string object = t.path + "/" + meta->folder + "/" + meta->object;
+  for (uint64_t at : {uint64_t{5}, meta->stored_bytes / 2, meta->stored_bytes - 3}) {
+    CAPTURE(at);
+    std::fstream f(object, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(at));
+    char c = 0;
+    f.get(c);
+    f.seekp(static_cast<std::streamoff>(at));
+    f.put(static_cast<char>(c ^ 0x10));
+    f.close();
+    CHECK(ReadBackupThrough(*t.store, *meta, {key}, nullptr).code() == Status::Code::kDataLoss);
+    f.open(object, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(at));
+    f.put(c);
+  }
+  CHECK(ReadBackupThrough(*t.store, *meta, {key}, nullptr).ok());
+
+  TempStore plain;
+  auto unencrypted = SaveBackup(*plain.store, plain.url, fake.Source(), Options());
+  REQUIRE(unencrypted.ok());
+  const std::string path = plain.path + "/" + unencrypted->folder + "/" + unencrypted->object;
+  fs::resize_file(path, fs::file_size(path) - 10);
+  CHECK(ReadBackupThrough(*plain.store, *unencrypted, {}, nullptr).code() == Status::Code::kDataLoss);
+}
+
+TEST_CASE("key files hold 32 bytes, raw or hex") {
+  TempStore t;
+  const std::string hex = t.path + "/hex", raw = t.path + "/raw", bad = t.path + "/bad";
+  std::ofstream(hex) << std::string(64, 'a') << "\n";
+  std::ofstream(raw) << std::string(32, '\xaa');
+  std::ofstream(bad) << "secret\n";
+  auto a = LoadBackupKey(hex), b = LoadBackupKey(raw);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a->id == b->id);
+  CHECK(a->id.size() == 16);
+  CHECK(LoadBackupKey(bad).status().IsInvalidArgument());
+  CHECK(LoadBackupKey(t.path + "/none").status().IsInvalidArgument());
+}
+
+TEST_CASE("retention keeps the last hour, hourly for 7 days, daily for 90, and the latest") {
+  // Backups every 30 minutes for 120 days in fake time, pruned after each, as `run` does.
+  FakeClock clock;
+  const auto start = clock.Now();
+  const auto epoch = std::chrono::system_clock::from_time_t(1790000000);
+  auto wall = [&] { return epoch + std::chrono::duration_cast<std::chrono::system_clock::duration>(clock.Now() - start); };
+  std::vector<std::chrono::system_clock::time_point> kept;
+  RetentionPolicy policy;
+  for (int i = 0; i < 120 * 48; ++i) {
+    kept.push_back(wall());
+    auto remove = BackupsToRemove(kept, wall(), policy);
+    for (auto it = remove.rbegin(); it != remove.rend(); ++it) kept.erase(kept.begin() + static_cast<long>(*it));
+    clock.Advance(std::chrono::minutes(30));
+  }
+  const auto now = kept.back();
+  using std::chrono::hours;
+  int last_hour = 0, hourly = 0, daily = 0;
+  for (auto t : kept) {
+    auto age = now - t;
+    CHECK(age < policy.daily);
+    if (age < hours(1)) {
+      ++last_hour;
+    } else if (age < policy.hourly) {
+      ++hourly;
+    } else {
+      ++daily;
+    }
+  }
+  CHECK(last_hour == 2);                 // now and 30 minutes ago
+  CHECK(hourly == 7 * 24 - 1);           // one an hour for the rest of 7 days
+  CHECK(daily == 90 - 7);                // one a day for the rest of 90 days
+  // The latest is kept however old.
+  auto lone = std::vector{epoch};
+  CHECK(BackupsToRemove(lone, epoch + hours(24 * 365), policy).empty());
+  auto two = std::vector{epoch, epoch + hours(1)};
+  CHECK(BackupsToRemove(two, epoch + hours(24 * 365), policy) == std::vector<size_t>{0});
+}
+
+}  // namespace
+}  // namespace quorate
