@@ -51,10 +51,19 @@ Result<EtcdVersion> ParseEtcdVersion(std::string_view text, std::string_view sou
   return v;
 }
 
+namespace {
+// etcd sets its cluster version to 3.0 when it bootstraps and raises it once the leader has heard from
+// every member: a 3.0 from etcd 3.4 or later is that placeholder, not a version members run.
+bool Decided(const std::optional<EtcdVersion>& cluster) {
+  return cluster && !(cluster->major == 3 && cluster->minor == 0);
+}
+}  // namespace
+
 std::optional<EtcdVersion> ClusterVersion(const VersionFacts& facts) {
-  std::optional<EtcdVersion> highest = facts.recorded_cluster;
+  std::optional<EtcdVersion> highest;
+  if (Decided(facts.recorded_cluster)) highest = facts.recorded_cluster;
   for (const auto& p : facts.peers) {
-    if (p.cluster && (!highest || *p.cluster > *highest)) highest = p.cluster;
+    if (Decided(p.cluster) && (!highest || *p.cluster > *highest)) highest = p.cluster;
   }
   return highest;
 }

@@ -272,7 +272,9 @@ class Node:
 
     def etcd_pid(self):
         """The etcd child of `quorate run`."""
-        r = run(["pgrep", "-P", str(self.quorate.pid), "etcd"])
+        # By its data dir: quorate also runs `etcd --version` before each start (rule 6), a short-lived
+        # child by the same name.
+        r = run(["pgrep", "-P", str(self.quorate.pid), "-f", "etcd.* --data-dir"])
         pids = r.stdout.split()
         return int(pids[0]) if pids else None
 

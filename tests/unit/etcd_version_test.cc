@@ -109,6 +109,16 @@ TEST_CASE("the cluster version is the highest a peer reports or the bucket recor
   CHECK(!ClusterVersion(VersionFacts{}).has_value());
 }
 
+TEST_CASE("a cluster version of 3.0 is etcd's placeholder while it bootstraps, never a bound") {
+  // Seen in CI: the first member of a new 3.4 cluster answered GET /version with etcdcluster 3.0.0,
+  // and the others refused to start as "more than one minor version ahead".
+  VersionFacts facts{V(3, 4, 23), V(3, 0, 0), {{"n2", V(3, 4, 23), V(3, 0, 0)}}};
+  CHECK(!ClusterVersion(facts).has_value());
+  CHECK(VersionRefusal(facts).empty());
+  facts.peers.push_back({"n3", V(3, 4, 23), V(3, 4, 0)});
+  CHECK(*ClusterVersion(facts) == V(3, 4, 0));
+}
+
 TEST_CASE("rule 6: a start etcd would refuse, or one that breaks the upgrade rules, is refused in one line") {
   // Allowed: the same version; a rolling upgrade one minor ahead; a mixed cluster mid-upgrade.
   CHECK(VersionRefusal(Facts(V(3, 4, 23), {{"n2", V(3, 4, 23), V(3, 4, 0)}})).empty());
