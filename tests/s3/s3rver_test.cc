@@ -229,7 +229,8 @@ TEST_CASE("a server that never answers: Unavailable within the timeout") {
   Status write = (*vfs)->Write("k", "x");
   auto elapsed = std::chrono::steady_clock::now() - start;
   CHECK(write.IsUnavailable());
-  CHECK_MESSAGE(Mentions(write, "within 700 ms"), write.message());
+  // The message gives the time it took (704 ms, say), so the check is on the budget it names.
+  CHECK_MESSAGE(Mentions(write, "silent for 700 ms"), write.message());
   CHECK(elapsed >= 600ms);
   CHECK(elapsed < 1500ms);
   MESSAGE("gave up after " << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count() << " ms");
