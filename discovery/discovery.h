@@ -17,8 +17,8 @@ namespace quorate {
 Result<std::unique_ptr<DiscoveryProvider>> ProviderFromConfig(const Config& config);
 
 // Asks the provider, paced by `backoff` (its deadline is --timeout's), until it returns the expected
-// number of members. InvalidArgument at once when an answer is malformed; DeadlineExceeded saying
-// what is missing; Cancelled when the backoff's stop fd became readable.
+// number of members. InvalidArgument at once for the operator's own bad spec (a wrong answer is
+// retried); DeadlineExceeded saying what is missing; Cancelled when the stop fd became readable.
 Result<std::vector<Member>> DiscoverExpected(DiscoveryProvider& provider, const Config& config, Backoff& backoff);
 // The same on the real clock, without a stop fd.
 Result<std::vector<Member>> DiscoverExpected(DiscoveryProvider& provider, const Config& config,
