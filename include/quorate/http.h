@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -68,5 +70,19 @@ HttpResult HttpSend(const HttpRequest& request);
 
 // 5xx and 429: the server's trouble of the moment, to be asked again later.
 bool IsRetryableHttpStatus(int status);
+
+// A cloud API's "slow down": 429 and 503 always, and whatever `throttled` also calls one (EC2 says
+// RequestLimitExceeded in a 400). Such an answer is asked again, after its Retry-After (seconds) or
+// else after 200 ms doubling up to 5 s, until request.deadline: a throttle is the API working as
+// designed, so the call waits it out instead of failing the try. The wait is `clock`'s Poll, so a
+// fake clock tests it. Returns the first answer that is not a throttle, a failure to connect or
+// answer (the caller's own retry handles those), or, when the time is up, the last throttle.
+// `sign` (when given) prepares each try, for signatures that carry the time of sending.
+HttpResult HttpSendThrottled(HttpRequest request, Clock& clock,
+                             const std::function<bool(const HttpResponse&)>& throttled = {},
+                             const std::function<void(HttpRequest&)>& sign = {});
+// The wait the answer asks for, from its Retry-After in seconds; nullopt when it names none (an
+// HTTP date is not worth honouring over our own backoff).
+std::optional<std::chrono::seconds> RetryAfter(const HttpResponse& response);
 
 }  // namespace quorate

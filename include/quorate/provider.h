@@ -37,6 +37,11 @@ class DiscoveryProvider {
   virtual Result<std::vector<Member>> Discover() = 0;
   // The member count the provider's configuration fixes (a static list), if any.
   virtual std::optional<size_t> ImpliedSize() const { return std::nullopt; }
+  // True when the last Discover() that succeeded read a whole group the platform keeps (a cloud
+  // scaling group listed to its last page, pending instances included, none left out by an error or
+  // a throttle): a cluster member whose peer URLs belong to none of its instances has left the group
+  // for good (DESIGN §4 rule 9). False, the default, for any list that may be partial or lag behind.
+  virtual bool ListsWholeGroup() const { return false; }
   // One line for logs: "dns-srv _etcd-server._tcp.example.com".
   virtual std::string Describe() const = 0;
 };

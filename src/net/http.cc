@@ -231,4 +231,46 @@ HttpResult HttpSend(const HttpRequest& request) {
   }
 }
 
+
+std::optional<std::chrono::seconds> RetryAfter(const HttpResponse& response) {
+  const std::string value = response.Header("Retry-After");
+  if (value.empty() || value.size() > 6) return std::nullopt;
+  int64_t seconds = 0;
+  for (char c : value) {
+    if (c < '0' || c > '9') return std::nullopt;
+    seconds = seconds * 10 + (c - '0');
+  }
+  return std::chrono::seconds(seconds);
+}
+
+HttpResult HttpSendThrottled(HttpRequest request, Clock& clock, const std::function<bool(const HttpResponse&)>& throttled,
+                             const std::function<void(HttpRequest&)>& sign) {
+  constexpr Clock::Duration kFirstWait = milliseconds(200);
+  constexpr Clock::Duration kMaxWait = std::chrono::seconds(5);
+  // Without a deadline, a server that throttles for ever must still let the caller go.
+  constexpr int kMaxTriesWithoutDeadline = 10;
+  Clock::Duration wait = kFirstWait;
+  for (int tries = 1;; ++tries) {
+    if (sign) sign(request);
+    HttpResult result = HttpSend(request);
+    if (!result.ok()) return result;
+    const HttpResponse& answer = result.response;
+    const bool throttle = answer.status == 429 || answer.status == 503 || (throttled && throttled(answer));
+    if (!throttle) return result;
+    // The server's own figure is followed as it is; our backoff grows only when it names none.
+    Clock::Duration pause = wait;
+    if (auto asked = RetryAfter(answer)) {
+      pause = std::max<Clock::Duration>(*asked, milliseconds(1));
+    } else {
+      wait = std::min(wait * 2, kMaxWait);
+    }
+    const Clock::TimePoint now = clock.Now();
+    // No time for another try: the throttle is the answer, and says why.
+    if (request.deadline == Clock::kNever ? tries == kMaxTriesWithoutDeadline : now + pause >= request.deadline) {
+      return result;
+    }
+    if (!clock.Poll({}, now + pause).ok()) return result;
+  }
+}
+
 }  // namespace quorate

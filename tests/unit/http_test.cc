@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "quorate/http.h"
+#include "testing/fake_clock.h"
 #include "quorate/json.h"
 
 namespace quorate {
@@ -98,6 +99,49 @@ TEST_CASE("http: a whole answer comes back with its status, headers and body") {
   CHECK(r.response.Header("x-etcd-cluster-id") == "2a");
   CHECK(r.response.body == "nope!");
   CHECK(r.ToStatus("GET x").ok());
+}
+
+TEST_CASE("http: a throttled call waits as the answer asks, or backs off, and gives the first real answer") {
+  std::atomic<int> calls{0};
+  RawServer server([&calls](int fd) {
+    int n = ++calls;
+    if (n == 1) {
+      Send(fd, "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    } else if (n <= 3) {
+      const std::string body = "<Response><Errors><Error><Code>RequestLimitExceeded</Code></Error></Errors></Response>";
+      Send(fd, "HTTP/1.1 400 Bad Request\r\nContent-Length: " + std::to_string(body.size()) +
+                   "\r\nConnection: close\r\n\r\n" + body);
+    } else {
+      Send(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+    }
+  });
+  FakeClock clock;
+  const auto start = clock.Now();
+  int signed_tries = 0;
+  HttpResult r = HttpSendThrottled(
+      Get(server), clock,
+      [](const HttpResponse& a) { return a.body.find("<Code>RequestLimitExceeded</Code>") != std::string::npos; },
+      [&signed_tries](HttpRequest&) { ++signed_tries; });
+  REQUIRE_MESSAGE(r.ok(), r.why);
+  CHECK(r.response.status == 200);
+  CHECK(calls == 4);
+  CHECK(signed_tries == 4);
+  // 3 s as asked, then 200 ms and 400 ms of backoff for the two throttles that named no wait.
+  CHECK(clock.Now() - start == milliseconds(3600));
+}
+
+TEST_CASE("http: a call throttled for ever ends, with the throttle as its answer") {
+  RawServer server([](int fd) {
+    Send(fd, "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+  });
+  FakeClock clock;
+  HttpResult r = HttpSendThrottled(Get(server), clock);
+  REQUIRE_MESSAGE(r.ok(), r.why);
+  CHECK(r.response.status == 503);
+  CHECK(RetryAfter(r.response) == std::chrono::seconds(1));
+  HttpResponse dated;
+  dated.headers = {{"Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT"}};
+  CHECK(!RetryAfter(dated).has_value());
 }
 
 TEST_CASE("http: a dribbled body or dribbled headers end at the deadline, as a partial answer") {
