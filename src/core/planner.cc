@@ -214,6 +214,79 @@ Decision PlanReplace(const PlanInput& in, const ClusterView& c, const ClusterMem
   return d;
 }
 
+// Rule 9: a full cluster that does not list us, on a platform whose scaling group replaces a failed
+// instance by a new one (new ID, new address, empty disk). The member of the instance that is gone
+// would keep its seat for ever and this newcomer would wait as extra; so when discovery listed the
+// whole group, a member in none of its instances whose peer URLs are silent has departed, and the
+// newcomer takes its seat: remove it, join as a learner. One at a time (no learner may be catching up)
+// and only while a majority of the voters left after the removal answers, as `member remove` checks.
+// nullopt: the rule does not apply, the newcomer is extra.
+std::optional<Decision> PlanDeparted(const PlanInput& in, const ClusterView& c) {
+  if (!in.expected_is_whole_group) return std::nullopt;
+  std::vector<const ClusterMember*> outside;
+  for (const auto& m : c.members) {
+    bool in_group = false;
+    for (const auto& e : in.expected.members()) in_group |= SharesUrl(e.peer_urls, m.peer_urls);
+    if (!in_group) outside.push_back(&m);
+  }
+  if (outside.empty()) return std::nullopt;
+  const ClusterMember* departed = nullptr;
+  std::vector<std::string> answering;
+  for (const ClusterMember* m : outside) {
+    bool silent = std::find(in.silent_outsiders.begin(), in.silent_outsiders.end(), m->id) != in.silent_outsiders.end();
+    if (!silent) {
+      answering.push_back(fmt::format("{} ({})", NameFor(*m, in.expected), JoinStrings(m->peer_urls, ",")));
+    } else if (departed == nullptr || m->id < departed->id) {
+      departed = m;
+    }
+  }
+  if (departed == nullptr) {
+    return Wait(WaitKind::kExtra,
+                fmt::format("cluster {} already has {} members and does not list {}; {} {} in no instance of the "
+                            "group but still {} on {} peer URLs, so none is taken for departed",
+                            IdToHex(c.cluster_id), c.members.size(), in.self.name, JoinStrings(answering, ", "),
+                            answering.size() == 1 ? "is" : "are", answering.size() == 1 ? "answers" : "answer",
+                            answering.size() == 1 ? "its" : "their"));
+  }
+  const std::string name = NameFor(*departed, in.expected);
+  for (const auto& m : c.members) {
+    if (m.is_learner) {
+      return Wait(WaitKind::kPeersNotReady,
+                  fmt::format("member {} ({}) of cluster {} is in no instance of the group and silent, but learner "
+                              "{} is still catching up: one replacement at a time",
+                              IdToHex(departed->id), name, IdToHex(c.cluster_id), NameFor(m, in.expected)));
+    }
+  }
+  size_t voters_after = 0;
+  size_t live = 0;
+  for (const auto& m : c.members) {
+    if (&m == departed) continue;
+    ++voters_after;
+    if (VoterAnswers(in, m)) ++live;
+  }
+  const size_t majority = voters_after / 2 + 1;
+  if (live < majority) {
+    return Wait(WaitKind::kPeersNotReady,
+                fmt::format("member {} ({}) of cluster {} is in no instance of the group and silent, but only {} of "
+                            "the {} voters left after removing it answer, short of a majority of {}: not removing it",
+                            IdToHex(departed->id), name, IdToHex(c.cluster_id), live, voters_after, majority));
+  }
+  std::vector<Member> entries;
+  for (const auto& m : c.members) {
+    if (&m != departed) entries.push_back(Entry(NameFor(m, in.expected), m.peer_urls));
+  }
+  entries.push_back(Entry(in.self.name, in.self.peer_urls));
+  Decision d = Start(Action::kJoin, "existing", InitialClusterOf(entries),
+                     fmt::format("member {} ({}, {}) of cluster {} is in no instance of the group and its peer URLs "
+                                 "are silent: its instance has departed; {} of the {} voters left after removing it "
+                                 "answer, so {} removes it and joins as a learner in its place",
+                                 IdToHex(departed->id), name, JoinStrings(departed->peer_urls, ","),
+                                 IdToHex(c.cluster_id), live, voters_after, in.self.name));
+  d.add_member = true;
+  d.remove_id = departed->id;
+  return d;
+}
+
 Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
   const ClusterMember* listed = nullptr;
   for (const auto& m : c.members) {
@@ -272,6 +345,8 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
                 fmt::format("cluster {} has {} of {} members and does not list {}: joining as a learner",
                             IdToHex(c.cluster_id), c.members.size(), size, in.self.name));
       d.add_member = true;
+    } else if (auto departed = PlanDeparted(in, c)) {
+      d = *departed;
     } else {
       d = Wait(WaitKind::kExtra,
                fmt::format("cluster {} already has {} of {} members and does not list {}; raise "
@@ -292,7 +367,9 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
   if (d.add_member && in.member_add_needs_every_voter) {
     std::vector<std::string> down;
     for (const auto& m : c.members) {
-      if (&m != listed && !m.is_learner && !VoterAnswers(in, m)) down.push_back(NameFor(m, in.expected));
+      if (&m != listed && m.id != d.remove_id && !m.is_learner && !VoterAnswers(in, m)) {
+        down.push_back(NameFor(m, in.expected));
+      }
     }
     if (!down.empty()) {
       d.reason = OneLine(fmt::format("{}; this etcd adds no member while a voter is down ({}), so MemberAdd is "

@@ -41,6 +41,11 @@ struct PlanInput {
   // cluster version its member bucket last recorded.
   std::optional<EtcdVersion> binary_version;
   std::optional<EtcdVersion> recorded_cluster_version;
+  // Rule 9: `expected` is the whole scaling group the platform lists (the provider's
+  // ListsWholeGroup()), and the members of the cluster that are in none of its instances and whose
+  // every peer URL was silent when asked (no connection, no answer): departed instances.
+  bool expected_is_whole_group = false;
+  std::vector<MemberId> silent_outsiders;
   // The cluster's etcd refuses MemberAdd while any voter is down (3.4, and 3.5 before 3.5.30):
   // a join or replace then says which voter holds it up.
   bool member_add_needs_every_voter = false;
@@ -49,7 +54,8 @@ struct PlanInput {
 enum class Action {
   kRestart,      // rule 1: local data, start etcd on it
   kJoin,         // rule 2: MemberAdd as learner (unless already added), start existing;
-                 // rule 1b: first moving aside the data of a member that was removed
+                 // rule 1b: first moving aside the data of a member that was removed;
+                 // rule 9: first removing the member of a departed instance
   kLateInitial,  // rule 3: listed in the initial cluster, never started: start new
   kReplace,      // rule 4: remove the stale ID, add as learner, start existing
   kNew,          // rule 5: every agent empty and in agreement: start new
@@ -76,7 +82,7 @@ struct Decision {
   std::string initial_cluster;
   bool add_member = false;               // kJoin/kReplace: MemberAdd(self peer URLs, isLearner)
   bool move_data_aside = false;          // kJoin by rule 1b: the old member's data goes aside first
-  std::optional<MemberId> remove_id;     // kReplace: the stale ID to remove first
+  std::optional<MemberId> remove_id;     // kReplace: the stale ID; kJoin by rule 9: the departed one
   std::optional<ClusterId> cluster_id;   // the cluster we will be part of, when known
   std::vector<std::string> endpoints;    // client URLs of started members, for the etcd API calls
 };

@@ -106,9 +106,9 @@ Result<MembershipChange> ApplyMembershipChange(const ApplySeams& seams, const Tl
     while (true) {
       Status s = client->MemberRemove(*d.remove_id);
       if (s.ok() || s.IsNotFound()) {
-        spdlog::info("removed stale member {} of {} (its data is gone)", IdToHex(*d.remove_id), self.name);
+        spdlog::info("removed stale member {} to add {} in its place", IdToHex(*d.remove_id), self.name);
         progress = fmt::format(
-            "a membership change is half done: stale member {} was removed and {} is not added yet; the next start of "
+            "a membership change is half done: member {} was removed and {} is not added yet; the next start of "
             "quorate here adds it",
             IdToHex(*d.remove_id), self.name);
         break;

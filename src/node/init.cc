@@ -55,6 +55,33 @@ std::vector<std::string> ListedClientUrls(const PlanInput& input) {
   return urls;
 }
 
+// How long rule 9 gives the peer URL of a member outside the group to answer.
+constexpr auto kOutsiderProbeTimeout = std::chrono::seconds(1);
+
+// Rule 9's fact: the members the peers' views list that are in no instance of the group and whose
+// every peer URL is silent (Probe is Unavailable only when nothing answers there).
+std::vector<MemberId> SilentOutsiders(Peers& peers, const PlanInput& input) {
+  std::vector<MemberId> silent;
+  std::vector<MemberId> asked;
+  for (const auto& p : input.peers) {
+    if (!p.cluster) continue;
+    for (const auto& m : p.cluster->members) {
+      if (std::find(asked.begin(), asked.end(), m.id) != asked.end()) continue;
+      asked.push_back(m.id);
+      bool in_group = false;
+      for (const auto& e : input.expected.members()) in_group |= SharesUrl(e.peer_urls, m.peer_urls);
+      if (in_group || m.peer_urls.empty()) continue;
+      bool answers = false;
+      for (const auto& url : m.peer_urls) {
+        auto view = peers.Probe(url, kOutsiderProbeTimeout);
+        answers |= view.ok() || !view.status().IsUnavailable();
+      }
+      if (!answers) silent.push_back(m.id);
+    }
+  }
+  return silent;
+}
+
 // A stop fd that woke a wait for something else (see StopSource) lets the wait go on.
 bool StopConfirmed(const StopSource& stop) { return !stop.requested || stop.requested(); }
 
@@ -174,6 +201,8 @@ struct InitJob::Local {
   std::string token;
   Member self;
   MemberSet expected;
+  // Discovery listed a whole scaling group just now (rule 9); never for a stored or sealed set.
+  bool whole_group = false;
 };
 
 InitJob::InitJob(Config config, InitOptions options)
@@ -239,6 +268,7 @@ Result<InitJob::Local> InitJob::GatherLocal(Clock::TimePoint deadline) {
       auto members = DiscoverExpected(*provider, c, backoff);
       if (members.ok()) {
         discovered = std::move(*members);
+        local.whole_group = provider->ListsWholeGroup();
         break;
       }
       if (!members.status().IsCancelled()) return members.status();
@@ -352,6 +382,8 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Cl
       std::lock_guard lock(state_->mu);
       input.etcd_ran = state_->etcd_ran;
     }
+    input.silent_outsiders.clear();
+    if (input.expected_is_whole_group && !input.has_local_data) input.silent_outsiders = SilentOutsiders(peers_, input);
     input.quorum_view.reset();
     if (input.has_local_data && ViewsLackUs(input)) {
       const TlsFiles& client_tls = config_.etcdctl_tls.enabled() ? config_.etcdctl_tls : config_.client_tls;
@@ -482,6 +514,7 @@ Result<InitOutcome> InitJob::Run() {
   input.expected = local->expected;
   input.cluster_size = c.cluster_size.value_or(local->expected.size());
   input.has_local_data = local->has_data;
+  input.expected_is_whole_group = local->whole_group;
   if (local->has_data) {
     auto wal = ReadWalIdentity(c.data_dir);
     if (wal.ok()) {

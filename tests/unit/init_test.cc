@@ -15,6 +15,7 @@
 #include "etcd/etcd_config.h"
 #include "node/init.h"
 #include "quorate/fs.h"
+#include "quorate/provider.h"
 #include "testing/fake_clock.h"
 #include "testing/fake_etcd.h"
 #include "testing/fake_peers.h"
@@ -354,6 +355,73 @@ TEST_CASE("init: started before but its data is gone: the stale ID is removed an
   CHECK(out->member_id == ours[0].id);
   CHECK(rig.cluster.Members().size() == 3);
   CHECK(Contains(rig.EtcdConfig(), "initial-cluster-state: existing"));
+}
+
+namespace {
+
+const std::string kN4 = "http://127.0.0.4:2380";
+
+// A scaling group as a cloud provider lists it whole: n1, n2 and n3.
+class WholeGroup : public DiscoveryProvider {
+ public:
+  Result<std::vector<Member>> Discover() override {
+    std::vector<Member> members;
+    for (const auto& [name, url] : {std::pair{"n1", kN1}, {"n2", kN2}, {"n3", kN3}}) {
+      members.push_back({name, {url}, {DefaultClientUrl(*ParseUrl(url))}});
+    }
+    return members;
+  }
+  bool ListsWholeGroup() const override { return true; }
+  std::string Describe() const override { return "the test's whole group"; }
+};
+
+const RegisterProvider kWholeGroup("test-whole-group", [](ProviderParams& params) -> Result<std::unique_ptr<DiscoveryProvider>> {
+  if (Status s = params.CheckAllTaken({}); !s.ok()) return s;
+  return std::unique_ptr<DiscoveryProvider>(new WholeGroup());
+});
+
+// n2 and n3 run with n4, whose instance the group replaced by n1's; n4's etcd is gone.
+void ChurnedCluster(InitRig& rig) {
+  rig.PeersRun();
+  rig.cluster.AddStarted(0x4444, "n4", {kN4}, {"http://127.0.0.4:2379"});
+}
+
+}  // namespace
+
+TEST_CASE("init: rule 9: a newcomer of a whole group removes the silent member of a departed instance and joins") {
+  InitRig rig;
+  rig.config.initial_cluster.clear();
+  rig.config.discovery = "provider=test-whole-group";
+  ChurnedCluster(rig);
+  auto out = rig.Run();
+  REQUIRE_MESSAGE(out.ok(), out.status().message());
+  CHECK(out->decision.action == Action::kJoin);
+  CHECK(rig.cluster.Calls().at(0) == "MemberRemove 4444");
+  auto ours = rig.OursInCluster();
+  REQUIRE(ours.size() == 1);
+  CHECK(ours[0].is_learner);
+  CHECK(rig.cluster.Members().size() == 3);
+  const auto probed = rig.peers.Probed();
+  CHECK(std::find(probed.begin(), probed.end(), kN4) != probed.end());
+  CHECK(Contains(rig.EtcdConfig(), "n2=" + kN2 + ",n3=" + kN3 + ",n1=" + kN1));
+}
+
+TEST_CASE("init: rule 9 takes no seat from a member that answers, nor from a list that may be partial") {
+  InitRig rig;
+  rig.config.timeout = seconds(2);
+  ChurnedCluster(rig);
+  SUBCASE("the departed member's peer URL answers") {
+    rig.config.initial_cluster.clear();
+    rig.config.discovery = "provider=test-whole-group";
+    rig.peers.SetRunning(kN4, true);
+  }
+  SUBCASE("a static list is no whole group") {}
+  auto out = rig.Run();
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.status().code() == Status::Code::kDeadlineExceeded);
+  CHECK(Contains(out.status().message(), "does not list n1"));
+  CHECK(rig.cluster.CountCalls("MemberRemove") == 0);
+  CHECK(rig.cluster.CountCalls("MemberAdd") == 0);
 }
 
 TEST_CASE("init: a peer's view that lacks our member is no removal until a member list read with quorum lacks it too") {

@@ -886,6 +886,115 @@ TEST_CASE("a member with our name on other peer URLs blocks a join") {
   CHECK(Contains(d.reason, "http://10.0.0.1:2380"));
 }
 
+// ---- rule 9: a departed instance's seat ----
+
+namespace {
+
+// The scaling group now lists n1 (this newcomer), n2 and n3; the cluster is n2, n3 and n4, whose
+// instance the group replaced by n1's. n2 and n3 answer.
+struct Churn {
+  MemberSet group = MakeSet(3);
+  MemberSet cluster = MakeSetOf({2, 3, 4});
+  PlanInput in = MakeInput(group);
+  MemberId departed = cluster.IdOf(MemberNo(4));
+  Churn() {
+    GiveAllViews(in, ViewOf(cluster, {2, 3, 4}));
+    in.expected_is_whole_group = true;
+    in.silent_outsiders = {departed};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("rule 9: a newcomer of a whole group takes the seat of a silent member in no instance of it") {
+  Churn t;
+  Decision d = Plan(t.in);
+  CHECK(d.action == Action::kJoin);
+  CHECK(d.initial_cluster_state == "existing");
+  CHECK(d.add_member);
+  REQUIRE(d.remove_id.has_value());
+  CHECK(*d.remove_id == t.departed);
+  CHECK_FALSE(d.move_data_aside);
+  CHECK(d.initial_cluster == "n2=http://127.0.0.2:2380,n3=http://127.0.0.3:2380,n1=http://127.0.0.1:2380");
+  CHECK(d.cluster_id == t.cluster.cluster_id());
+  CHECK(Contains(d.reason, "n4"));
+  CHECK(Contains(d.reason, "2 of the 2 voters left after removing it answer"));
+
+  SUBCASE("etcd's strict MemberAdd does not count the member being removed as a voter that is down") {
+    t.in.member_add_needs_every_voter = true;
+    Decision strict = Plan(t.in);
+    CHECK(strict.action == Action::kJoin);
+    CHECK_FALSE(Contains(strict.reason, "while a voter is down"));
+  }
+}
+
+TEST_CASE("rule 9 does not apply: the newcomer waits as extra") {
+  Churn t;
+  SUBCASE("the list may be partial (tags only, a failed page, a throttle)") {
+    t.in.expected_is_whole_group = false;
+    Decision d = Plan(t.in);
+    CHECK(d.wait == WaitKind::kExtra);
+    CHECK_FALSE(d.remove_id.has_value());
+  }
+  SUBCASE("the member outside the group still answers on its peer URL") {
+    t.in.silent_outsiders.clear();
+    Decision d = Plan(t.in);
+    CHECK(d.wait == WaitKind::kExtra);
+    CHECK(Contains(d.reason, "n4 (http://127.0.0.4:2380) is in no instance of the group but still answers on its peer URLs"));
+  }
+  SUBCASE("every member is in the group: the cluster is simply full") {
+    t.in.silent_outsiders.clear();
+    t.in.expected = MakeSetOf({1, 2, 3, 4});
+    t.in.cluster_size = 3;
+    Decision d = Plan(t.in);
+    CHECK(d.wait == WaitKind::kExtra);
+    CHECK(Contains(d.reason, "raise --cluster-size"));
+  }
+}
+
+TEST_CASE("rule 9 keeps quorum and goes one member at a time") {
+  Churn t;
+  SUBCASE("a majority of the voters left after the removal must answer") {
+    PeerNamed(t.in, "n3").cluster.reset();
+    Decision d = Plan(t.in);
+    CHECK(d.action == Action::kWait);
+    CHECK(d.wait == WaitKind::kPeersNotReady);
+    CHECK(Contains(d.reason, "only 1 of the 2 voters left after removing it answer"));
+    CHECK_FALSE(d.remove_id.has_value());
+  }
+  SUBCASE("a learner still catching up holds the next replacement") {
+    ClusterView v = ViewOf(t.cluster, {2, 3, 4});
+    ClusterMember learner;
+    learner.id = 0x77;
+    learner.name = "n5";
+    learner.peer_urls = {PeerUrlOf(5)};
+    learner.is_learner = true;
+    v.members.push_back(learner);
+    GiveAllViews(t.in, v);
+    t.in.expected = MakeSetOf({1, 2, 3, 5});
+    t.in.cluster_size = 4;
+    Decision d = Plan(t.in);
+    CHECK(d.wait == WaitKind::kPeersNotReady);
+    CHECK(Contains(d.reason, "learner n5 is still catching up"));
+  }
+  SUBCASE("two departed members: the one with the lower ID goes first, alone") {
+    MemberSet group = MakeSetOf({1, 2, 3, 6, 7});
+    MemberSet cluster = MakeSetOf({2, 3, 4, 5, 7});
+    PlanInput in = MakeInput(group);
+    GiveAllViews(in, ViewOf(cluster, {2, 3, 4, 5, 7}));
+    PeerNamed(in, "n6").cluster.reset();  // the other newcomer, not started yet
+    in.expected_is_whole_group = true;
+    MemberId id4 = cluster.IdOf(MemberNo(4));
+    MemberId id5 = cluster.IdOf(MemberNo(5));
+    in.silent_outsiders = {id4, id5};
+    Decision d = Plan(in);
+    REQUIRE(d.action == Action::kJoin);
+    CHECK(*d.remove_id == std::min(id4, id5));
+    // 3 of the 4 voters left answer: a majority, so the removal keeps quorum.
+    CHECK(Contains(d.reason, "3 of the 4 voters left after removing it answer"));
+  }
+}
+
 // ---- invariants over every combination of peer states ----
 
 namespace {
