@@ -99,23 +99,51 @@ Decision PlanRestart(const PlanInput& in) {
                            in.self.name));
 }
 
+// The facts of the expected member at a voter's peer URLs; null when none is expected there.
+const PeerFacts* FactsOfVoter(const PlanInput& in, const ClusterMember& voter) {
+  for (const auto& p : in.peers) {
+    const Member* m = in.expected.FindByName(p.name);
+    if (m != nullptr && SharesUrl(m->peer_urls, voter.peer_urls)) return &p;
+  }
+  return nullptr;
+}
+
 // A voter answers when the expected member at its peer URLs had its etcd peer endpoint reply.
 bool VoterAnswers(const PlanInput& in, const ClusterMember& voter) {
-  for (const auto& p : in.peers) {
-    if (!p.cluster) continue;
-    const Member* m = in.expected.FindByName(p.name);
-    if (m != nullptr && SharesUrl(m->peer_urls, voter.peer_urls)) return true;
-  }
-  return false;
+  const PeerFacts* p = FactsOfVoter(in, voter);
+  return p != nullptr && p->cluster.has_value();
 }
 
 Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const ClusterMember& listed) {
+  // A member that started and then lost its data looks, in a view older than its start, exactly like
+  // one that never started; starting it `new` under its old ID with an empty log would take from raft
+  // a vote it counted on (a committed entry can be lost). The view of every other voter is the
+  // newest there is, so each must answer, or say through its agent that it has no data (and so no
+  // record of our start either). Waiting when a voter died during the bootstrap is the price.
+  auto unheard_voters = [&]() -> std::optional<Decision> {
+    std::vector<std::string> unheard;
+    for (const auto& m : c.members) {
+      if (&m == &listed || m.is_learner) continue;
+      const PeerFacts* p = FactsOfVoter(in, m);
+      bool heard = p != nullptr && (p->cluster || (p->agent.reachable && p->agent.data_state == DataState::kEmpty));
+      if (!heard) unheard.push_back(NameFor(m, in.expected));
+    }
+    if (unheard.empty()) return std::nullopt;
+    return Wait(WaitKind::kPeersNotReady,
+                fmt::format("cluster {} lists {} as initial member {} that never started, but {} {} not answer on "
+                            "{} peer URL{}: a view older than a start looks the same as one of a member that never "
+                            "started, so every other voter must answer before {} starts as it",
+                            IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id), JoinStrings(unheard, ", "),
+                            unheard.size() == 1 ? "does" : "do", unheard.size() == 1 ? "its" : "their",
+                            unheard.size() == 1 ? "" : "s", in.self.name));
+  };
   const std::string why_new =
       "never-started initial members bootstrap raft with the same initial peers or no leader is "
       "elected";
   // Our ID matches the expected set, but the expected set may name us differently; etcd needs
   // --name in --initial-cluster, and only the peer URLs feed the IDs.
   if (c.cluster_id == in.expected.cluster_id()) {
+    if (auto wait = unheard_voters()) return *wait;
     std::vector<Member> entries;
     for (const auto& m : in.expected.members()) {
       bool is_self = in.expected.IdOf(m) == listed.id;
@@ -142,6 +170,7 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
                             "initial cluster cannot be rebuilt; restore the original member set",
                             IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id)));
   }
+  if (auto wait = unheard_voters()) return *wait;
   std::vector<Member> entries;
   for (const auto& m : c.members) {
     if (m.id == listed.id) {

@@ -587,10 +587,22 @@ TEST_CASE("listed with our expected ID and never started: late initial, state ne
     CHECK(d.action == Action::kLateInitial);
     CHECK(d.endpoints.empty());
   }
-  SUBCASE("one peer answers, the other is unreachable") {
+  SUBCASE("one peer answers, the other is unreachable: its view may be the one that lists us as started") {
     PeerNamed(in, "n2").cluster = ViewOf(set, {2});
     PeerNamed(in, "n3").agent = AgentReport{false, "down", DataState::kUnknown, "", 0};
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kWait);
+    CHECK(d.wait == WaitKind::kPeersNotReady);
+    CHECK(Contains(d.reason, "but n3 does not answer on its peer URL"));
+  }
+  SUBCASE("one peer answers, the other has no data (its agent says so): it holds no record of our start") {
+    PeerNamed(in, "n2").cluster = ViewOf(set, {2});
     CHECK(Plan(in).action == Action::kLateInitial);
+  }
+  SUBCASE("one peer answers, the other has data but its etcd is silent") {
+    PeerNamed(in, "n2").cluster = ViewOf(set, {2});
+    PeerNamed(in, "n3").agent.data_state = DataState::kHasData;
+    CHECK(Plan(in).wait == WaitKind::kPeersNotReady);
   }
   SUBCASE("the expected set calls our URLs by another name: --name still appears") {
     in.self.name = "renamed";
@@ -626,7 +638,7 @@ TEST_CASE("late initial rebuilds the initial cluster from the cluster when the e
     CHECK(d.action == Action::kLateInitial);
     CHECK(d.initial_cluster == boot.InitialCluster());
   }
-  SUBCASE("an unnamed member unknown to the expected set is named by its ID") {
+  SUBCASE("a voter the expected set no longer has cannot be heard: wait, naming it by its ID") {
     MemberSet boot2 = MakeSetOf({1, 2, 8});
     MemberSet exp2 = MakeSetOf({1, 2, 3});
     PlanInput in2 = MakeInput(exp2);
@@ -634,10 +646,8 @@ TEST_CASE("late initial rebuilds the initial cluster from the cluster when the e
     v2.members[2].name.clear();  // n8
     GiveAllViews(in2, v2);
     Decision d = Plan(in2);
-    CHECK(d.action == Action::kLateInitial);
-    std::string n8 = IdToHex(boot2.IdOf(MemberNo(8)));
-    CHECK(d.initial_cluster ==
-          "n1=http://127.0.0.1:2380,n2=http://127.0.0.2:2380," + n8 + "=http://127.0.0.8:2380");
+    CHECK(d.wait == WaitKind::kPeersNotReady);
+    CHECK(Contains(d.reason, "but " + IdToHex(boot2.IdOf(MemberNo(8))) + " does not answer"));
   }
 }
 
@@ -1108,6 +1118,14 @@ TEST_CASE("invariants hold for every combination of peer states (3 members)") {
           self_started = self_started || c.view == ViewCase::kAllStarted;
         }
         bool conflict = has_ours && has_foreign;
+        // Rule 3: every other voter answers with a view or, through its agent, says it has no data.
+        bool all_heard = true;
+        for (const PeerCase& c : {c2, c3}) {
+          bool view = c.present && c.view != ViewCase::kNone && c.view != ViewCase::kGarbage;
+          bool empty = c.present && c.agent != AgentCase::kUnreachable && !AgentHasData(c.agent) &&
+                       c.agent != AgentCase::kUnknown;
+          all_heard = all_heard && (view || empty);
+        }
 
         Decision d = Plan(in);
         CAPTURE(local);
@@ -1164,9 +1182,12 @@ TEST_CASE("invariants hold for every combination of peer states (3 members)") {
         } else if (self_started) {
           REQUIRE(d.action == (views == 2 ? Action::kReplace : Action::kWait));
           if (views < 2) REQUIRE(d.wait == WaitKind::kMajorityLost);
-        } else {
+        } else if (all_heard) {
           REQUIRE(d.action == Action::kLateInitial);
           REQUIRE(d.initial_cluster == set.InitialCluster());
+        } else {
+          REQUIRE(d.wait == WaitKind::kPeersNotReady);
+          REQUIRE(Contains(d.reason, "every other voter must answer"));
         }
       }
     }
