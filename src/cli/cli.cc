@@ -162,6 +162,20 @@ int MemberRemove(const Config& config, const Words& words) {
   auto probe = MakeEtcdClient({config.endpoints, config.etcdctl_tls, std::chrono::seconds(2)});
   RemoveOptions options;
   options.ignore_not_found = config.ignore_not_found;
+  if (!config.backup_to.empty()) {
+    options.before_remove = [&](const ClusterMember& m) -> Status {
+      auto backup = BackupBeforeChange(config, *client, config.endpoints,
+                                       RealSnapshotSources(config.etcdctl_tls, config.backup_timeout));
+      if (!backup.ok()) {
+        return backup.status().Prefixed(fmt::format(
+            "no backup before removing {} ({}), so it was not removed (without --backup-to it is removed without "
+            "one)",
+            m.name.empty() ? IdToHex(m.id) : m.name, IdToHex(m.id)));
+      }
+      spdlog::info("backup {} taken before removing member {}", (*backup)->url, IdToHex(m.id));
+      return Status::Ok();
+    };
+  }
   RemovalPrinter printer(config.output, std::cout);
   Status s = RemoveMembers(RealClock(), *client, *probe, words.args, options, printer);
   return s.ok() ? 0 : Fail(s);
@@ -271,7 +285,9 @@ const std::vector<Command>& Commands() {
       {"member", "remove",
        "remove members, one at a time, each only if the voters left keep a healthy majority; "
        "prints \"Member <id> (<name>) removed from cluster <id>\" per member",
-       Concat({kCommon, {"endpoints", "cacert", "cert", "key", "write-out", "ignore-not-found"}}), MemberRemove,
+       Concat({kCommon, kBackupStore,
+               {"endpoints", "cacert", "cert", "key", "write-out", "ignore-not-found", "backup-compression"}}),
+       MemberRemove,
        /*takes_extra=*/false, "MEMBER",
        "member names as etcd lists them, or hex member IDs; all are resolved against one member list before "
        "any is removed, and removed in the order given. Unknown, repeated or none: exit 2, nothing removed. "

@@ -103,6 +103,7 @@ Result<MembershipChange> ApplyMembershipChange(const ApplySeams& seams, const Tl
   };
 
   if (d.remove_id) {
+    if (seams.before_remove) seams.before_remove(*client);
     while (true) {
       Status s = client->MemberRemove(*d.remove_id);
       if (s.ok() || s.IsNotFound()) {

@@ -40,6 +40,8 @@ struct ApplySeams {
   Peers& peers;  // who answers at our own peer URL
   IsOwnAddress is_own_address;
   StopSource stop;
+  // Called once before the first MemberRemove of a change (the backup before a change); may be empty.
+  std::function<void(EtcdClient& client)> before_remove;
 };
 
 // A member added with a peer URL that is not ours can never connect: refused before MemberAdd.

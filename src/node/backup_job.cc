@@ -67,6 +67,19 @@ Result<BackupMeta> TakeBackup(const BackupSettings& settings, Vfs& store, EtcdCl
       fmt::format("no endpoint to take a snapshot from: {}", fmt::join(why, "; ")));
 }
 
+Result<std::optional<BackupMeta>> BackupBeforeChange(const Config& config, EtcdClient& client,
+                                                     const std::vector<std::string>& endpoints,
+                                                     const SnapshotSourceFactory& sources) {
+  if (config.backup_to.empty()) return std::optional<BackupMeta>();
+  auto settings = BackupSettingsOf(config);
+  if (!settings.ok()) return settings.status();
+  auto store = OpenVfs(settings->store_url, RealClock().Now() + settings->timeout);
+  if (!store.ok()) return store.status().Prefixed("--backup-to");
+  auto meta = TakeBackup(*settings, **store, client, endpoints, sources, std::chrono::system_clock::now());
+  if (!meta.ok()) return meta.status();
+  return std::optional<BackupMeta>(std::move(*meta));
+}
+
 Result<std::vector<BackupMeta>> PruneBackups(const BackupSettings& settings, Vfs& store, SystemTime now) {
   auto backups = ListBackups(store, settings.store_url, settings.cluster);
   if (!backups.ok()) return backups.status();

@@ -45,6 +45,13 @@ Result<BackupMeta> TakeBackup(const BackupSettings& settings, Vfs& store, EtcdCl
                               const std::vector<std::string>& endpoints, const SnapshotSourceFactory& sources,
                               SystemTime now, std::function<Status()> before_commit = {});
 
+// The backup quorate takes before a membership change it makes (rule 4's replace, rule 9's removal,
+// `member remove`) when --backup-to is given: the member set and data as they were, should the
+// change go wrong. nullopt without --backup-to. Bad backup options are InvalidArgument.
+Result<std::optional<BackupMeta>> BackupBeforeChange(const Config& config, EtcdClient& client,
+                                                     const std::vector<std::string>& endpoints,
+                                                     const SnapshotSourceFactory& sources);
+
 // Removes the backups the retention policy no longer keeps; returns them.
 Result<std::vector<BackupMeta>> PruneBackups(const BackupSettings& settings, Vfs& store, SystemTime now);
 

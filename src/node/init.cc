@@ -215,6 +215,10 @@ InitJob::InitJob(Config config, InitOptions options)
   if (!options_.etcd_clients) options_.etcd_clients = MakeEtcdClient;
   if (!options_.is_own_address) options_.is_own_address = IsAddressOfThisMachine;
   if (!options_.etcd_version) options_.etcd_version = EtcdBinaryVersion;
+  if (!options_.snapshot_sources) {
+    const TlsFiles& client_tls = config_.etcdctl_tls.enabled() ? config_.etcdctl_tls : config_.client_tls;
+    options_.snapshot_sources = RealSnapshotSources(client_tls, config_.backup_timeout);
+  }
 }
 
 InitJob::~InitJob() = default;
@@ -437,7 +441,7 @@ Result<InitOutcome> InitJob::Carry(const Local& local, const PlanInput& input, D
                                    Clock::TimePoint deadline) {
   const Config& c = config_;
   const Member& self = local.self;
-  ApplySeams seams{options_.etcd_clients, clock_, peers_, options_.is_own_address, options_.stop};
+  ApplySeams seams{options_.etcd_clients, clock_, peers_, options_.is_own_address, options_.stop, {}};
   if (decision.action == Action::kNew) {
     if (Status s = WaitForFirstPeer(seams, local.expected, self); !s.ok()) return s;
   }
@@ -447,6 +451,18 @@ Result<InitOutcome> InitJob::Carry(const Local& local, const PlanInput& input, D
     if (!moved.ok()) return moved.status();
     spdlog::info("moved {} aside to {}: it is the data of member {}, which the cluster removed", c.data_dir + "/member",
                  *moved, IdToHex(input.local->member_id));
+  }
+  if (!c.backup_to.empty()) {
+    // A safety net, not a gate: a replacement that heals the cluster does not wait on a store.
+    seams.before_remove = [&](EtcdClient& client) {
+      auto backup = BackupBeforeChange(c, client, decision.endpoints, options_.snapshot_sources);
+      if (backup.ok()) {
+        spdlog::info("backup {} taken before removing member {}", (*backup)->url, IdToHex(*decision.remove_id));
+      } else {
+        spdlog::warn("no backup before removing member {}, removing it anyway: {}", IdToHex(*decision.remove_id),
+                     backup.status().message());
+      }
+    };
   }
   if (decision.action == Action::kJoin || decision.action == Action::kReplace) {
     const TlsFiles& client_tls = c.etcdctl_tls.enabled() ? c.etcdctl_tls : c.client_tls;

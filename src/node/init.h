@@ -14,6 +14,7 @@
 #include "discovery/discovery.h"
 #include "etcd/etcd_client.h"
 #include "node/apply.h"
+#include "node/backup_job.h"
 #include "node/peers.h"
 #include "quorate/clock.h"
 #include "core/config.h"
@@ -56,6 +57,8 @@ struct InitOptions {
   // What `etcd --version` of --etcd says (node/etcd_binary.h): asked on every run, so an etcd
   // binary replaced under `quorate run` is seen at the next restart.
   std::function<Result<EtcdVersion>(const std::string& etcd_path)> etcd_version;
+  // Where the backup before a membership change (with --backup-to) streams etcd's snapshot from.
+  SnapshotSourceFactory snapshot_sources;
   // Every wait of the job (peers, discovery, the bucket, membership retries) ends at once on a stop;
   // Run() then returns Cancelled, saying whether a membership change was left half done.
   StopSource stop;

@@ -194,6 +194,9 @@ Status RemoveMembers(Clock& clock, EtcdClient& client, EtcdClient& probe, const 
       continue;
     }
     if (Status s = CheckRemovalKeepsQuorum(*listing, m.id, ProbeVoters(probe, *listing, m.id)); !s.ok()) return s;
+    if (options.before_remove) {
+      if (Status s = options.before_remove(m); !s.ok()) return s;
+    }
 
     auto outcome = RemoveOne(clock, client, m, options.retry_for);
     if (!outcome.ok()) return outcome.status();

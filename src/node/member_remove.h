@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -43,6 +44,9 @@ struct RemoveOptions {
   // How long etcd's transient "unhealthy cluster" refusal is retried: its leader must have been
   // connected to the voters for 5 s (etcd's HealthInterval) before it allows a removal.
   std::chrono::milliseconds retry_for{20000};
+  // Before each removal that passed its checks (the backup before a change, with --backup-to); an
+  // error refuses that removal and the ones after it. May be empty.
+  std::function<Status(const ClusterMember& member)> before_remove;
 };
 
 // What RemoveMembers did with each argument, told as it happens, so a script reading the printed

@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "backup/backup.h"
 #include "core/bucket.h"
 #include "etcd/etcd_config.h"
 #include "node/init.h"
@@ -19,6 +20,7 @@
 #include "testing/fake_clock.h"
 #include "testing/fake_etcd.h"
 #include "testing/fake_peers.h"
+#include "testing/fake_snapshot.h"
 #include "testing/fake_wal.h"
 
 namespace quorate {
@@ -436,6 +438,49 @@ TEST_CASE("init: rule 9 takes no seat from a member that answers, nor from a lis
   CHECK(Contains(out.status().message(), "does not list n1"));
   CHECK(rig.cluster.CountCalls("MemberRemove") == 0);
   CHECK(rig.cluster.CountCalls("MemberAdd") == 0);
+}
+
+TEST_CASE("init: with --backup-to, a backup is taken before the stale member is removed, and its failure holds nothing up") {
+  InitRig rig;
+  rig.cluster.AddStarted(rig.Id("n1"), "n1", {kN1}, {rig.ClientUrl("n1")});
+  rig.PeersRun();
+  const std::string store = "file://" + rig.dir + "/backups";
+  REQUIRE(MakeDirs(rig.dir + "/backups").ok());
+  rig.config.backup_to = store;
+  FakeSnapshot snapshot;
+  snapshot.db_bytes = 4096;
+  InitOptions options = rig.Options();
+  SUBCASE("the backup is in the store, taken before MemberRemove") {
+    options.snapshot_sources = [&](const std::string&) { return snapshot.Source(); };
+    InitJob job(rig.config, options);
+    auto out = job.Run();
+    REQUIRE_MESSAGE(out.ok(), out.status().message());
+    CHECK(out->decision.action == Action::kReplace);
+    auto vfs = OpenVfs(store);
+    REQUIRE(vfs.ok());
+    auto backups = ListBackups(**vfs, store, "main");
+    REQUIRE(backups.ok());
+    CHECK(backups->size() == 1);
+    const auto calls = rig.cluster.Calls();
+    auto remove = std::find(calls.begin(), calls.end(), "MemberRemove " + IdToHex(rig.Id("n1")));
+    auto status = std::find_if(calls.begin(), calls.end(), [](const std::string& c) { return c.rfind("EndpointStatus", 0) == 0; });
+    REQUIRE(remove != calls.end());
+    CHECK(status < remove);
+  }
+  SUBCASE("a snapshot whose hash is wrong: no backup, the replace goes on") {
+    snapshot.wrong_hash = true;
+    options.snapshot_sources = [&](const std::string&) { return snapshot.Source(); };
+    InitJob job(rig.config, options);
+    auto out = job.Run();
+    REQUIRE_MESSAGE(out.ok(), out.status().message());
+    CHECK(out->decision.action == Action::kReplace);
+    CHECK(rig.cluster.CountCalls("MemberRemove") == 1);
+    auto vfs = OpenVfs(store);
+    REQUIRE(vfs.ok());
+    auto backups = ListBackups(**vfs, store, "main");
+    REQUIRE(backups.ok());
+    CHECK(backups->empty());
+  }
 }
 
 TEST_CASE("init: a peer's view that lacks our member is no removal until a member list read with quorum lacks it too") {

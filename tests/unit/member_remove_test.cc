@@ -261,6 +261,24 @@ TEST_CASE("member remove removes in the order given and prints etcdctl's line wi
   }
 }
 
+TEST_CASE("member remove takes its hook (the backup before a change) before each removal; a failure stops there") {
+  FakeCluster fake(Voters(5));
+  std::ostringstream text;
+  RemovalPrinter printer(OutputFormat::kSimple, text);
+  RemoveOptions options;
+  std::vector<std::string> hooked;
+  options.before_remove = [&](const ClusterMember& m) -> Status {
+    hooked.push_back(m.name);
+    if (m.name == "n4") return Status::Unavailable("the store does not answer");
+    return Status::Ok();
+  };
+  Status s = RemoveMembers(fake.clock, fake, fake, {"n5", "n4", "n3"}, options, printer);
+  CHECK(s.IsUnavailable());
+  CHECK(hooked == std::vector<std::string>{"n5", "n4"});
+  CHECK(fake.removals == std::vector<MemberId>{0x105});
+  CHECK(text.str() == "Member 105 (n5) removed from cluster c1\n");
+}
+
 TEST_CASE("member remove changes nothing on bad input or when the first removal is unsafe") {
   FakeCluster fake(Voters(3));
   fake.down = {0x102};
