@@ -82,6 +82,33 @@ std::vector<MemberId> SilentOutsiders(Peers& peers, const PlanInput& input) {
   return silent;
 }
 
+// The health check before a restart with another etcd binary: which of the other expected members'
+// etcds answer, and with what version. One at a time is etcd's rule for an upgrade; a member that
+// is down as this one changes binary is said, so a rolling update that goes too fast shows.
+std::string OtherVotersBefore(const PlanInput& input) {
+  std::vector<std::string> answering, silent;
+  for (const auto& p : input.peers) {
+    if (!p.cluster) {
+      silent.push_back(p.name);
+    } else {
+      answering.push_back(p.version ? fmt::format("{} {}", p.name, p.version->server.ToString()) : p.name);
+    }
+  }
+  std::string text = fmt::format("{} of the {} other members answer ({})", answering.size(), input.peers.size(),
+                                 Join(answering));
+  if (!silent.empty()) {
+    text += fmt::format("; {} do not: change one member at a time, each once the others are healthy", Join(silent));
+  }
+  return text;
+}
+
+spdlog::level::level_enum UpgradeCheckLevel(const PlanInput& input) {
+  for (const auto& p : input.peers) {
+    if (!p.cluster) return spdlog::level::warn;
+  }
+  return spdlog::level::info;
+}
+
 // A stop fd that woke a wait for something else (see StopSource) lets the wait go on.
 bool StopConfirmed(const StopSource& stop) { return !stop.requested || stop.requested(); }
 
@@ -481,6 +508,13 @@ Result<InitOutcome> InitJob::Carry(const Local& local, const PlanInput& input, D
 
   out.etcd_version = input.binary_version;
   out.cluster_version = ClusterVersion(VersionFactsOf(input));
+  if (local.has_data && local.stored && local.stored->cluster.etcd_version && out.etcd_version &&
+      *local.stored->cluster.etcd_version != *out.etcd_version) {
+    out.version_change =
+        fmt::format("{} to {}", local.stored->cluster.etcd_version->ToString(), out.etcd_version->ToString());
+    spdlog::log(UpgradeCheckLevel(input), "etcd of {} changes from {}: {}", self.name, out.version_change,
+                OtherVotersBefore(input));
+  }
 
   if (Status s = MakeDirs(c.state_dir); !s.ok()) return s;
   std::optional<Bucket> bucket;

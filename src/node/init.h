@@ -38,6 +38,10 @@ struct InitOutcome {
   // here, as in an init container without etcd) and the cluster's.
   std::optional<EtcdVersion> etcd_version;
   std::optional<EtcdVersion> cluster_version;
+  // A restart on this volume's data with another etcd binary than the last start (a rolling
+  // upgrade, or a downgrade within what rule 6 allows): "3.4.23 to 3.5.30", empty otherwise. The
+  // health of the other voters before it is logged as the start is decided.
+  std::string version_change;
 };
 
 // True when <data-dir>/member/wal holds a WAL file.

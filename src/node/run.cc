@@ -136,6 +136,7 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
 
   Upkeep upkeep(config, metrics);
   upkeep.SetSelf(outcome->self, PeerClientUrls(config.state_dir, outcome->self.name));
+  upkeep.SetVersionChange(outcome->version_change);
   upkeep.SetEtcdRunning(false);
 
   std::vector<std::string> argv = EtcdArgv(config, *outcome, extra_etcd_args);
@@ -185,6 +186,7 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     metrics.IncEtcdRestarts();
     metrics.RecordDecision(again->decision.action);
     upkeep.SetSelf(again->self, PeerClientUrls(config.state_dir, again->self.name));
+    upkeep.SetVersionChange(again->version_change);
     argv = EtcdArgv(config, *again, extra_etcd_args);
     spec.argv = argv;
     spec.env = EtcdEnvironmentFor(argv);

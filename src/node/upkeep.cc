@@ -42,6 +42,13 @@ void Upkeep::SetEtcdRunning(bool running) {
   etcd_running_ = running;
 }
 
+void Upkeep::SetVersionChange(const std::string& change) {
+  // A restart with nothing new must not drop a change whose end was not seen yet.
+  if (change.empty()) return;
+  std::lock_guard lock(mu_);
+  version_change_ = change;
+}
+
 Status Upkeep::Ready() const {
   std::lock_guard lock(mu_);
   return ready_;
@@ -82,6 +89,15 @@ Status Upkeep::Tick() {
     }
     spdlog::debug("promotion of {} not yet: {}", self.name, s.message());
     return Status::Unavailable("learner, not yet promoted: " + s.message());
+  }
+  std::string change;
+  {
+    std::lock_guard lock(mu_);
+    change.swap(version_change_);
+  }
+  if (!change.empty()) {
+    spdlog::info("etcd of {} changed from {}: a healthy voter again, with a leader; it reports version {}",
+                 self.name, change, status->version);
   }
   return Status::Ok();
 }

@@ -40,6 +40,10 @@ class Upkeep {
   // Rounds are made only while etcd runs (true at first): one against a stopped etcd would only
   // wait out its call timeouts, and hold up a stop.
   void SetEtcdRunning(bool running);
+  // etcd now runs another binary than at its last start ("3.4.23 to 3.5.30", InitOutcome's
+  // version_change): the first round that finds this member a healthy voter again says the change is
+  // done, with the version etcd reports. Empty: nothing new (a change not yet seen done stays).
+  void SetVersionChange(const std::string& change);
   // One round: Ok when etcd is healthy and this member a voter, else why not (for /readyz).
   Status Tick();
   // What the last round found; Unavailable before the first.
@@ -61,6 +65,7 @@ class Upkeep {
   std::vector<std::string> endpoints_;
   std::shared_ptr<EtcdClient> client_;
   bool etcd_running_ = true;
+  std::string version_change_;
   Status ready_ = Status::Unavailable("etcd has not answered yet");
   int stop_fd_ = -1;
   std::thread thread_;

@@ -8,8 +8,8 @@ import json
 import os
 import signal
 
-from harness import (QUORATE, Writer, check, healthy_cluster_on, http_get, keys_on, log, main, member_ids,
-                     require_etcd34_and_35, run, stop_together, wait_healthy, wait_until)
+from harness import (QUORATE, Writer, check, healthy_cluster_on, http_get, keys_on, log, log_since, log_size, main,
+                     member_ids, require_etcd34_and_35, run, stop_together, wait_healthy, wait_log, wait_until)
 
 # etcd hands leadership over on SIGTERM, so a restart costs at most one election's worth of writes.
 MAX_FAILED_WRITES_PER_RESTART = 3
@@ -45,10 +45,17 @@ def test():
     for step, node in enumerate(c.nodes):
         wait_healthy(c)
         log(f"upgrading {node.name} to {etcd35}")
+        offset = log_size(node)
         node.stop()
         node.run(etcd=etcd35)
         wait_until(lambda: versions(node)[0].startswith("3.5."), 60, f"{node.name} to run 3.5")
         wait_healthy(c)
+        # quorate says the change, with the other members' health before it, and when it is done.
+        before_line = f"etcd of {node.name} changes from 3.4.23 to 3.5."
+        wait_log(node, before_line, 10, since=offset)
+        check("2 of the 2 other members answer" in log_since(node, offset),
+              f"{node.name}: the check before the upgrade did not find both others answering")
+        wait_log(node, f"etcd of {node.name} changed from 3.4.23 to 3.5.", 30, since=offset)
         if step == 0:
             # A mixed cluster: n1 on 3.5, n2 and n3 on 3.4. A crash of each kind of node heals.
             check(versions(c.nodes[1])[1] == "3.4.0", f"cluster version moved early: {versions(c.nodes[1])}")

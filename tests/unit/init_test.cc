@@ -254,17 +254,23 @@ TEST_CASE("init: rule 6: a binary older than the cluster version is refused befo
 
 TEST_CASE("init: rule 6: a rolling upgrade restarts as usual; the bucket records the versions, which bind later") {
   InitRig rig;
-  rig.binary = EtcdVersion{3, 5, 30};
-  RestartAmong(rig, {3, 4, 23}, EtcdVersion{3, 4, 0});  // the first member moved to 3.5
+  RestartAmong(rig, {3, 4, 23}, EtcdVersion{3, 4, 0});
+  auto before = rig.Run();
+  REQUIRE_MESSAGE(before.ok(), before.status().message());
+  CHECK(before->version_change.empty());
+  rig.binary = EtcdVersion{3, 5, 30};  // the first member moves to 3.5
   auto out = rig.Run();
   REQUIRE_MESSAGE(out.ok(), out.status().message());
   CHECK(out->decision.action == Action::kRestart);
   CHECK(*out->etcd_version == EtcdVersion{3, 5, 30});
   CHECK(*out->cluster_version == EtcdVersion{3, 4, 0});
+  CHECK(out->version_change == "3.4.23 to 3.5.30");
   // The others followed, and the cluster moved to 3.5.
   rig.peers.SetVersion("n2", {{3, 5, 30}, EtcdVersion{3, 5, 0}});
   rig.peers.SetVersion("n3", {{3, 5, 30}, EtcdVersion{3, 5, 0}});
-  REQUIRE(rig.Run().ok());
+  auto after = rig.Run();
+  REQUIRE(after.ok());
+  CHECK(after->version_change.empty());  // recorded: a restart on the same binary is no change
   auto bucket = LoadBucket(rig.config.state_dir);
   REQUIRE(bucket.ok());
   CHECK(*bucket->cluster.etcd_version == EtcdVersion{3, 5, 30});
