@@ -549,6 +549,7 @@ def machine():
     return {"nproc": os.cpu_count(), "cpu": first("/proc/cpuinfo", "model name"),
             "memory": first("/proc/meminfo", "MemTotal"), "kernel": platform.release(),
             "etcd": version(["etcd", "--version"]), "etcdctl": version(["etcdctl", "version"]),
+            "etcd_label": "etcd " + version(["etcd", "--version"]).split(":")[-1].strip(),
             "data_fs": tmp[-1] if tmp else "?"}
 
 
@@ -632,7 +633,59 @@ def plot(report, out_dir):
     os.remove(dat)
 
 
+def side_by_side(reports):
+    """One table with a column per etcd version: the bootstrap medians at the smallest N, with
+    quorate's ratio to etcd's static start in the same run, the heal times and the footprint."""
+    labels = [r["machine"]["etcd_label"] for r in reports]
+    lines = ["| | " + " | ".join(labels) + " |", "|---|" + "---|" * len(reports)]
+    n = str(min(reports[0]["config"]["sizes"]))
+
+    def cell(r, key):
+        b = r["bootstrap"]
+        if key not in r["config"]["methods"] or b[key][n]["median_s"] is None:
+            return "-"
+        m = b[key][n]["median_s"]
+        a = b["a"][n]["median_s"] if "a" in r["config"]["methods"] else None
+        return f"{m:.2f} s" + (f" ({m / a:.2f}× (a))" if a and key != "a" else "")
+
+    for key, label, _ in Bench.METHODS:
+        if any(key in r["config"]["methods"] for r in reports):
+            lines.append(f"| bootstrap N={n}: ({key}) {label} | " + " | ".join(cell(r, key) for r in reports) + " |")
+    for k, what in (("etcd_killed", "heal: etcd child SIGKILLed → healthy"),
+                    ("data_wiped", "heal: data dir wiped → replacement a voter"),
+                    ("all_restarted", "heal: all 3 restarted at once → a put succeeds")):
+        vals = [median(r["heal"][k]) for r in reports]
+        lines.append(f"| {what} | " + " | ".join("timeout" if v is None else f"{v:.2f} s" for v in vals) + " |")
+    lines.append("| `quorate init` restart: wall, peak RSS | " + " | ".join(
+        f"{median([x['wall_ms'] for x in r['footprint']['init_restart']]):.0f} ms, "
+        f"{max(x['max_rss_kb'] for x in r['footprint']['init_restart']) / 1024:.1f} MB" for r in reports) + " |")
+    lines.append("| idle `quorate run`: CPU, RSS | " + " | ".join(
+        f"{r['footprint']['idle_run']['cpu_percent']:.2f}% of a core, {r['footprint']['idle_run']['rss_kb_max'] / 1024:.1f} MB"
+        for r in reports) + " |")
+    return "\n".join(lines)
+
+
+def merge(dirs, out):
+    """bench/run's last step with several etcd versions: each version's own tables, and one table with
+    the versions side by side, in <out>/latest.md."""
+    reports = []
+    for d in dirs:
+        with open(os.path.join(d, "latest.json")) as f:
+            reports.append(json.load(f))
+    parts = ["Side by side (the same machine, one version after the other):", "", side_by_side(reports)]
+    for r, d in zip(reports, dirs):
+        parts += ["", f"### {r['machine']['etcd_label']} ({d}, load median {r['load']['median']:.2f})", "", table(r)]
+    md = "\n".join(parts)
+    with open(os.path.join(out, "latest.md"), "w") as f:
+        f.write(md + "\n")
+    print(md)
+    print(f"\nwritten: {out}/latest.md")
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--merge":
+        merge(sys.argv[2:-1], sys.argv[-1])
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quorate", required=True)
     ap.add_argument("--runs", type=int, default=5)
