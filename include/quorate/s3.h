@@ -4,6 +4,7 @@
 // and the XML readers are public so that tests check them against AWS's published examples.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -82,6 +83,21 @@ ErrorBody ParseErrorBody(const std::string& xml);
 // one), and the CompleteMultipartUpload request naming parts 1..n by their ETags.
 std::string ParseUploadId(const std::string& xml);
 std::string CompleteMultipartBody(const std::vector<std::string>& etags);
+
+// One page of a ListMultipartUploads answer: the uploads begun and neither completed nor aborted.
+struct MultipartUpload {
+  std::string key;
+  std::string upload_id;
+  std::chrono::system_clock::time_point initiated;
+};
+struct MultipartPage {
+  std::vector<MultipartUpload> uploads;
+  bool truncated = false;
+  std::string next_key_marker, next_upload_id_marker;
+};
+// DataLoss when `xml` is not a ListMultipartUploadsResult, an upload lacks its key or ID, or its
+// Initiated is not an ISO 8601 UTC time.
+Result<MultipartPage> ParseMultipartUploads(const std::string& xml);
 
 // Where a request for `key` goes: the Host header and the request path (not yet encoded).
 struct Target {

@@ -3,6 +3,7 @@
 // seam only, so they behave the same on both backends.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -52,6 +53,11 @@ class Vfs {
   virtual Result<std::unique_ptr<VfsUpload>> Upload(const std::string& key) = 0;
   virtual Result<std::unique_ptr<VfsDownload>> Download(const std::string& key) = 0;
   virtual Status Remove(const std::string& key) = 0;
+  // Uploads under `prefix` begun before `started_before` and never committed (their writer was
+  // killed mid-way): the directory store's hidden temp files, S3's open multipart uploads, whose
+  // parts a bucket keeps, and bills, until they are aborted. Removed; returns how many.
+  virtual Result<int> RemoveAbandonedUploads(const std::string& prefix,
+                                             std::chrono::system_clock::time_point started_before) = 0;
   virtual bool exclusive_create() const = 0;
   // file:///path or s3://bucket/prefix, for messages.
   virtual std::string Describe() const = 0;

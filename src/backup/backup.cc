@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <charconv>
 #include <ctime>
 
@@ -258,6 +259,36 @@ Result<std::vector<BackupMeta>> ListBackups(Vfs& store, const std::string& store
   std::sort(out.begin(), out.end(), [](const BackupMeta& a, const BackupMeta& b) {
     return a.created != b.created ? a.created < b.created : a.folder < b.folder;
   });
+  return out;
+}
+
+Result<AbandonedBackups> RemoveAbandonedBackups(Vfs& store, const std::string& cluster, SystemTime before) {
+  const std::string prefix = fmt::format("{}/{}", kRoot, cluster);
+  auto keys = store.List(prefix);
+  if (!keys.ok()) return keys.status();
+  // Folder -> its keys, and whether its metadata is there.
+  std::map<std::string, std::pair<std::vector<std::string>, bool>> folders;
+  for (const std::string& key : *keys) {
+    size_t slash = key.find('/', prefix.size() + 1);
+    if (slash == std::string::npos) continue;
+    auto& [objects, committed] = folders[key.substr(0, slash)];
+    objects.push_back(key);
+    committed = committed || key.substr(slash + 1) == kBackupMetaName;
+  }
+  AbandonedBackups out;
+  for (const auto& [folder, entry] : folders) {
+    if (entry.second) continue;
+    // The folder's name is when its save began; one that cannot be read is not ours to remove.
+    auto began = ParseTimeName(folder.substr(prefix.size() + 1));
+    if (!began.ok() || *began >= before) continue;
+    for (const std::string& key : entry.first) {
+      if (Status s = store.Remove(key); !s.ok()) return s;
+    }
+    out.folders.push_back(folder);
+  }
+  auto uploads = store.RemoveAbandonedUploads(prefix, before);
+  if (!uploads.ok()) return uploads.status();
+  out.uploads = *uploads;
   return out;
 }
 

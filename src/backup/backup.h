@@ -92,6 +92,15 @@ Status ReadBackupThrough(Vfs& store, const BackupMeta& meta, const std::vector<B
 // The key for `meta` among `keys`, or InvalidArgument saying which key ID it needs.
 Result<BackupKey> KeyFor(const BackupMeta& meta, const std::vector<BackupKey>& keys);
 
+// What saves cut short left of `cluster`'s backups, begun before `before`: folders without metadata
+// (never listed, never a backup) and uploads never committed. Removed; returns the folders and
+// the count of uploads. `before` must lie further back than the longest save takes.
+struct AbandonedBackups {
+  std::vector<std::string> folders;
+  int uploads = 0;
+};
+Result<AbandonedBackups> RemoveAbandonedBackups(Vfs& store, const std::string& cluster, SystemTime before);
+
 // Removes a committed backup: the metadata first, so it is never listed half removed.
 Status RemoveBackup(Vfs& store, const BackupMeta& meta);
 

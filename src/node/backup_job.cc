@@ -93,6 +93,11 @@ Result<std::vector<BackupMeta>> PruneBackups(const BackupSettings& settings, Vfs
   return removed;
 }
 
+Result<AbandonedBackups> SweepAbandonedBackups(const BackupSettings& settings, Vfs& store, SystemTime now) {
+  const auto age = std::max<std::chrono::milliseconds>(2 * settings.timeout, std::chrono::hours(1));
+  return RemoveAbandonedBackups(store, settings.cluster, now - age);
+}
+
 BackupSchedule::BackupSchedule(const Config& config, BackupSettings settings, std::unique_ptr<Vfs> store,
                                BackupScheduleOptions options)
     : config_(config),
@@ -230,6 +235,14 @@ Result<std::optional<BackupMeta>> BackupSchedule::Round() {
     spdlog::warn("backup retention: {}", removed.status().message());
   } else {
     for (const BackupMeta& b : *removed) spdlog::info("backup retention: removed {} (policy)", b.url);
+  }
+  auto swept = SweepAbandonedBackups(settings_, *store_, options_.wall_clock());
+  if (!swept.ok()) {
+    spdlog::warn("backup retention: what saves cut short left behind stays for now: {}", swept.status().message());
+  } else if (!swept->folders.empty() || swept->uploads > 0) {
+    spdlog::info("backup retention: removed what saves cut short left behind: {} folder(s) without metadata ({}), {} "
+                 "upload(s) never committed",
+                 swept->folders.size(), fmt::join(swept->folders, ", "), swept->uploads);
   }
   return std::optional<BackupMeta>(std::move(*taken));
 }

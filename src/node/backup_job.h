@@ -55,6 +55,10 @@ Result<std::optional<BackupMeta>> BackupBeforeChange(const Config& config, EtcdC
 // Removes the backups the retention policy no longer keeps; returns them.
 Result<std::vector<BackupMeta>> PruneBackups(const BackupSettings& settings, Vfs& store, SystemTime now);
 
+// Removes what saves cut short left behind (RemoveAbandonedBackups) that began longer ago than
+// twice the backup timeout, and at least an hour: a save still running is never among them.
+Result<AbandonedBackups> SweepAbandonedBackups(const BackupSettings& settings, Vfs& store, SystemTime now);
+
 struct BackupScheduleOptions {
   Clock* clock = nullptr;  // null: the real one
   // Wall time for the backups' names and retention; null: the system clock.

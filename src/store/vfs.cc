@@ -190,6 +190,39 @@ class DirectoryVfs : public Vfs {
     return Status::Ok();
   }
 
+  Result<int> RemoveAbandonedUploads(const std::string& prefix,
+                                     std::chrono::system_clock::time_point started_before) override {
+    if (!prefix.empty()) {
+      if (Status s = ValidateKey(prefix); !s.ok()) return s;
+    }
+    namespace fs = std::filesystem;
+    const fs::path base = prefix.empty() ? fs::path(root_) : fs::path(root_) / prefix;
+    const auto cutoff = std::chrono::system_clock::to_time_t(started_before);
+    int removed = 0;
+    std::vector<std::string> dirs;
+    std::error_code ec;
+    fs::recursive_directory_iterator it(base, ec);
+    if (ec == std::errc::no_such_file_or_directory) return 0;
+    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      const std::string path = it->path().string();
+      if (it->path().filename().string().rfind(".upload-", 0) != 0) continue;
+      struct stat st;
+      // lstat: a planted link is never followed, only a regular file of ours is removed.
+      if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_mtime >= cutoff) continue;
+      if (unlink(path.c_str()) != 0 && errno != ENOENT) return Status::FromErrno(errno, "remove " + path);
+      ++removed;
+      dirs.push_back(DirOf(path));
+    }
+    if (ec && ec != std::errc::no_such_file_or_directory) {
+      return Status::Unavailable(fmt::format("listing {}: {}", base.string(), ec.message()));
+    }
+    // A folder that held only the abandoned upload goes with it, as Remove does for a last file.
+    for (std::string dir : dirs) {
+      while (dir.size() > root_.size() && rmdir(dir.c_str()) == 0) dir = DirOf(dir);
+    }
+    return removed;
+  }
+
   bool exclusive_create() const override { return true; }
   std::string Describe() const override { return "file://" + root_; }
 

@@ -141,6 +141,38 @@ Result<ListPage> ParseListPage(const std::string& xml) {
   return page;
 }
 
+Result<MultipartPage> ParseMultipartUploads(const std::string& xml) {
+  pugi::xml_document doc;
+  pugi::xml_node root = Root(doc, xml, "ListMultipartUploadsResult");
+  if (!root) {
+    return Status::DataLoss(fmt::format("the list of multipart uploads is not S3's ListMultipartUploadsResult XML; "
+                                        "it starts '{}'",
+                                        Printable(xml.substr(0, 80), 80)));
+  }
+  MultipartPage page;
+  for (pugi::xml_node upload : root.children("Upload")) {
+    MultipartUpload u{upload.child("Key").text().get(), upload.child("UploadId").text().get(), {}};
+    const std::string initiated = upload.child("Initiated").text().get();
+    std::tm tm{};
+    // "2026-11-24T14:00:00.000Z": the fraction and the Z after the seconds.
+    const char* end = strptime(initiated.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+    if (u.key.empty() || u.upload_id.empty() || end == nullptr || initiated.back() != 'Z') {
+      return Status::DataLoss(fmt::format("the list of multipart uploads has an upload without a key, an ID or an "
+                                          "ISO 8601 UTC start time: key '{}', initiated '{}'",
+                                          Printable(u.key, 64), Printable(initiated, 40)));
+    }
+    u.initiated = std::chrono::system_clock::from_time_t(timegm(&tm));
+    page.uploads.push_back(std::move(u));
+  }
+  page.truncated = std::string_view(root.child("IsTruncated").text().get()) == "true";
+  page.next_key_marker = root.child("NextKeyMarker").text().get();
+  page.next_upload_id_marker = root.child("NextUploadIdMarker").text().get();
+  if (page.truncated && page.next_key_marker.empty()) {
+    return Status::DataLoss("the list of multipart uploads is truncated but has no NextKeyMarker to read on from");
+  }
+  return page;
+}
+
 ErrorBody ParseErrorBody(const std::string& xml) {
   pugi::xml_document doc;
   pugi::xml_node root = Root(doc, xml, "Error");
@@ -366,6 +398,50 @@ class S3Vfs : public Vfs {
     if (!r.ok()) return r.status();
     if (r->status / 100 == 2 || (r->status == 404 && r->error.code != "NoSuchBucket")) return Status::Ok();
     return Refused(call, *r);
+  }
+
+  Result<int> RemoveAbandonedUploads(const std::string& prefix,
+                                     std::chrono::system_clock::time_point started_before) override {
+    if (!prefix.empty()) {
+      if (Status s = ValidateKey(prefix); !s.ok()) return s;
+    }
+    const std::string full = prefix.empty() ? (o_.root.empty() ? "" : o_.root + "/") : FullKey(prefix) + "/";
+    const Clock::TimePoint deadline = CallDeadline();
+    std::vector<s3::MultipartUpload> abandoned;
+    std::string key_marker, upload_id_marker;
+    for (int pages = 1;; ++pages) {
+      if (pages > kMaxListPages) {
+        return Status::Unavailable(fmt::format("listing the multipart uploads of {} at {}: not done after {} pages",
+                                               Url(full), EndpointText(), kMaxListPages));
+      }
+      Call call{"GET", "", {{"uploads", ""}, {"prefix", full}}, "", {}};
+      if (!key_marker.empty()) call.query["key-marker"] = key_marker;
+      if (!upload_id_marker.empty()) call.query["upload-id-marker"] = upload_id_marker;
+      auto r = Send(call, deadline, kMaxListPageBytes);
+      if (!r.ok()) return r.status();
+      if (r->status != 200) return Refused(call, *r);
+      auto page = s3::ParseMultipartUploads(r->body);
+      if (!page.ok()) return page.status().Prefixed(fmt::format("listing the multipart uploads of {}", Url(full)));
+      for (auto& u : page->uploads) {
+        if (u.key.rfind(full, 0) == 0 && u.initiated < started_before) abandoned.push_back(std::move(u));
+      }
+      if (!page->truncated) break;
+      if (page->next_key_marker == key_marker && page->next_upload_id_marker == upload_id_marker) {
+        return Status::Unavailable(fmt::format("listing the multipart uploads of {} at {}: the store gave the same "
+                                               "markers twice",
+                                               Url(full), EndpointText()));
+      }
+      key_marker = page->next_key_marker;
+      upload_id_marker = page->next_upload_id_marker;
+    }
+    for (const auto& u : abandoned) {
+      Call abort{"DELETE", u.key, {{"uploadId", u.upload_id}}, "", {}};
+      auto r = Send(abort, deadline, kMaxAnswerBytes);
+      if (!r.ok()) return r.status();
+      // 404 NoSuchUpload: it ended (completed or aborted) since the listing.
+      if (r->status / 100 != 2 && r->status != 404) return Refused(abort, *r);
+    }
+    return static_cast<int>(abandoned.size());
   }
 
   // One call of a stream: a part, or the start or end of a multipart upload.

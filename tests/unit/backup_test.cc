@@ -189,6 +189,41 @@ TEST_CASE("a save cut short, a bad hash or a refused commit leaves no backup lis
   CHECK(keys->empty());
 }
 
+TEST_CASE("what saves cut short left behind is removed once old enough; backups and saves under way stay") {
+  TempStore t;
+  // The real time: the directory store ages its temp files by their mtime.
+  const SystemTime now = std::chrono::system_clock::now();
+  FakeSnapshot fine;
+  SaveOptions committed = Options();
+  committed.now = now - std::chrono::hours(5);
+  REQUIRE(SaveBackup(*t.store, t.url, fine.Source(), committed).ok());
+  // A save killed after its object, before its metadata: 3 hours ago, and one of a minute ago.
+  REQUIRE(t.store->Write("backups/etcd/main/" + BackupTimeName(now - std::chrono::hours(3)) + "/etcd.backup.gz", "x").ok());
+  REQUIRE(t.store->Write("backups/etcd/main/" + BackupTimeName(now - std::chrono::minutes(1)) + "/etcd.backup.gz", "x").ok());
+  // A save killed mid-object: the directory store's hidden temp file, 2 hours old, and a fresh one.
+  const std::string killed = t.path + "/backups/etcd/main/" + BackupTimeName(now - std::chrono::hours(2));
+  fs::create_directories(killed);
+  std::ofstream(killed + "/.upload-123-0") << "part of a snapshot";
+  const auto two_hours_ago = fs::file_time_type::clock::now() - std::chrono::hours(2);
+  fs::last_write_time(killed + "/.upload-123-0", two_hours_ago);
+  const std::string running = t.path + "/backups/etcd/main/" + BackupTimeName(now);
+  fs::create_directories(running);
+  std::ofstream(running + "/.upload-124-0") << "a save under way";
+
+  auto swept = RemoveAbandonedBackups(*t.store, "main", now - std::chrono::hours(1));
+  REQUIRE_MESSAGE(swept.ok(), swept.status().message());
+  CHECK(swept->folders == std::vector<std::string>{"backups/etcd/main/" + BackupTimeName(now - std::chrono::hours(3))});
+  CHECK(swept->uploads == 1);
+  CHECK_FALSE(fs::exists(killed));
+  CHECK(fs::exists(running + "/.upload-124-0"));
+  auto listed = ListBackups(*t.store, t.url, "main");
+  REQUIRE(listed.ok());
+  CHECK(listed->size() == 1);
+  auto keys = t.store->List("backups");
+  REQUIRE(keys.ok());
+  CHECK(keys->size() == 3);  // the committed backup's object and metadata, the recent save's object
+}
+
 TEST_CASE("a changed byte, a missing key and a wrong key are refused") {
   TempStore t;
   FakeSnapshot fake;

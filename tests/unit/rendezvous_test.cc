@@ -111,6 +111,8 @@ class MemVfs : public Vfs {
     objects_.erase(key);
     return Status::Ok();
   }
+  // Uploads here commit or vanish with their object: none is ever left behind.
+  Result<int> RemoveAbandonedUploads(const std::string&, std::chrono::system_clock::time_point) override { return 0; }
   bool exclusive_create() const override { return exclusive_; }
   std::string Describe() const override { return "mem://"; }
 
@@ -499,6 +501,9 @@ TEST_CASE("6 nodes race for 5 seats on a store without exclusive create, 20 time
       Result<std::unique_ptr<VfsUpload>> Upload(const std::string& k) override { return v_.Upload(k); }
       Result<std::unique_ptr<VfsDownload>> Download(const std::string& k) override { return v_.Download(k); }
       Status Remove(const std::string& k) override { return v_.Remove(k); }
+      Result<int> RemoveAbandonedUploads(const std::string& p, std::chrono::system_clock::time_point t) override {
+        return v_.RemoveAbandonedUploads(p, t);
+      }
       bool exclusive_create() const override { return v_.exclusive_create(); }
       std::string Describe() const override { return v_.Describe(); }
       MemVfs& v_;

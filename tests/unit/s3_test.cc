@@ -293,4 +293,55 @@ TEST_CASE("S3 store against a scripted server: conditional create, retries, refu
   serving.join();
 }
 
+TEST_CASE("S3 store: uploads never committed are listed page by page and aborted, the recent ones kept") {
+  ScopedEnv key("AWS_ACCESS_KEY_ID", "AKID"), secret("AWS_SECRET_ACCESS_KEY", "secret");
+  httplib::Server server;
+  std::mutex mu;
+  std::vector<std::string> markers, aborted;
+  // AWS's documented ListMultipartUploadsResult, in two pages.
+  server.Get(".*", [&](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard lock(mu);
+    CHECK(req.has_param("uploads"));
+    CHECK(req.get_param_value("prefix") == "p/backups/etcd/main/");
+    markers.push_back(req.get_param_value("key-marker") + "|" + req.get_param_value("upload-id-marker"));
+    const bool first = !req.has_param("key-marker");
+    std::string body = R"(<?xml version="1.0" encoding="UTF-8"?>
+<ListMultipartUploadsResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Bucket>quorate</Bucket>)";
+    if (first) {
+      body += R"(<Upload><Key>p/backups/etcd/main/2026-11-24T10:00:00Z/etcd.backup.gz</Key><UploadId>old&amp;1</UploadId>
+<Initiated>2026-11-24T10:00:01.000Z</Initiated></Upload>
+<NextKeyMarker>p/backups/etcd/main/2026-11-24T10:00:00Z/etcd.backup.gz</NextKeyMarker>
+<NextUploadIdMarker>old&amp;1</NextUploadIdMarker><IsTruncated>true</IsTruncated>)";
+    } else {
+      body += R"(<Upload><Key>p/backups/etcd/main/2026-11-24T13:30:00Z/etcd.backup.gz</Key><UploadId>recent</UploadId>
+<Initiated>2026-11-24T13:30:00.000Z</Initiated></Upload><IsTruncated>false</IsTruncated>)";
+    }
+    res.set_content(body + "</ListMultipartUploadsResult>", "application/xml");
+  });
+  server.Delete(".*", [&](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard lock(mu);
+    aborted.push_back(req.path + "?" + req.get_param_value("uploadId"));
+    res.status = 204;
+  });
+  int port = server.bind_to_any_port("127.0.0.1");
+  REQUIRE(port > 0);
+  std::thread serving([&] { server.listen_after_bind(); });
+  auto vfs = OpenS3Vfs(fmt::format("s3://quorate/p?endpoint=http://127.0.0.1:{}", port));
+  REQUIRE(vfs.ok());
+  auto removed = (*vfs)->RemoveAbandonedUploads("backups/etcd/main", std::chrono::system_clock::from_time_t(
+                                                                          1795525200));  // 2026-11-24T13:00:00Z
+  REQUIRE_MESSAGE(removed.ok(), removed.status().message());
+  CHECK(*removed == 1);
+  CHECK(markers == std::vector<std::string>{"|", "p/backups/etcd/main/2026-11-24T10:00:00Z/etcd.backup.gz|old&1"});
+  CHECK(aborted == std::vector<std::string>{"/quorate/p/backups/etcd/main/2026-11-24T10:00:00Z/etcd.backup.gz?old&1"});
+  server.stop();
+  serving.join();
+
+  CHECK(s3::ParseMultipartUploads("<ListMultipartUploadsResult><Upload><Key>k</Key><UploadId>u</UploadId>"
+                                  "<Initiated>yesterday</Initiated></Upload></ListMultipartUploadsResult>")
+            .status()
+            .code() == Status::Code::kDataLoss);
+  CHECK(s3::ParseMultipartUploads("<ListBucketResult/>").status().code() == Status::Code::kDataLoss);
+}
+
 }  // namespace quorate
