@@ -666,8 +666,8 @@ def side_by_side(reports):
 
 
 def merge(dirs, out):
-    """bench/run's last step with several etcd versions: each version's own tables, and one table with
-    the versions side by side, in <out>/latest.md."""
+    """bench/run's last step with several etcd versions: one table with the versions side by side,
+    then each version's own tables, in <out>/versions.md (each version's run is in its own dir)."""
     reports = []
     for d in dirs:
         with open(os.path.join(d, "latest.json")) as f:
@@ -676,10 +676,10 @@ def merge(dirs, out):
     for r, d in zip(reports, dirs):
         parts += ["", f"### {r['machine']['etcd_label']} ({d}, load median {r['load']['median']:.2f})", "", table(r)]
     md = "\n".join(parts)
-    with open(os.path.join(out, "latest.md"), "w") as f:
+    with open(os.path.join(out, "versions.md"), "w") as f:
         f.write(md + "\n")
     print(md)
-    print(f"\nwritten: {out}/latest.md")
+    print(f"\nwritten: {out}/versions.md")
 
 
 def main():
