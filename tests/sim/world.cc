@@ -489,9 +489,9 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
         std::string what = fmt::format(
             "{} starts `new` as member {} of cluster {}, which {} (rule 3 is for initial members that never started)",
             n.name, IdToHex(*self), IdToHex(cid), it == c.members.end() ? "removed it" : "lists as started before");
-        // Known and open (docs/DESIGN.md §10): a majority of the voters started and lost their data, so
-        // the views that survive may all predate their starts; rule 3 cannot tell them from members
-        // that never started. With fewer lost, every other voter's view or empty disk is required.
+        // Known and open (docs/DESIGN.md §10): so many voters started and lost their data that those
+        // left are no quorum, and the views that survive may all predate their starts; rule 3 cannot
+        // tell them from members that never started. With fewer lost, it waits for every other voter.
         size_t voters = 0, lost = 0;
         for (const auto& m : c.members) {
           if (m.is_learner) continue;
@@ -503,7 +503,8 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
         }
         const std::string kMajorityLost = "late-initial after a majority lost its data: ";
         // The first such start gives a lost member data again; the others are the same finding.
-        if (lost >= voters / 2 + 1 || result_.known_open.rfind(kMajorityLost, 0) == 0) {
+        // Lost as rule 4 counts it: the voters that kept their data are fewer than a quorum.
+        if (voters - lost < voters / 2 + 1 || result_.known_open.rfind(kMajorityLost, 0) == 0) {
           if (result_.known_open.empty()) result_.known_open = kMajorityLost + what;
         } else {
           Fail(what);
