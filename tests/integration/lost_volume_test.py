@@ -45,6 +45,9 @@ def test():
     n3.run()
     try:
         wait_healthy(c, timeout=60)
+        # Writes on into the healed cluster, so every check below has some to count (on a loaded
+        # machine the replace can be over before many writes went through).
+        wait_until(lambda: len(writer.ok) >= 20, 60, "the writer to get 20 writes through")
     finally:
         writer.finish()
         seen = watch.finish()
