@@ -55,6 +55,8 @@ struct Request {
   std::string payload_hash;
 };
 std::string CanonicalRequest(const Request& r);
+// The x-amz-date header's value for `t`: YYYYMMDDTHHMMSSZ.
+std::string AmzDate(std::chrono::system_clock::time_point t);
 // The value of the Authorization header.
 std::string Authorization(const Request& r, const std::string& access_key, const std::string& secret,
                           const std::string& region, const std::string& service);

@@ -94,6 +94,15 @@ std::string CanonicalRequest(const Request& r) {
                      SignedHeaders(r), r.payload_hash);
 }
 
+std::string AmzDate(std::chrono::system_clock::time_point t) {
+  std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm utc;
+  gmtime_r(&secs, &utc);
+  char stamp[20];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
+  return stamp;
+}
+
 std::string Authorization(const Request& r, const std::string& access_key, const std::string& secret,
                           const std::string& region, const std::string& service) {
   const std::string& amz_date = r.headers.at("x-amz-date");
@@ -272,14 +281,6 @@ std::string Env(const char* name) {
   return value ? value : "";
 }
 
-std::string AmzDate() {
-  std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc;
-  gmtime_r(&now, &utc);
-  char stamp[20];
-  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
-  return stamp;
-}
 
 struct Call {
   std::string method;
@@ -582,7 +583,7 @@ class S3Vfs : public Vfs {
     const s3::Target target = s3::Address(o_.endpoint.host, o_.endpoint.port, o_.bucket, call.key, o_.path_style);
     sigv4::Request signed_part{call.method, target.path, call.query, call.headers, sigv4::Sha256Hex(call.body)};
     signed_part.headers["host"] = target.host;
-    signed_part.headers["x-amz-date"] = AmzDate();
+    signed_part.headers["x-amz-date"] = sigv4::AmzDate(std::chrono::system_clock::now());
     signed_part.headers["x-amz-content-sha256"] = signed_part.payload_hash;
     if (!o_.session_token.empty()) signed_part.headers["x-amz-security-token"] = o_.session_token;
 

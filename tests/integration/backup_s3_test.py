@@ -6,30 +6,17 @@ new token brings every key back. Nothing of a save cut short (an unreachable etc
 import base64
 import json
 import os
-import shutil
-import socket
 import urllib.request
 
 from backup_test import put_keys, quorate
-from harness import Cluster, check, keys_on, log, main, require, run_together, skip, spawn, wait_healthy, wait_until
-from s3_test import free_port
+from harness import Cluster, check, keys_on, log, main, require, run_together, start_moto, wait_healthy, wait_until
 
 
 def test():
     require("etcd")
     require("etcdctl")
-    moto = shutil.which("moto_server")
-    if moto is None:
-        skip("moto_server is not installed (python3 -m pip install 'moto[server]')")
     c = Cluster(1)
-    port = free_port()
-    spawn([moto, "-H", "127.0.0.1", "-p", str(port)], os.path.join(c.dir, "moto.log"))
-    endpoint = f"http://127.0.0.1:{port}"
-
-    def listening():
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    wait_until(listening, 30, "moto_server to listen")
+    endpoint = start_moto(c)
     urllib.request.urlopen(urllib.request.Request(f"{endpoint}/backups", method="PUT"), timeout=10).read()
     os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing")
     store = f"s3://backups/prod?endpoint={endpoint}&timeout=30s"

@@ -12,6 +12,7 @@ import random
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -545,6 +546,34 @@ def healthy_cluster_on(etcd, size=3):
         n.run(etcd=etcd)
     wait_healthy(c)
     return c
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 nothing listens on now."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_listening(port, what, timeout=30):
+    def listening():
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    wait_until(listening, timeout, f"{what} to listen on 127.0.0.1:{port}")
+
+
+def start_moto(cluster):
+    """moto_server (EC2, Auto Scaling, STS, S3...) on 127.0.0.1 at a free port, logging into the
+    cluster's dir; its endpoint URL. Skips the test (77) where moto is not installed."""
+    moto = shutil.which("moto_server")
+    if moto is None:
+        skip("moto_server is not installed (python3 -m pip install 'moto[server]')")
+    port = free_port()
+    spawn([moto, "-H", "127.0.0.1", "-p", str(port)], os.path.join(cluster.dir, "moto.log"))
+    wait_listening(port, "moto_server")
+    return f"http://127.0.0.1:{port}"
 
 
 def run_together(nodes, extra=()):

@@ -6,17 +6,9 @@
 - a wrong bucket, wrong credentials and a server that is down are clear errors that write nothing."""
 import json
 import os
-import socket
 
-from harness import QUORATE, Cluster, check, log, main, require, run, skip, spawn, wait_until
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+from harness import (QUORATE, Cluster, check, free_port, log, main, require, run, skip, spawn, wait_listening,
+                     wait_until)
 
 
 def test():
@@ -34,10 +26,7 @@ def test():
           env=dict(os.environ, NODE_OPTIONS="--openssl-legacy-provider"))
     endpoint = f"http://127.0.0.1:{port}"
 
-    def listening():
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    wait_until(listening, 30, "s3rver to listen")
+    wait_listening(port, "s3rver")
     os.environ.update(AWS_ACCESS_KEY_ID="S3RVER", AWS_SECRET_ACCESS_KEY="S3RVER")
 
     c.discovery = ["--discovery", f"provider=s3 bucket=quorate prefix=boot endpoint={endpoint} page_size=2",
