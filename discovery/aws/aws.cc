@@ -4,12 +4,15 @@
 
 #include <charconv>
 #include <chrono>
+#include <ctime>
 #include <cstdlib>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "quorate/fs.h"
 #include "quorate/http.h"
+#include "quorate/json.h"
 #include "quorate/s3.h"
 #include "quorate/text.h"
 
@@ -109,26 +112,44 @@ Result<Options> TakeOptions(ProviderParams& params) {
   if (o.access_key.empty() != o.secret.empty()) {
     return Status::InvalidArgument("access_key_id and secret_access_key go together: give both or neither");
   }
+  // The chain AWS's SDKs follow: keys, environment, web identity, instance role.
   if (o.access_key.empty()) {
     o.access_key = Env("AWS_ACCESS_KEY_ID");
     o.secret = Env("AWS_SECRET_ACCESS_KEY");
     if (o.session_token.empty()) o.session_token = Env("AWS_SESSION_TOKEN");
   }
-  if (o.access_key.empty() || o.secret.empty()) {
-    return Status::InvalidArgument(
-        "provider=aws has no credentials: give access_key_id and secret_access_key, or AWS_ACCESS_KEY_ID and "
-        "AWS_SECRET_ACCESS_KEY (an instance role or web identity is not read by this provider)");
+  if (o.access_key.empty() != o.secret.empty()) {
+    return Status::InvalidArgument("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together: set both or neither");
+  }
+  if (o.access_key.empty()) {
+    o.web_identity_token_file = Env("AWS_WEB_IDENTITY_TOKEN_FILE");
+    o.role_arn = Env("AWS_ROLE_ARN");
+    o.role_session_name = Env("AWS_ROLE_SESSION_NAME");
+    if (o.role_session_name.empty()) o.role_session_name = "quorate";
+    if (o.web_identity_token_file.empty() != o.role_arn.empty()) {
+      return Status::InvalidArgument(
+          "AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN go together (as EKS sets them for a service account)");
+    }
+    o.imds_endpoint = Env("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+    while (!o.imds_endpoint.empty() && o.imds_endpoint.back() == '/') o.imds_endpoint.pop_back();
+    if (o.imds_endpoint.empty()) o.imds_endpoint = "http://169.254.169.254:80";
+    if (!ParseUrl(o.imds_endpoint).ok()) {
+      return Status::InvalidArgument(fmt::format("AWS_EC2_METADATA_SERVICE_ENDPOINT '{}' is not a URL like "
+                                                 "http://169.254.169.254:80",
+                                                 Printable(o.imds_endpoint, 100)));
+    }
   }
   if (endpoint.empty()) {
     o.ec2_endpoint = fmt::format("https://ec2.{}.amazonaws.com:443", o.region);
     o.autoscaling_endpoint = fmt::format("https://autoscaling.{}.amazonaws.com:443", o.region);
+    o.sts_endpoint = fmt::format("https://sts.{}.amazonaws.com:443", o.region);
   } else {
     auto url = ParseUrl(endpoint);
     if (!url.ok() || endpoint.find('/', endpoint.find("://") + 3) != std::string::npos) {
       return Status::InvalidArgument(fmt::format("{} '{}' is not a base URL like http://127.0.0.1:5000",
                                                  params.Label("endpoint"), Printable(endpoint, 100)));
     }
-    o.ec2_endpoint = o.autoscaling_endpoint = endpoint;
+    o.ec2_endpoint = o.autoscaling_endpoint = o.sts_endpoint = endpoint;
   }
   return o;
 }
@@ -198,6 +219,119 @@ ApiError ParseError(const std::string& xml) {
   return {error.child("Code").text().get(), error.child("Message").text().get()};
 }
 
+namespace {
+
+// "2026-11-24T14:00:00Z" (IMDS) or with a fraction (STS).
+std::optional<std::chrono::system_clock::time_point> ParseIsoTime(const std::string& text) {
+  std::tm tm{};
+  const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (end == nullptr || text.empty() || text.back() != 'Z') return std::nullopt;
+  return std::chrono::system_clock::from_time_t(timegm(&tm));
+}
+
+Result<Credentials> CheckedCredentials(Credentials c, const std::string& expiration, const std::string& source) {
+  auto when = ParseIsoTime(expiration);
+  if (c.access_key.empty() || c.secret.empty() || !when) {
+    return Status::Unavailable(fmt::format("{} lacks an access key, a secret or an ISO 8601 Expiration", source));
+  }
+  c.expiration = *when;
+  return c;
+}
+
+// A GET or PUT without SigV4 (STS's web identity call, IMDS): the body when 200.
+Result<std::string> Fetch(const std::string& base, const std::string& method, const std::string& target,
+                          std::vector<std::pair<std::string, std::string>> headers, Clock::TimePoint deadline,
+                          const std::string& what, const std::string& body = "") {
+  HttpRequest request;
+  request.base_url = base;
+  request.method = method;
+  request.target = target;
+  request.headers = std::move(headers);
+  request.body = body;
+  request.timeout = kCallTimeout;
+  request.deadline = deadline;
+  request.max_body = 64 * 1024;
+  HttpResult result = HttpSendThrottled(request, RealClock());
+  if (!result.ok()) return result.ToStatus(what);
+  if (result.response.status != 200) {
+    ApiError error = ParseError(result.response.body);
+    return Status::Unavailable(fmt::format("{}: HTTP {} {}{}", what, result.response.status,
+                                           Printable(error.code, 64),
+                                           error.message.empty() ? "" : ": " + Printable(error.message, 200)));
+  }
+  return result.response.body;
+}
+
+}  // namespace
+
+Result<Credentials> ParseAssumeRoleWithWebIdentity(const std::string& xml) {
+  pugi::xml_document doc;
+  pugi::xml_node creds =
+      Root(doc, xml, "AssumeRoleWithWebIdentityResponse").child("AssumeRoleWithWebIdentityResult").child("Credentials");
+  if (!creds) {
+    return Status::Unavailable(fmt::format("the answer is not STS's AssumeRoleWithWebIdentityResponse XML; it "
+                                           "starts '{}'",
+                                           Start(xml)));
+  }
+  return CheckedCredentials({creds.child("AccessKeyId").text().get(), creds.child("SecretAccessKey").text().get(),
+                             creds.child("SessionToken").text().get(), {}},
+                            creds.child("Expiration").text().get(), "STS's AssumeRoleWithWebIdentity answer");
+}
+
+Result<Credentials> ParseImdsCredentials(const std::string& json) {
+  auto doc = ParseForeignJson(json);
+  if (!doc.ok() || !doc->is_object()) {
+    return Status::Unavailable(
+        fmt::format("the instance role's credentials are not IMDS's JSON object; it starts '{}'", Start(json)));
+  }
+  auto text = [&](const char* field) {
+    auto it = doc->find(field);
+    return it != doc->end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  return CheckedCredentials({text("AccessKeyId"), text("SecretAccessKey"), text("Token"), {}}, text("Expiration"),
+                            "IMDS's instance role credentials");
+}
+
+Result<Credentials> FetchCredentials(const Options& o, Clock::TimePoint deadline) {
+  if (!o.web_identity_token_file.empty()) {
+    // Read at every exchange: the kubelet rotates the projected token.
+    auto read = ReadFile(o.web_identity_token_file, 16 * 1024);
+    if (!read.ok()) return Status::Unavailable(fmt::format("AWS_WEB_IDENTITY_TOKEN_FILE: {}", read.status().message()));
+    std::string token = std::move(*read);
+    while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
+    // A form POST, as AWS's SDKs send it: the token stays out of URLs and access logs.
+    std::string form = "Action=AssumeRoleWithWebIdentity&Version=2011-06-15";
+    for (const auto& [k, v] : {std::pair{"RoleArn", o.role_arn}, std::pair{"RoleSessionName", o.role_session_name},
+                               std::pair{"WebIdentityToken", token}}) {
+      form += fmt::format("&{}={}", k, sigv4::UriEncode(v, false));
+    }
+    auto body = Fetch(o.sts_endpoint, "POST", "/", {{"Content-Type", "application/x-www-form-urlencoded"}}, deadline,
+                      fmt::format("AssumeRoleWithWebIdentity of {} at {}", Printable(o.role_arn, 200), o.sts_endpoint),
+                      form);
+    if (!body.ok()) {
+      return body.status().Prefixed("the web identity needs sts:AssumeRoleWithWebIdentity on the role's trust policy");
+    }
+    return ParseAssumeRoleWithWebIdentity(*body);
+  }
+  const std::string what = fmt::format("the instance role from IMDS at {}", o.imds_endpoint);
+  auto token = Fetch(o.imds_endpoint, "PUT", "/latest/api/token", {{"X-aws-ec2-metadata-token-ttl-seconds", "21600"}},
+                     deadline, what + " (PUT /latest/api/token)");
+  if (!token.ok()) return token.status();
+  const std::pair<std::string, std::string> header{"X-aws-ec2-metadata-token", *token};
+  auto roles = Fetch(o.imds_endpoint, "GET", "/latest/meta-data/iam/security-credentials/", {header}, deadline, what);
+  if (!roles.ok()) return roles.status();
+  const std::string role = roles->substr(0, roles->find('\n'));
+  if (role.empty() || role.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+=,.@_-") !=
+                          std::string::npos) {
+    return Status::Unavailable(fmt::format("{}: no instance role (the instance profile names '{}')", what,
+                                           Printable(role, 64)));
+  }
+  auto creds = Fetch(o.imds_endpoint, "GET", "/latest/meta-data/iam/security-credentials/" + role, {header}, deadline,
+                     what);
+  if (!creds.ok()) return creds.status();
+  return ParseImdsCredentials(*creds);
+}
+
 bool Counts(const std::string& state) { return state == "pending" || state == "running"; }
 
 Result<std::optional<Member>> MemberOf(const Options& o, const Instance& instance) {
@@ -258,6 +392,7 @@ class AwsProvider : public DiscoveryProvider {
 
   Result<std::vector<Member>> Discover() override {
     whole_group_ = false;
+    if (Status s = RefreshCredentials(); !s.ok()) return s;
     std::optional<Group> group;
     if (!o_.asg.empty()) {
       auto answer = Call(o_.autoscaling_endpoint, "autoscaling",
@@ -336,10 +471,11 @@ class AwsProvider : public DiscoveryProvider {
     auto sign = [&](HttpRequest& r) {
       sigv4::Request s{"GET", "/", query, {{"host", host}, {"x-amz-date", sigv4::AmzDate(std::chrono::system_clock::now())}},
                        sigv4::Sha256Hex("")};
-      if (!o_.session_token.empty()) s.headers["x-amz-security-token"] = o_.session_token;
+      if (!creds_.session_token.empty()) s.headers["x-amz-security-token"] = creds_.session_token;
       r.headers.clear();
       for (const auto& [name, value] : s.headers) r.headers.emplace_back(name, value);
-      r.headers.emplace_back("Authorization", sigv4::Authorization(s, o_.access_key, o_.secret, o_.region, service));
+      r.headers.emplace_back("Authorization",
+                             sigv4::Authorization(s, creds_.access_key, creds_.secret, o_.region, service));
     };
     auto throttled = [](const HttpResponse& a) {
       const std::string code = ParseError(a.body).code;
@@ -360,7 +496,23 @@ class AwsProvider : public DiscoveryProvider {
     return Status::Unavailable(text);
   }
 
+  // Static credentials as given; fetched ones again 5 minutes before they expire, as the SDKs do.
+  Status RefreshCredentials() {
+    if (!o_.access_key.empty()) {
+      creds_ = {o_.access_key, o_.secret, o_.session_token, std::chrono::system_clock::time_point::max()};
+      return Status::Ok();
+    }
+    if (!creds_.access_key.empty() && std::chrono::system_clock::now() + std::chrono::minutes(5) < creds_.expiration) {
+      return Status::Ok();
+    }
+    auto fetched = FetchCredentials(o_, deadline_);
+    if (!fetched.ok()) return fetched.status().Prefixed(Describe());
+    creds_ = std::move(*fetched);
+    return Status::Ok();
+  }
+
   Options o_;
+  Credentials creds_;
   Clock::TimePoint deadline_;
   std::optional<size_t> implied_size_;
   bool whole_group_ = false;

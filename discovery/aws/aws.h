@@ -3,11 +3,13 @@
 // sends these requests signed with SigV4; the unit tests and the fuzz target run the parsers on text.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "quorate/clock.h"
 #include "quorate/member.h"
 #include "quorate/provider.h"
 #include "quorate/status.h"
@@ -19,8 +21,12 @@ struct Options {
   std::string region;
   std::string tag_key, tag_value;
   std::string addr_type = "private_v4";  // private_v4, public_v4, public_v6, private_dns
+  // Static credentials (the keys, else AWS_ACCESS_KEY_ID...); empty: fetched at run time, from a
+  // web identity (web_identity_token_file and role_arn set) or else the instance role (IMDSv2).
   std::string access_key, secret, session_token;
-  std::string ec2_endpoint, autoscaling_endpoint;  // base URLs, scheme://host[:port]
+  std::string web_identity_token_file, role_arn, role_session_name;
+  std::string imds_endpoint;  // AWS_EC2_METADATA_SERVICE_ENDPOINT, else http://169.254.169.254:80
+  std::string ec2_endpoint, autoscaling_endpoint, sts_endpoint;  // base URLs, scheme://host[:port]
   std::string asg;                                 // an Auto Scaling group's name; empty: tags only
   std::string name_tag;                            // the tag naming the member; empty: the instance ID
   std::string scheme = "http";
@@ -30,9 +36,25 @@ struct Options {
 };
 
 // Reads the keys; for what they leave out, the environment as AWS's SDKs read it (AWS_REGION,
-// AWS_DEFAULT_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN). InvalidArgument
-// naming the key or variable at fault and the fix.
+// AWS_DEFAULT_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
+// AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_ARN, AWS_ROLE_SESSION_NAME, AWS_EC2_METADATA_SERVICE_ENDPOINT).
+// InvalidArgument naming the key or variable at fault and the fix.
 Result<Options> TakeOptions(ProviderParams& params);
+
+// Credentials fetched at run time, and until when they hold.
+struct Credentials {
+  std::string access_key, secret, session_token;
+  std::chrono::system_clock::time_point expiration;
+};
+// STS's AssumeRoleWithWebIdentityResponse (XML); Unavailable when it is not one or lacks a part.
+Result<Credentials> ParseAssumeRoleWithWebIdentity(const std::string& xml);
+// The instance role's credentials as IMDS serves them (JSON with AccessKeyId, SecretAccessKey,
+// Token, Expiration); Unavailable when it is not that.
+Result<Credentials> ParseImdsCredentials(const std::string& json);
+// The web identity exchanged at STS (AssumeRoleWithWebIdentity, unsigned: the token is the proof),
+// or else the instance role from IMDSv2 (a PUT for a session token, then GETs carrying it).
+// Unavailable naming the call and what it answered.
+Result<Credentials> FetchCredentials(const Options& o, Clock::TimePoint deadline);
 
 // One instance of a DescribeInstances answer, as far as the provider reads it.
 struct Instance {

@@ -1,5 +1,6 @@
-// EC2's and Auto Scaling's XML answers as any server or proxy on the way might send them: parsed
-// without crashing, and every member made of an instance has a name and URLs etcd accepts.
+// EC2's, Auto Scaling's and STS's XML answers and IMDS's credentials JSON as any server or proxy on
+// the way might send them: parsed without crashing, credentials whole or refused, and every member
+// made of an instance has a name and URLs etcd accepts.
 #include "../../discovery/aws/aws.h"
 #include "fuzz.h"
 
@@ -7,6 +8,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace quorate;
   const std::string xml(fuzz::Text(data, size));
   aws::ParseError(xml);
+  for (const auto& creds : {aws::ParseAssumeRoleWithWebIdentity(xml), aws::ParseImdsCredentials(xml)}) {
+    fuzz::CheckMessage(creds.status());
+    if (creds.ok() && (creds->access_key.empty() || creds->secret.empty())) std::abort();
+  }
   auto group = aws::ParseAutoScalingGroup(xml, "etcd");
   fuzz::CheckMessage(group.status());
   if (group.ok() && group->desired < 0) std::abort();

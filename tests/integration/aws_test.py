@@ -6,6 +6,8 @@ subnet, so every address quorate talks to is loopback.
 - instance churn (DESIGN §4 rule 9): one instance is killed and terminated, the group launches a
   replacement (new ID, new address, empty disk); its quorate removes the departed member and joins
   as a learner, and the cluster ends with 3 healthy voters, the departed one gone;
+- a web identity (AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN, as EKS sets them) is exchanged at
+  moto's STS for the credentials;
 - a misspelt key and a missing region are bad input (exit 2), and the secret key shows in no
   output or log."""
 import os
@@ -64,6 +66,14 @@ def test():
     for node in c.nodes:
         check(node.name in r.stdout and node.peer_url in r.stdout, f"discover does not list {node.name}: {r.stdout}")
     check("quorate-secret" not in r.stdout + r.stderr, "the secret key shows in discover's output")
+    # A pod's web identity (EKS's IRSA): the token exchanged at STS for credentials, no keys given.
+    token_file = os.path.join(c.dir, "web-identity-token")
+    with open(token_file, "w") as f:
+        f.write("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6ZXRjZDpldGNkIn0.c2ln\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ACCESS") and not k.startswith("AWS_SECRET")}
+    env.update(AWS_WEB_IDENTITY_TOKEN_FILE=token_file, AWS_ROLE_ARN="arn:aws:iam::123456789012:role/etcd")
+    r = run([QUORATE, "discover", "-w", "json", "--discovery", spec], check_rc=0, env=env)
+    check(all(n.name in r.stdout for n in c.nodes), f"discover with a web identity does not list the group: {r.stdout}")
     for node in c.nodes:
         node.run()
     wait_healthy(c)

@@ -2,7 +2,11 @@
 // provider against moto's EC2 and Auto Scaling is tests/integration/aws_test.py.
 #include <doctest/doctest.h>
 
+#include <httplib.h>
+
 #include <cstdlib>
+#include <mutex>
+#include <thread>
 
 #include "../../discovery/aws/aws.h"
 
@@ -70,10 +74,23 @@ TEST_CASE("aws: keys as go-discover spells them, the environment for what they l
     CHECK(r.status().IsInvalidArgument());
   }
   unsetenv("AWS_ACCESS_KEY_ID");
-  auto none = OptionsOf("provider=aws asg=etcd region=us-east-1");
-  REQUIRE_FALSE(none.ok());
-  CHECK(none.status().message().find("no credentials") != std::string::npos);
+  CHECK(OptionsOf("provider=aws asg=etcd region=us-east-1").status().IsInvalidArgument());  // half a key pair
   unsetenv("AWS_SECRET_ACCESS_KEY");
+  unsetenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+  setenv("AWS_WEB_IDENTITY_TOKEN_FILE", "/var/run/secrets/eks.amazonaws.com/serviceaccount/token", 1);
+  CHECK(OptionsOf("provider=aws asg=etcd region=us-east-1").status().IsInvalidArgument());  // no AWS_ROLE_ARN
+  setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/etcd", 1);
+  auto web = OptionsOf("provider=aws asg=etcd region=us-east-1");
+  REQUIRE_MESSAGE(web.ok(), web.status().message());
+  CHECK(web->access_key.empty());
+  CHECK(web->role_session_name == "quorate");
+  CHECK(web->sts_endpoint == "https://sts.us-east-1.amazonaws.com:443");
+  unsetenv("AWS_WEB_IDENTITY_TOKEN_FILE");
+  unsetenv("AWS_ROLE_ARN");
+  // Nothing given: the instance role, from IMDS at its link-local address.
+  auto role = OptionsOf("provider=aws asg=etcd region=us-east-1");
+  REQUIRE_MESSAGE(role.ok(), role.status().message());
+  CHECK(role->imds_endpoint == "http://169.254.169.254:80");
 }
 
 TEST_CASE("aws: DescribeInstances asks for the group's pending and running instances, page by page") {
@@ -163,6 +180,62 @@ TEST_CASE("aws: the group's desired size, the error bodies of both APIs, and ans
                               "etcd")
             .status()
             .IsUnavailable());
+}
+
+TEST_CASE("aws: the instance role's credentials from IMDSv2: a session token first, then GETs that carry it") {
+  httplib::Server imds;
+  std::mutex mu;
+  std::vector<std::string> asked;
+  imds.Put("/latest/api/token", [&](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard lock(mu);
+    asked.push_back("PUT token ttl=" + req.get_header_value("X-aws-ec2-metadata-token-ttl-seconds"));
+    res.set_content("imds-session", "text/plain");
+  });
+  imds.Get(R"(/latest/meta-data/iam/security-credentials/(.*))", [&](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard lock(mu);
+    asked.push_back("GET " + req.path + " token=" + req.get_header_value("X-aws-ec2-metadata-token"));
+    if (req.get_header_value("X-aws-ec2-metadata-token") != "imds-session") {
+      res.status = 401;
+      return;
+    }
+    if (req.matches[1].str().empty()) {
+      res.set_content("etcd-role\n", "text/plain");
+    } else {
+      res.set_content(R"({"Code":"Success","Type":"AWS-HMAC","AccessKeyId":"ASIAROLE","SecretAccessKey":"role-secret",)"
+                      R"("Token":"role-token","Expiration":"2026-11-24T20:00:00Z"})",
+                      "application/json");
+    }
+  });
+  int port = imds.bind_to_any_port("127.0.0.1");
+  REQUIRE(port > 0);
+  std::thread serving([&] { imds.listen_after_bind(); });
+  Options o;
+  o.imds_endpoint = "http://127.0.0.1:" + std::to_string(port);
+  auto creds = FetchCredentials(o, Clock::kNever);
+  imds.stop();
+  serving.join();
+  REQUIRE_MESSAGE(creds.ok(), creds.status().message());
+  CHECK(creds->access_key == "ASIAROLE");
+  CHECK(creds->secret == "role-secret");
+  CHECK(creds->session_token == "role-token");
+  CHECK(creds->expiration == std::chrono::system_clock::from_time_t(1795550400));  // 2026-11-24T20:00:00Z
+  CHECK(asked == std::vector<std::string>{"PUT token ttl=21600",
+                                          "GET /latest/meta-data/iam/security-credentials/ token=imds-session",
+                                          "GET /latest/meta-data/iam/security-credentials/etcd-role token=imds-session"});
+}
+
+TEST_CASE("aws: STS's web identity answer and IMDS's credentials, and answers that are not them") {
+  auto sts = ParseAssumeRoleWithWebIdentity(
+      R"(<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+<AssumeRoleWithWebIdentityResult><Credentials><SessionToken>tok</SessionToken><SecretAccessKey>sec</SecretAccessKey>
+<Expiration>2026-11-24T20:00:00.000Z</Expiration><AccessKeyId>ASIA1</AccessKeyId></Credentials>
+</AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>)");
+  REQUIRE_MESSAGE(sts.ok(), sts.status().message());
+  CHECK(sts->access_key == "ASIA1");
+  CHECK(sts->session_token == "tok");
+  CHECK(ParseAssumeRoleWithWebIdentity("<ErrorResponse/>").status().IsUnavailable());
+  CHECK(ParseImdsCredentials(R"({"AccessKeyId":"A","SecretAccessKey":"S","Expiration":"tomorrow"})").status().IsUnavailable());
+  CHECK(ParseImdsCredentials("<html>captive portal</html>").status().IsUnavailable());
 }
 
 }  // namespace quorate::aws
