@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "quorate/duration.h"
 #include "quorate/fs.h"
 #include "quorate/http.h"
 #include "quorate/json.h"
@@ -223,10 +224,8 @@ namespace {
 
 // "2026-11-24T14:00:00Z" (IMDS) or with a fraction (STS).
 std::optional<std::chrono::system_clock::time_point> ParseIsoTime(const std::string& text) {
-  std::tm tm{};
-  const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-  if (end == nullptr || text.empty() || text.back() != 'Z') return std::nullopt;
-  return std::chrono::system_clock::from_time_t(timegm(&tm));
+  if (text.empty() || text.back() != 'Z') return std::nullopt;
+  return ParseUtcTimePrefix(text);
 }
 
 Result<Credentials> CheckedCredentials(Credentials c, const std::string& expiration, const std::string& source) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "quorate/status.h"
@@ -16,5 +17,11 @@ inline constexpr std::chrono::hours kMaxDuration{24};
 // InvalidArgument naming `what` (the flag or key) when `text` is not a positive duration of at
 // most kMaxDuration.
 Result<std::chrono::milliseconds> ParseDuration(const std::string& text, const std::string& what);
+
+// "2026-11-24T14:00:00" and anything after it (a fraction, "Z", a counter), read as UTC, as the
+// times stores and cloud APIs answer with; nullopt when it does not start so, or names a year
+// outside 1970-2199 (system_clock counts nanoseconds: year 2262 and on would overflow it).
+std::optional<std::chrono::system_clock::time_point> ParseUtcTimePrefix(const std::string& text,
+                                                                        const char** rest = nullptr);
 
 }  // namespace quorate

@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "core/json.h"
+#include "quorate/duration.h"
 #include "quorate/json.h"
 #include "quorate/log.h"
 #include "quorate/text.h"
@@ -28,13 +29,13 @@ std::string ObjectName(Compression c, bool encrypted) {
 }
 
 Result<SystemTime> ParseTimeName(const std::string& name) {
-  std::tm tm{};
-  const char* end = strptime(name.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  const char* rest = nullptr;
+  auto when = ParseUtcTimePrefix(name, &rest);
   // etcd-manager's names may carry a counter after the time ("...Z-000001").
-  if (end == nullptr || (*end != '\0' && *end != '-')) {
+  if (!when || *rest != 'Z' || (rest[1] != '\0' && rest[1] != '-')) {
     return Status::DataLoss(fmt::format("'{}' is not an RFC 3339 time", Printable(name, 64)));
   }
-  return std::chrono::system_clock::from_time_t(timegm(&tm));
+  return *when;
 }
 
 Result<uint64_t> HexId(const json& doc, const char* field) {

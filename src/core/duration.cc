@@ -1,5 +1,7 @@
 #include "quorate/duration.h"
 
+#include <ctime>
+
 #include <fmt/format.h>
 
 #include <cctype>
@@ -37,6 +39,14 @@ Result<std::chrono::milliseconds> ParseDuration(const std::string& text, const s
                                                Printable(text, 64), kMaxDuration.count()));
   }
   return d;
+}
+
+std::optional<std::chrono::system_clock::time_point> ParseUtcTimePrefix(const std::string& text, const char** rest) {
+  std::tm tm{};
+  const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (end == nullptr || tm.tm_year < 70 || tm.tm_year >= 300) return std::nullopt;
+  if (rest != nullptr) *rest = end;
+  return std::chrono::system_clock::from_time_t(timegm(&tm));
 }
 
 }  // namespace quorate

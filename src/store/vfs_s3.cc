@@ -162,15 +162,14 @@ Result<MultipartPage> ParseMultipartUploads(const std::string& xml) {
   for (pugi::xml_node upload : root.children("Upload")) {
     MultipartUpload u{upload.child("Key").text().get(), upload.child("UploadId").text().get(), {}};
     const std::string initiated = upload.child("Initiated").text().get();
-    std::tm tm{};
     // "2026-11-24T14:00:00.000Z": the fraction and the Z after the seconds.
-    const char* end = strptime(initiated.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-    if (u.key.empty() || u.upload_id.empty() || end == nullptr || initiated.back() != 'Z') {
+    auto when = ParseUtcTimePrefix(initiated);
+    if (u.key.empty() || u.upload_id.empty() || !when || initiated.back() != 'Z') {
       return Status::DataLoss(fmt::format("the list of multipart uploads has an upload without a key, an ID or an "
                                           "ISO 8601 UTC start time: key '{}', initiated '{}'",
                                           Printable(u.key, 64), Printable(initiated, 40)));
     }
-    u.initiated = std::chrono::system_clock::from_time_t(timegm(&tm));
+    u.initiated = *when;
     page.uploads.push_back(std::move(u));
   }
   page.truncated = std::string_view(root.child("IsTruncated").text().get()) == "true";

@@ -236,6 +236,9 @@ TEST_CASE("aws: STS's web identity answer and IMDS's credentials, and answers th
   CHECK(ParseAssumeRoleWithWebIdentity("<ErrorResponse/>").status().IsUnavailable());
   CHECK(ParseImdsCredentials(R"({"AccessKeyId":"A","SecretAccessKey":"S","Expiration":"tomorrow"})").status().IsUnavailable());
   CHECK(ParseImdsCredentials("<html>captive portal</html>").status().IsUnavailable());
+  CHECK(ParseImdsCredentials(R"({"AccessKeyId":"A","SecretAccessKey":"S","Expiration":"4522-11-24T20:00:00Z"})")
+            .status()
+            .IsUnavailable());
 }
 
 }  // namespace quorate::aws

@@ -342,6 +342,11 @@ TEST_CASE("S3 store: uploads never committed are listed page by page and aborted
             .status()
             .code() == Status::Code::kDataLoss);
   CHECK(s3::ParseMultipartUploads("<ListBucketResult/>").status().code() == Status::Code::kDataLoss);
+  // A year past 2262 would overflow system_clock's nanoseconds (found by the fuzz target).
+  CHECK(s3::ParseMultipartUploads("<ListMultipartUploadsResult><Upload><Key>k</Key><UploadId>u</UploadId>"
+                                  "<Initiated>4522-11-24T10:00:01.000Z</Initiated></Upload></ListMultipartUploadsResult>")
+            .status()
+            .code() == Status::Code::kDataLoss);
 }
 
 }  // namespace quorate
