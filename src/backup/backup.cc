@@ -95,7 +95,12 @@ Result<BackupMeta> DecodeBackupMeta(const std::string& text) {
   };
   if (Status s = string_of(doc, "etcdVersion", m.etcd_version); !s.ok()) return s;
   if (doc.contains("timestamp") && doc["timestamp"].is_number_integer()) {
-    m.created = SystemTime(std::chrono::seconds(doc["timestamp"].get<int64_t>()));
+    // Seconds since 1970; past 2199 (or before 1970) it is no backup's, and nanoseconds would overflow.
+    const int64_t seconds = doc["timestamp"].get<int64_t>();
+    if (seconds < 0 || seconds >= int64_t{7258118400}) {
+      return Status::DataLoss(fmt::format("timestamp {} is not a time between 1970 and 2199", seconds));
+    }
+    m.created = SystemTime(std::chrono::seconds(seconds));
   }
   if (doc.contains("clusterSpec") && doc["clusterSpec"].is_object() &&
       doc["clusterSpec"].contains("memberCount") && doc["clusterSpec"]["memberCount"].is_number_integer()) {
