@@ -69,11 +69,11 @@ Result<BackupMeta> TakeBackup(const BackupSettings& settings, Vfs& store, EtcdCl
 
 Result<std::optional<BackupMeta>> BackupBeforeChange(const Config& config, EtcdClient& client,
                                                      const std::vector<std::string>& endpoints,
-                                                     const SnapshotSourceFactory& sources) {
+                                                     const SnapshotSourceFactory& sources, Clock::TimePoint deadline) {
   if (config.backup_to.empty()) return std::optional<BackupMeta>();
   auto settings = BackupSettingsOf(config);
   if (!settings.ok()) return settings.status();
-  auto store = OpenVfs(settings->store_url, RealClock().Now() + settings->timeout);
+  auto store = OpenVfs(settings->store_url, std::min(RealClock().Now() + settings->timeout, deadline));
   if (!store.ok()) return store.status().Prefixed("--backup-to");
   auto meta = TakeBackup(*settings, **store, client, endpoints, sources, std::chrono::system_clock::now());
   if (!meta.ok()) return meta.status();

@@ -47,10 +47,12 @@ Result<BackupMeta> TakeBackup(const BackupSettings& settings, Vfs& store, EtcdCl
 
 // The backup quorate takes before a membership change it makes (rule 4's replace, rule 9's removal,
 // `member remove`) when --backup-to is given: the member set and data as they were, should the
-// change go wrong. nullopt without --backup-to. Bad backup options are InvalidArgument.
+// change go wrong. nullopt without --backup-to. Bad backup options are InvalidArgument. The store's
+// calls end by `deadline` (the change's own), so a store that is down holds the change that long at most.
 Result<std::optional<BackupMeta>> BackupBeforeChange(const Config& config, EtcdClient& client,
                                                      const std::vector<std::string>& endpoints,
-                                                     const SnapshotSourceFactory& sources);
+                                                     const SnapshotSourceFactory& sources,
+                                                     Clock::TimePoint deadline = Clock::kNever);
 
 // Removes the backups the retention policy no longer keeps; returns them.
 Result<std::vector<BackupMeta>> PruneBackups(const BackupSettings& settings, Vfs& store, SystemTime now);

@@ -482,7 +482,7 @@ Result<InitOutcome> InitJob::Carry(const Local& local, const PlanInput& input, D
   if (!c.backup_to.empty()) {
     // A safety net, not a gate: a replacement that heals the cluster does not wait on a store.
     seams.before_remove = [&](EtcdClient& client) {
-      auto backup = BackupBeforeChange(c, client, decision.endpoints, options_.snapshot_sources);
+      auto backup = BackupBeforeChange(c, client, decision.endpoints, options_.snapshot_sources, deadline);
       if (backup.ok()) {
         spdlog::info("backup {} taken before removing member {}", (*backup)->url, IdToHex(*decision.remove_id));
       } else {
