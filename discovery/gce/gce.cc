@@ -1,0 +1,750 @@
+#include "gce.h"
+
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <memory>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "quorate/clock.h"
+#include "quorate/fs.h"
+#include "quorate/http.h"
+#include "quorate/json.h"
+#include "quorate/s3.h"
+#include "quorate/text.h"
+
+namespace quorate::gce {
+namespace {
+
+// A page of 500 instances with their metadata (startup scripts included) stays well under this.
+constexpr size_t kMaxAnswerBytes = 32 << 20;
+constexpr size_t kMaxSmallAnswerBytes = 64 * 1024;
+constexpr size_t kMaxKeyFileBytes = 64 * 1024;
+constexpr int kMaxPages = 100;
+constexpr auto kCallTimeout = std::chrono::seconds(10);
+// A token is fetched again when less than this is left of it, so no call carries one that expires
+// on the way (Google's libraries keep a similar margin).
+constexpr auto kTokenMargin = std::chrono::minutes(2);
+constexpr char kDefaultMetadata[] = "http://169.254.169.254";
+
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? "" : value;
+}
+
+Result<int> Port(ProviderParams& params, const std::string& key, int fallback) {
+  auto text = params.Take(key);
+  if (!text) return fallback;
+  int port = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), port);
+  if (ec != std::errc() || end != text->data() + text->size() || port < 1 || port > 65535) {
+    return Status::InvalidArgument(
+        fmt::format("{} '{}' is not a port (1-65535)", params.Label(key), Printable(*text, 32)));
+  }
+  return port;
+}
+
+// scheme://host[:port] with nothing after it (a trailing slash dropped), or nullopt.
+std::optional<std::string> BaseUrl(std::string url) {
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  const size_t colon = url.find("://");
+  if (colon == std::string::npos) return std::nullopt;
+  const std::string scheme = url.substr(0, colon);
+  if (scheme != "http" && scheme != "https") return std::nullopt;
+  const std::string rest = url.substr(colon + 3);
+  if (rest.empty() || rest.find_first_of("/?#@ ") != std::string::npos || !IsPrintable(rest)) return std::nullopt;
+  return url;
+}
+
+// A name Google allows for a zone, region, group or project: lower-case letters, digits, '-' (and
+// ':' and '.' for domain-scoped projects). Anything else in a path would be our own injection.
+bool IsResourceName(const std::string& text) {
+  return !text.empty() && text.size() <= 100 &&
+         text.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.:") == std::string::npos;
+}
+
+// Labels and tags are lower-case letters, digits, '-' and '_' (label values may be empty).
+bool IsLabelText(const std::string& text) {
+  return text.size() <= 63 && text.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_") == std::string::npos;
+}
+
+std::string Start(const std::string& text) { return Printable(text.substr(0, 80), 80); }
+
+std::string Text(const nlohmann::json& object, const char* field) {
+  auto it = object.find(field);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::string LastSegment(const std::string& url) { return url.substr(url.rfind('/') + 1); }
+
+std::string Base64Url(const std::string& bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(n));
+  while (!out.empty() && out.back() == '=') out.pop_back();
+  for (char& c : out) {
+    if (c == '+') c = '-';
+    if (c == '/') c = '_';
+  }
+  return out;
+}
+
+std::string FormEncode(const std::string& text) { return sigv4::UriEncode(text, false); }
+
+}  // namespace
+
+Result<ServiceAccountKey> ParseServiceAccountKey(const std::string& json) {
+  auto doc = ParseForeignJson(json);
+  if (!doc.ok() || !doc->is_object()) {
+    return Status::InvalidArgument("is not a JSON key file (it is not a JSON object)");
+  }
+  if (Text(*doc, "type") != "service_account") {
+    return Status::InvalidArgument(fmt::format("is a '{}' credential, not a service-account key (\"type\": "
+                                               "\"service_account\"); create one with gcloud iam service-accounts keys create",
+                                               Printable(Text(*doc, "type"), 40)));
+  }
+  ServiceAccountKey key{Text(*doc, "client_email"), Text(*doc, "private_key"), Text(*doc, "private_key_id"),
+                        Text(*doc, "token_uri"), Text(*doc, "project_id")};
+  if (key.token_uri.empty()) key.token_uri = "https://oauth2.googleapis.com/token";
+  if (key.client_email.empty() || key.private_key.empty()) {
+    return Status::InvalidArgument("lacks client_email or private_key");
+  }
+  const size_t scheme_end = key.token_uri.find("://");
+  if (scheme_end == std::string::npos ||
+      !BaseUrl(key.token_uri.substr(0, key.token_uri.find('/', scheme_end + 3)))) {
+    return Status::InvalidArgument(fmt::format("has token_uri '{}', not an http(s) URL", Printable(key.token_uri, 100)));
+  }
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(key.private_key.data(), static_cast<int>(key.private_key.size())),
+                                                BIO_free);
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> pkey(
+      bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr, EVP_PKEY_free);
+  if (!pkey || EVP_PKEY_base_id(pkey.get()) != EVP_PKEY_RSA) {
+    return Status::InvalidArgument("has a private_key that is not a PEM RSA key");
+  }
+  return key;
+}
+
+Result<std::string> SignedJwt(const ServiceAccountKey& key, std::chrono::system_clock::time_point now) {
+  nlohmann::json header = {{"alg", "RS256"}, {"typ", "JWT"}};
+  if (!key.private_key_id.empty()) header["kid"] = key.private_key_id;
+  const auto iat = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  const nlohmann::json claims = {
+      {"iss", key.client_email}, {"scope", kScope}, {"aud", key.token_uri}, {"iat", iat}, {"exp", iat + 3600}};
+  const std::string input = Base64Url(header.dump()) + "." + Base64Url(claims.dump());
+
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(key.private_key.data(), static_cast<int>(key.private_key.size())),
+                                                BIO_free);
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> pkey(
+      bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr, EVP_PKEY_free);
+  if (!pkey) return Status::InvalidArgument("the service-account key's private_key is not a PEM key");
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  size_t size = 0;
+  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, EVP_sha256(), nullptr, pkey.get()) != 1 ||
+      EVP_DigestSign(ctx.get(), nullptr, &size, reinterpret_cast<const unsigned char*>(input.data()), input.size()) != 1) {
+    return Status::Internal("signing the service-account JWT failed");
+  }
+  std::string signature(size, '\0');
+  if (EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(signature.data()), &size,
+                     reinterpret_cast<const unsigned char*>(input.data()), input.size()) != 1) {
+    return Status::Internal("signing the service-account JWT failed");
+  }
+  signature.resize(size);
+  return input + "." + Base64Url(signature);
+}
+
+Result<Token> ParseToken(const std::string& json) {
+  auto doc = ParseForeignJson(json);
+  if (!doc.ok() || !doc->is_object()) {
+    return Status::Unavailable(fmt::format("the token answer is not a JSON object; it starts '{}'", Start(json)));
+  }
+  Token token;
+  token.access_token = Text(*doc, "access_token");
+  auto expires = doc->find("expires_in");
+  const std::string type = Text(*doc, "token_type");
+  if (token.access_token.empty() || !IsPrintable(token.access_token) || token.access_token.size() > 4096 ||
+      expires == doc->end() || !expires->is_number_integer() || expires->get<int64_t>() <= 0 ||
+      expires->get<int64_t>() > 7 * 24 * 3600 || (!type.empty() && type != "Bearer")) {
+    // The answer is not shown: it may hold a token.
+    return Status::Unavailable("the token answer lacks an access_token, a positive expires_in or token_type Bearer");
+  }
+  token.expires_in = std::chrono::seconds(expires->get<int64_t>());
+  return token;
+}
+
+Result<InstancePage> ParseAggregatedInstances(const std::string& json) {
+  auto doc = ParseForeignJson(json);
+  if (!doc.ok() || !doc->is_object() || (doc->contains("kind") && Text(*doc, "kind") != "compute#instanceAggregatedList")) {
+    return Status::Unavailable(
+        fmt::format("the answer is not Compute Engine's instanceAggregatedList JSON; it starts '{}'", Start(json)));
+  }
+  InstancePage page;
+  if (auto items = doc->find("items"); items != doc->end()) {
+    if (!items->is_object()) return Status::Unavailable("aggregated/instances' items is not an object of scopes");
+    for (const auto& [scope, scoped] : items->items()) {
+      if (!scoped.is_object()) return Status::Unavailable("aggregated/instances' items holds a scope that is not an object");
+      auto instances = scoped.find("instances");
+      if (instances == scoped.end()) continue;  // a warning (NO_RESULTS_ON_PAGE) instead
+      if (!instances->is_array()) return Status::Unavailable("aggregated/instances' instances is not a list");
+      for (const auto& item : *instances) {
+        if (!item.is_object()) return Status::Unavailable("aggregated/instances lists an instance that is not an object");
+        Instance i;
+        i.name = Text(item, "name");
+        if (i.name.empty()) return Status::Unavailable("aggregated/instances lists an instance without a name");
+        i.status = Text(item, "status");
+        i.zone = LastSegment(Text(item, "zone"));
+        if (i.zone.empty() && scope.rfind("zones/", 0) == 0) i.zone = scope.substr(6);
+        auto nics = item.find("networkInterfaces");
+        if (nics != item.end() && nics->is_array() && !nics->empty() && (*nics)[0].is_object()) {
+          const auto& nic = (*nics)[0];
+          i.network_ip = Text(nic, "networkIP");
+          auto configs = nic.find("accessConfigs");
+          if (configs != nic.end() && configs->is_array() && !configs->empty() && (*configs)[0].is_object()) {
+            i.nat_ip = Text((*configs)[0], "natIP");
+          }
+        }
+        if (auto labels = item.find("labels"); labels != item.end() && labels->is_object()) {
+          for (const auto& [k, v] : labels->items()) {
+            if (v.is_string()) i.labels[k] = v.get<std::string>();
+          }
+        }
+        auto metadata = item.find("metadata");
+        if (metadata != item.end() && metadata->is_object()) {
+          auto entries = metadata->find("items");
+          if (entries != metadata->end() && entries->is_array()) {
+            for (const auto& entry : *entries) {
+              if (entry.is_object() && Text(entry, "key") == "created-by") i.created_by = Text(entry, "value");
+            }
+          }
+        }
+        page.instances.push_back(std::move(i));
+      }
+    }
+  }
+  page.next_page_token = Text(*doc, "nextPageToken");
+  if (auto unreachables = doc->find("unreachables"); unreachables != doc->end()) {
+    if (!unreachables->is_array()) return Status::Unavailable("aggregated/instances' unreachables is not a list");
+    for (const auto& scope : *unreachables) {
+      page.unreachables.push_back(scope.is_string() ? scope.get<std::string>() : scope.dump());
+    }
+  }
+  return page;
+}
+
+Result<Group> ParseInstanceGroupManager(const std::string& json) {
+  auto doc = ParseForeignJson(json);
+  if (!doc.ok() || !doc->is_object() ||
+      (doc->contains("kind") && Text(*doc, "kind") != "compute#instanceGroupManager")) {
+    return Status::Unavailable(
+        fmt::format("the answer is not Compute Engine's instanceGroupManager JSON; it starts '{}'", Start(json)));
+  }
+  Group group;
+  group.name = Text(*doc, "name");
+  auto size = doc->find("targetSize");
+  if (size == doc->end() || !size->is_number_integer() || size->get<int64_t>() < 0 || size->get<int64_t>() > 10000) {
+    return Status::Unavailable(fmt::format("instance group manager {} has targetSize '{}', not a count",
+                                           Printable(group.name, 64), size == doc->end() ? "" : Printable(size->dump(), 16)));
+  }
+  group.target_size = static_cast<int>(size->get<int64_t>());
+  return group;
+}
+
+Result<GroupRef> ParseCreatedBy(const std::string& text) {
+  // projects/P/{zones|regions}/L/instanceGroupManagers/N, possibly as a full URL.
+  std::string path = text;
+  if (size_t at = path.find("projects/"); at != std::string::npos) path = path.substr(at);
+  std::vector<std::string> parts;
+  for (size_t from = 0;;) {
+    const size_t slash = path.find('/', from);
+    parts.push_back(path.substr(from, slash - from));
+    if (slash == std::string::npos) break;
+    from = slash + 1;
+  }
+  if (parts.size() != 6 || parts[0] != "projects" || (parts[2] != "zones" && parts[2] != "regions") ||
+      parts[4] != "instanceGroupManagers" || !IsResourceName(parts[1]) || !IsResourceName(parts[3]) ||
+      !IsResourceName(parts[5])) {
+    return Status::Unavailable(fmt::format("created-by '{}' does not name a managed instance group "
+                                           "(projects/P/zones/Z/instanceGroupManagers/NAME)",
+                                           Printable(text, 200)));
+  }
+  GroupRef ref;
+  (parts[2] == "zones" ? ref.zone : ref.region) = parts[3];
+  ref.name = parts[5];
+  return ref;
+}
+
+bool CreatedBy(const Instance& instance, const GroupRef& group) {
+  auto ref = ParseCreatedBy(instance.created_by);
+  return ref.ok() && ref->zone == group.zone && ref->region == group.region && ref->name == group.name;
+}
+
+ApiError ParseError(const std::string& json) {
+  auto doc = ParseForeignJson(json);
+  if (!doc.ok() || !doc->is_object()) return {};
+  auto error = doc->find("error");
+  if (error == doc->end()) return {};
+  if (error->is_string()) return {error->get<std::string>(), "", Text(*doc, "error_description")};
+  if (!error->is_object()) return {};
+  ApiError out{Text(*error, "status"), "", Text(*error, "message")};
+  auto errors = error->find("errors");
+  if (errors != error->end() && errors->is_array() && !errors->empty() && (*errors)[0].is_object()) {
+    out.reason = Text((*errors)[0], "reason");
+  }
+  return out;
+}
+
+bool Counts(const std::string& status) {
+  return status == "PROVISIONING" || status == "STAGING" || status == "RUNNING";
+}
+
+Result<std::optional<Member>> MemberOf(const Options& o, const Instance& instance) {
+  const std::string& address = o.addr_type == "public_v4" ? instance.nat_ip : instance.network_ip;
+  if (address.empty()) return std::optional<Member>();
+  std::string name = instance.name;
+  if (!o.name_tag.empty()) {
+    auto label = instance.labels.find(o.name_tag);
+    if (label != instance.labels.end() && !label->second.empty()) name = label->second;
+  }
+  if (Status s = CheckMemberName(name, "instance " + Printable(instance.name, 64) + "'s name"); !s.ok()) {
+    return Status::Unavailable(s.message());
+  }
+  Member m{name,
+           {fmt::format("{}://{}:{}", o.scheme, address, o.peer_port)},
+           {fmt::format("{}://{}:{}", o.scheme, address, o.client_port)}};
+  // An IPv4 address only: anything else (a host name, a bracket, a path) is not what GCE serves.
+  if (address.find_first_not_of("0123456789.") != std::string::npos) {
+    return Status::Unavailable(fmt::format("instance {} has the address '{}', not an IPv4 address",
+                                           Printable(instance.name, 64), Printable(address, 64)));
+  }
+  for (const auto& url : {m.peer_urls[0], m.client_urls[0]}) {
+    if (auto parsed = ParseUrl(url); !parsed.ok()) {
+      return Status::Unavailable(fmt::format("instance {} has an address etcd would refuse: {}",
+                                             Printable(instance.name, 64), parsed.status().message()));
+    }
+  }
+  return std::optional<Member>(std::move(m));
+}
+
+std::string InstancesFilter(const Options& o) {
+  std::vector<std::string> terms;
+  if (!o.tag_value.empty()) terms.push_back(fmt::format("tags.items = \"{}\"", o.tag_value));
+  if (!o.label_key.empty()) {
+    terms.push_back(o.label_value.empty() ? fmt::format("labels.{}:*", o.label_key)
+                                          : fmt::format("labels.{} = \"{}\"", o.label_key, o.label_value));
+  }
+  if (terms.size() == 1) return terms[0];
+  std::string filter;
+  for (const auto& t : terms) filter += (filter.empty() ? "(" : " AND (") + t + ")";
+  return filter;
+}
+
+std::string AggregatedInstancesTarget(const Options& o, const std::string& page_token) {
+  std::string target = fmt::format("/compute/v1/projects/{}/aggregated/instances?maxResults={}&returnPartialSuccess=true",
+                                   o.project, o.page_size);
+  if (const std::string filter = InstancesFilter(o); !filter.empty()) target += "&filter=" + FormEncode(filter);
+  if (!page_token.empty()) target += "&pageToken=" + FormEncode(page_token);
+  return target;
+}
+
+std::string GroupTarget(const std::string& project, const GroupRef& group) {
+  return group.zone.empty()
+             ? fmt::format("/compute/v1/projects/{}/regions/{}/instanceGroupManagers/{}", project, group.region, group.name)
+             : fmt::format("/compute/v1/projects/{}/zones/{}/instanceGroupManagers/{}", project, group.zone, group.name);
+}
+
+bool ScopeMatters(const Options& o, const std::optional<GroupRef>& group, const std::string& scope) {
+  // Instances live in zones; a scope of another kind is counted as one that may hold them.
+  if (scope.rfind("zones/", 0) != 0) return true;
+  const std::string zone = scope.substr(6);
+  if (group) {
+    if (!group->zone.empty()) return zone == group->zone;
+    // A region's zones are named after it: us-central1-a in us-central1.
+    return zone.rfind(group->region + "-", 0) == 0;
+  }
+  if (o.zone_pattern.empty()) return true;
+  return std::regex_match(zone, std::regex(o.zone_pattern, std::regex::ECMAScript));
+}
+
+Result<Options> TakeOptions(ProviderParams& params) {
+  Options o;
+  o.project = params.Take("project_name").value_or("");
+  o.zone_pattern = params.Take("zone_pattern").value_or("");
+  o.tag_value = params.Take("tag_value").value_or("");
+  o.label_key = params.Take("label_key").value_or("");
+  const auto label_value = params.Take("label_value");
+  o.label_value = label_value.value_or("");
+  std::string credentials = params.Take("credentials_file").value_or("");
+  std::string credentials_label = params.Label("credentials_file");
+  const std::string endpoint = params.Take("endpoint").value_or("");
+  const std::string metadata = params.Take("metadata_endpoint").value_or("");
+  o.mig = params.Take("mig").value_or("");
+  o.mig_zone = params.Take("mig_zone").value_or("");
+  o.mig_region = params.Take("mig_region").value_or("");
+  o.addr_type = params.Take("addr_type").value_or("private_v4");
+  o.name_tag = params.Take("name_tag").value_or("");
+  o.scheme = params.Take("scheme").value_or("http");
+  auto peer = Port(params, "peer_port", 2380);
+  if (!peer.ok()) return peer.status();
+  auto client = Port(params, "client_port", 2379);
+  if (!client.ok()) return client.status();
+  o.peer_port = *peer;
+  o.client_port = *client;
+  if (Status s = params.CheckAllTaken({"project_name", "zone_pattern", "tag_value", "label_key", "label_value",
+                                       "credentials_file", "endpoint", "metadata_endpoint", "mig", "mig_zone",
+                                       "mig_region", "addr_type", "name_tag", "scheme", "peer_port", "client_port"});
+      !s.ok()) {
+    return s;
+  }
+  if (!o.project.empty() && !IsResourceName(o.project)) {
+    return Status::InvalidArgument(fmt::format("{} '{}' is not a project ID (like my-project-123)",
+                                               params.Label("project_name"), Printable(o.project, 64)));
+  }
+  if (o.mig.empty() && o.tag_value.empty() && o.label_key.empty()) {
+    return Status::InvalidArgument(
+        "provider=gce needs mig=auto|NAME (the managed instance group of the etcd instances), tag_value=TAG or "
+        "label_key=KEY [label_value=VALUE]");
+  }
+  if (label_value && o.label_key.empty()) {
+    return Status::InvalidArgument(fmt::format("{} needs label_key", params.Label("label_value")));
+  }
+  if (!IsLabelText(o.tag_value) || !IsLabelText(o.label_key) || !IsLabelText(o.label_value) ||
+      (!o.label_key.empty() && !std::islower(static_cast<unsigned char>(o.label_key[0])))) {
+    return Status::InvalidArgument(
+        "tag_value, label_key and label_value are lower-case letters, digits, '-' and '_' (a label key starts with a "
+        "letter), as Compute Engine allows them");
+  }
+  if (!o.zone_pattern.empty()) {
+    try {
+      std::regex check(o.zone_pattern, std::regex::ECMAScript);
+    } catch (const std::regex_error&) {
+      return Status::InvalidArgument(fmt::format("{} '{}' is not a regular expression",
+                                                 params.Label("zone_pattern"), Printable(o.zone_pattern, 100)));
+    }
+  }
+  if (!o.mig.empty()) {
+    if (!o.tag_value.empty() || !o.label_key.empty() || !o.zone_pattern.empty()) {
+      return Status::InvalidArgument(
+          "mig= lists the group's own instances; tag_value, label_key and zone_pattern would leave some out: give "
+          "mig= alone, or the filters without it");
+    }
+    if (o.mig == "auto") {
+      if (!o.mig_zone.empty() || !o.mig_region.empty()) {
+        return Status::InvalidArgument("mig=auto reads the group's zone or region from the instance; drop mig_zone "
+                                       "and mig_region, or name the group");
+      }
+    } else {
+      if (!IsResourceName(o.mig)) {
+        return Status::InvalidArgument(fmt::format("{} '{}' is not an instance group name",
+                                                   params.Label("mig"), Printable(o.mig, 64)));
+      }
+      if (o.mig_zone.empty() == o.mig_region.empty()) {
+        return Status::InvalidArgument(fmt::format(
+            "mig={} needs where the group lives: mig_zone=ZONE (a zonal group) or mig_region=REGION (a regional one)",
+            o.mig));
+      }
+      for (const auto& [key, value] : {std::pair{"mig_zone", o.mig_zone}, std::pair{"mig_region", o.mig_region}}) {
+        if (!value.empty() && !IsResourceName(value)) {
+          return Status::InvalidArgument(fmt::format("{} '{}' is not a zone or region name (like us-central1-a)",
+                                                     params.Label(key), Printable(value, 64)));
+        }
+      }
+    }
+  } else if (!o.mig_zone.empty() || !o.mig_region.empty()) {
+    return Status::InvalidArgument("mig_zone and mig_region go with mig=NAME");
+  }
+  if (o.addr_type != "private_v4" && o.addr_type != "public_v4") {
+    return Status::InvalidArgument(fmt::format("{} '{}' is not one of private_v4, public_v4",
+                                               params.Label("addr_type"), Printable(o.addr_type, 40)));
+  }
+  if (o.scheme != "http" && o.scheme != "https") {
+    return Status::InvalidArgument(
+        fmt::format("{} '{}' is not http or https", params.Label("scheme"), Printable(o.scheme, 40)));
+  }
+  if (!endpoint.empty()) {
+    auto base = BaseUrl(endpoint);
+    if (!base) {
+      return Status::InvalidArgument(fmt::format("{} '{}' is not a base URL like http://127.0.0.1:8080",
+                                                 params.Label("endpoint"), Printable(endpoint, 100)));
+    }
+    o.endpoint = *base;
+  }
+  if (!metadata.empty()) {
+    auto base = BaseUrl(metadata);
+    if (!base) {
+      return Status::InvalidArgument(fmt::format("{} '{}' is not a base URL like http://169.254.169.254",
+                                                 params.Label("metadata_endpoint"), Printable(metadata, 100)));
+    }
+    o.metadata_endpoint = *base;
+  } else if (const std::string host = Env("GCE_METADATA_HOST"); !host.empty()) {
+    auto base = BaseUrl("http://" + host);
+    if (!base) {
+      return Status::InvalidArgument(
+          fmt::format("GCE_METADATA_HOST '{}' is not a host[:port] like 169.254.169.254", Printable(host, 100)));
+    }
+    o.metadata_endpoint = *base;
+  } else {
+    o.metadata_endpoint = kDefaultMetadata;
+  }
+  // Application Default Credentials' first place, as Google's libraries read it.
+  if (credentials.empty()) {
+    credentials = Env("GOOGLE_APPLICATION_CREDENTIALS");
+    credentials_label = "GOOGLE_APPLICATION_CREDENTIALS";
+  }
+  if (!credentials.empty()) {
+    auto text = ReadFile(credentials, kMaxKeyFileBytes);
+    if (!text.ok()) {
+      return Status::InvalidArgument(fmt::format("{}: {}", credentials_label, text.status().message()));
+    }
+    auto key = ParseServiceAccountKey(*text);
+    if (!key.ok()) {
+      return Status::InvalidArgument(
+          fmt::format("{} {} {}", credentials_label, Printable(credentials, 200), key.status().message()));
+    }
+    o.key = std::move(*key);
+    if (o.project.empty() && IsResourceName(o.key->project_id)) o.project = o.key->project_id;
+  }
+  return o;
+}
+
+namespace {
+
+class GceProvider : public DiscoveryProvider {
+ public:
+  GceProvider(Options o, Clock::TimePoint deadline) : o_(std::move(o)), deadline_(deadline) {
+    if (!o_.mig.empty() && o_.mig != "auto") group_ = GroupRef{o_.mig_zone, o_.mig_region, o_.mig};
+    if (!o_.zone_pattern.empty()) zones_ = std::regex(o_.zone_pattern, std::regex::ECMAScript);
+  }
+
+  Result<std::vector<Member>> Discover() override {
+    whole_group_ = false;
+    if (o_.project.empty()) {
+      auto project = Metadata("/computeMetadata/v1/project/project-id");
+      if (!project.ok()) return project.status().Prefixed("provider=gce has no project_name and cannot read it");
+      if (!IsResourceName(*project)) {
+        return Status::Unavailable(fmt::format("the metadata server's project-id '{}' is not a project ID",
+                                               Printable(*project, 64)));
+      }
+      o_.project = *project;
+    }
+    if (o_.mig == "auto" && !group_) {
+      auto created_by = Metadata("/computeMetadata/v1/instance/attributes/created-by");
+      if (!created_by.ok()) {
+        return created_by.status().Prefixed("mig=auto reads the instance's created-by attribute, set only on an "
+                                            "instance of a managed instance group");
+      }
+      auto ref = ParseCreatedBy(*created_by);
+      if (!ref.ok()) return ref.status().Prefixed("mig=auto");
+      group_ = *ref;
+    }
+    if (Status s = RefreshToken(); !s.ok()) return s;
+    std::optional<Group> group;
+    if (group_) {
+      auto answer = Get(GroupTarget(o_.project, *group_), kMaxSmallAnswerBytes, "instanceGroupManagers.get of " + Describe(),
+                        "compute.instanceGroupManagers.get");
+      if (!answer.ok()) return answer.status();
+      auto parsed = ParseInstanceGroupManager(*answer);
+      if (!parsed.ok()) return parsed.status().Prefixed(Describe());
+      group = *parsed;
+    }
+    std::vector<Member> members;
+    std::set<std::string> tokens;
+    std::string next;
+    for (int pages = 1;; ++pages) {
+      if (pages > kMaxPages) {
+        return Status::Unavailable(fmt::format("aggregated/instances did not end after {} pages of up to {}", kMaxPages,
+                                               o_.page_size));
+      }
+      auto answer = Get(AggregatedInstancesTarget(o_, next), kMaxAnswerBytes,
+                        fmt::format("aggregated/instances of project {}", o_.project), "compute.instances.list");
+      if (!answer.ok()) return answer.status();
+      auto page = ParseAggregatedInstances(*answer);
+      if (!page.ok()) return page.status().Prefixed(Describe());
+      for (const std::string& scope : page->unreachables) {
+        // A partial answer: the instances of a zone that did not answer are unknown, not gone.
+        if (ScopeMatters(o_, group_, scope)) {
+          return Status::Unavailable(fmt::format("{}: aggregated/instances could not reach {}", Describe(),
+                                                 Printable(scope, 100)));
+        }
+      }
+      for (const Instance& i : page->instances) {
+        if (!Counts(i.status)) continue;
+        if (group_ && !CreatedBy(i, *group_)) continue;
+        if (zones_ && !std::regex_match(i.zone, *zones_)) continue;
+        auto member = MemberOf(o_, i);
+        if (!member.ok()) return member.status();
+        if (*member) members.push_back(std::move(**member));
+      }
+      next = page->next_page_token;
+      if (next.empty()) break;
+      if (!tokens.insert(next).second) {
+        return Status::Unavailable("aggregated/instances handed out a nextPageToken it had given before");
+      }
+    }
+    if (group) {
+      implied_size_ = static_cast<size_t>(group->target_size);
+      whole_group_ = true;
+    }
+    return members;
+  }
+
+  std::optional<size_t> ImpliedSize() const override { return implied_size_; }
+  bool ListsWholeGroup() const override { return whole_group_; }
+
+  std::string Describe() const override {
+    std::string what;
+    if (group_) {
+      what = fmt::format("gce managed instance group {} in {}", group_->name,
+                         group_->zone.empty() ? group_->region : group_->zone);
+    } else if (o_.mig == "auto") {
+      what = "gce managed instance group of this instance";
+    } else {
+      what = "gce instances";
+      if (!o_.tag_value.empty()) what += " tagged " + o_.tag_value;
+      if (!o_.label_key.empty()) {
+        what += fmt::format(" labelled {}{}{}", o_.label_key, o_.label_value.empty() ? "" : "=", o_.label_value);
+      }
+      if (!o_.zone_pattern.empty()) what += " in zones " + Printable(o_.zone_pattern, 64);
+    }
+    return o_.project.empty() ? what : fmt::format("{} of project {}", what, o_.project);
+  }
+
+ private:
+  // One Compute API GET with the bearer token; the answer's body when 200. Throttles (429, 503,
+  // rateLimitExceeded) are waited out within the deadline; an error answer names the call and, for a
+  // refusal, the permission it needs.
+  Result<std::string> Get(const std::string& target, size_t max_body, const std::string& call,
+                          const std::string& permission) {
+    HttpRequest request;
+    request.base_url = o_.endpoint;
+    request.target = target;
+    request.headers = {{"Authorization", "Bearer " + token_.access_token}};
+    request.timeout = kCallTimeout;
+    request.deadline = deadline_;
+    request.max_body = max_body;
+    auto throttled = [](const HttpResponse& a) {
+      const std::string reason = ParseError(a.body).reason;
+      return a.status == 403 && (reason == "rateLimitExceeded" || reason == "userRateLimitExceeded");
+    };
+    const std::string what = fmt::format("{} at {}", call, o_.endpoint);
+    HttpResult result = HttpSendThrottled(request, RealClock(), throttled);
+    if (!result.ok()) return result.ToStatus(what);
+    const HttpResponse& answer = result.response;
+    if (answer.status == 200) return answer.body;
+    ApiError error = ParseError(answer.body);
+    std::string text = fmt::format("{}: HTTP {}", what, answer.status);
+    if (!error.status.empty()) text += " " + Printable(error.status, 64);
+    if (!error.reason.empty()) text += " (" + Printable(error.reason, 64) + ")";
+    if (!error.message.empty()) text += ": " + Printable(error.message, 200);
+    if (answer.status == 401) {
+      token_ = {};  // refused: the next try fetches a new one
+      text += fmt::format("; the access token was refused (is the service account's key still valid?)");
+    }
+    if (answer.status == 403) {
+      text += fmt::format("; the service account needs {} on project {} (roles/compute.viewer has it)", permission,
+                          o_.project);
+    }
+    if (answer.status == 404 && permission == "compute.instanceGroupManagers.get") {
+      text += "; is the group's name, zone or region right?";
+    }
+    return Status::Unavailable(text);
+  }
+
+  // A metadata server value: only an answer that says Metadata-Flavor: Google is one (anything else
+  // on that address, a proxy or a captive portal, is not the metadata server).
+  Result<std::string> Metadata(const std::string& path, size_t max_body = 4096) {
+    HttpRequest request;
+    request.base_url = o_.metadata_endpoint;
+    request.target = path;
+    request.headers = {{"Metadata-Flavor", "Google"}};
+    request.timeout = kCallTimeout;
+    request.deadline = deadline_;
+    request.max_body = max_body;
+    const std::string what = fmt::format("the metadata server at {} (GET {})", o_.metadata_endpoint, path);
+    HttpResult result = HttpSendThrottled(request, RealClock());
+    if (!result.ok()) return result.ToStatus(what);
+    if (result.response.Header("Metadata-Flavor") != "Google") {
+      return Status::Unavailable(fmt::format("{}: the answer lacks Metadata-Flavor: Google, so it is not from a "
+                                             "metadata server",
+                                             what));
+    }
+    if (result.response.status != 200) {
+      return Status::Unavailable(fmt::format("{}: HTTP {}", what, result.response.status));
+    }
+    return result.response.body;
+  }
+
+  // The token held until kTokenMargin before it expires; then a new one from the key's token_uri
+  // (a signed JWT) or the metadata server.
+  Status RefreshToken() {
+    if (!token_.access_token.empty() && RealClock().Now() + kTokenMargin < token_expiry_) return Status::Ok();
+    const Clock::TimePoint asked = RealClock().Now();
+    Result<std::string> body = Status::Internal("no token asked");
+    if (o_.key) {
+      auto jwt = SignedJwt(*o_.key, std::chrono::system_clock::now());
+      if (!jwt.ok()) return jwt.status();
+      const size_t path = o_.key->token_uri.find('/', o_.key->token_uri.find("://") + 3);
+      const std::string base = o_.key->token_uri.substr(0, path);
+      const std::string target = path == std::string::npos ? "/" : o_.key->token_uri.substr(path);
+      const std::string what = fmt::format("the token exchange of {} at {}", Printable(o_.key->client_email, 100),
+                                           Printable(o_.key->token_uri, 100));
+      HttpRequest request;
+      request.base_url = base;
+      request.method = "POST";
+      request.target = target;
+      request.headers = {{"Content-Type", "application/x-www-form-urlencoded"}};
+      request.body = "grant_type=" + FormEncode("urn:ietf:params:oauth:grant-type:jwt-bearer") + "&assertion=" + *jwt;
+      request.timeout = kCallTimeout;
+      request.deadline = deadline_;
+      request.max_body = kMaxSmallAnswerBytes;
+      HttpResult result = HttpSendThrottled(request, RealClock());
+      if (!result.ok()) return result.ToStatus(what);
+      if (result.response.status != 200) {
+        ApiError error = ParseError(result.response.body);
+        return Status::Unavailable(fmt::format("{}: HTTP {} {}{}{}", what, result.response.status, Printable(error.status, 64),
+                                               error.message.empty() ? "" : ": " + Printable(error.message, 200),
+                                               result.response.status == 400 || result.response.status == 401
+                                                   ? " (is the key deleted or disabled?)"
+                                                   : ""));
+      }
+      body = result.response.body;
+    } else {
+      body = Metadata("/computeMetadata/v1/instance/service-accounts/default/token", kMaxSmallAnswerBytes);
+      if (!body.ok()) {
+        return body.status().Prefixed("no credentials_file (nor GOOGLE_APPLICATION_CREDENTIALS) and no token from the "
+                                      "instance's service account");
+      }
+    }
+    auto token = ParseToken(*body);
+    if (!token.ok()) return token.status().Prefixed(Describe());
+    token_ = std::move(*token);
+    token_expiry_ = asked + token_.expires_in;
+    return Status::Ok();
+  }
+
+  Options o_;
+  Clock::TimePoint deadline_;
+  std::optional<GroupRef> group_;
+  std::optional<std::regex> zones_;
+  Token token_;
+  Clock::TimePoint token_expiry_;
+  std::optional<size_t> implied_size_;
+  bool whole_group_ = false;
+};
+
+Result<std::unique_ptr<DiscoveryProvider>> Create(ProviderParams& params) {
+  auto options = TakeOptions(params);
+  if (!options.ok()) return options.status();
+  return std::unique_ptr<DiscoveryProvider>(new GceProvider(std::move(*options), params.context().deadline));
+}
+
+const RegisterProvider kRegistration("gce", Create);
+
+}  // namespace
+}  // namespace quorate::gce
