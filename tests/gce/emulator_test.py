@@ -13,7 +13,6 @@ import base64
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,21 +21,10 @@ import urllib.error
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+from harness import check, free_port  # noqa: E402 (the path above first)
 PROJECT = "quorate-test"
 ZONE = "us-central1-a"
-
-
-def check(cond, msg):
-    if not cond:
-        raise AssertionError(msg)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def request(base, path, method="GET", body=None, headers=None):
