@@ -99,6 +99,16 @@ std::string Base64Url(const std::string& bytes) {
 
 std::string FormEncode(const std::string& text) { return sigv4::UriEncode(text, false); }
 
+using PrivateKey = std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)>;
+
+// The PEM key of a key file (unencrypted, as Google issues them); empty when it is not one.
+PrivateKey LoadPrivateKey(const std::string& pem) {
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free);
+  // No passphrase: OpenSSL's default would ask for one on the terminal.
+  pem_password_cb* no_passphrase = [](char*, int, int, void*) { return 0; };
+  return PrivateKey(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, no_passphrase, nullptr) : nullptr, EVP_PKEY_free);
+}
+
 }  // namespace
 
 Result<ServiceAccountKey> ParseServiceAccountKey(const std::string& json) {
@@ -122,10 +132,7 @@ Result<ServiceAccountKey> ParseServiceAccountKey(const std::string& json) {
       !BaseUrl(key.token_uri.substr(0, key.token_uri.find('/', scheme_end + 3)))) {
     return Status::InvalidArgument(fmt::format("has token_uri '{}', not an http(s) URL", Printable(key.token_uri, 100)));
   }
-  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(key.private_key.data(), static_cast<int>(key.private_key.size())),
-                                                BIO_free);
-  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> pkey(
-      bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr, EVP_PKEY_free);
+  PrivateKey pkey = LoadPrivateKey(key.private_key);
   if (!pkey || EVP_PKEY_base_id(pkey.get()) != EVP_PKEY_RSA) {
     return Status::InvalidArgument("has a private_key that is not a PEM RSA key");
   }
@@ -140,10 +147,7 @@ Result<std::string> SignedJwt(const ServiceAccountKey& key, std::chrono::system_
       {"iss", key.client_email}, {"scope", kScope}, {"aud", key.token_uri}, {"iat", iat}, {"exp", iat + 3600}};
   const std::string input = Base64Url(header.dump()) + "." + Base64Url(claims.dump());
 
-  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(key.private_key.data(), static_cast<int>(key.private_key.size())),
-                                                BIO_free);
-  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> pkey(
-      bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr, EVP_PKEY_free);
+  PrivateKey pkey = LoadPrivateKey(key.private_key);
   if (!pkey) return Status::InvalidArgument("the service-account key's private_key is not a PEM key");
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   size_t size = 0;
@@ -677,7 +681,10 @@ class GceProvider : public DiscoveryProvider {
     if (result.response.status != 200) {
       return Status::Unavailable(fmt::format("{}: HTTP {}", what, result.response.status));
     }
-    return result.response.body;
+    // Values are served bare; a line break after one (a proxy, a test server) is not part of it.
+    std::string value = result.response.body;
+    while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) value.pop_back();
+    return value;
   }
 
   // The token held until kTokenMargin before it expires; then a new one from the key's token_uri

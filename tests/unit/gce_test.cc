@@ -31,12 +31,14 @@ Result<Options> OptionsOf(const std::string& text) {
   return TakeOptions(params);
 }
 
-// A fresh RSA key as PEM (PKCS#8, as Google's key files carry it).
-std::string NewPrivateKeyPem() {
+// A fresh RSA key as PEM (PKCS#8, as Google's key files carry it), encrypted when a passphrase is given.
+std::string NewPrivateKeyPem(const std::string& passphrase = "") {
   std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(EVP_RSA_gen(2048), EVP_PKEY_free);
   REQUIRE(key);
   std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new(BIO_s_mem()), BIO_free);
-  REQUIRE(PEM_write_bio_PrivateKey(bio.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) == 1);
+  REQUIRE(PEM_write_bio_PrivateKey(bio.get(), key.get(), passphrase.empty() ? nullptr : EVP_aes_256_cbc(),
+                                   reinterpret_cast<const unsigned char*>(passphrase.data()),
+                                   static_cast<int>(passphrase.size()), nullptr, nullptr) == 1);
   char* data = nullptr;
   const long size = BIO_get_mem_data(bio.get(), &data);
   return std::string(data, static_cast<size_t>(size));
@@ -360,6 +362,10 @@ TEST_CASE("gce: the service account's JWT is RS256 over the documented claims, a
   CHECK_FALSE(verify(input + "x"));
 
   CHECK(ParseServiceAccountKey(KeyFileJson(pem, "ftp://x/token")).status().IsInvalidArgument());
+  // An encrypted key is refused at once: no passphrase prompt on a terminal.
+  CHECK(ParseServiceAccountKey(KeyFileJson(NewPrivateKeyPem("secret"), "https://oauth2.googleapis.com/token"))
+            .status()
+            .IsInvalidArgument());
   CHECK(ParseServiceAccountKey("{\"type\":\"service_account\"}").status().IsInvalidArgument());
   CHECK(ParseServiceAccountKey("not json").status().IsInvalidArgument());
 }
@@ -410,7 +416,7 @@ struct FakeGoogle {
       std::lock_guard lock(mu);
       asked.push_back("metadata project-id");
       if (!flavorless) res.set_header("Metadata-Flavor", "Google");
-      res.set_content("proj", "application/text");
+      res.set_content("proj\n", "application/text");  // a line break after the value is not part of it
     });
     server.Get("/computeMetadata/v1/instance/attributes/created-by", [this](const httplib::Request&, httplib::Response& res) {
       std::lock_guard lock(mu);
