@@ -39,16 +39,17 @@ std::string Env(const char* name) {
   return value == nullptr ? "" : value;
 }
 
-Result<int> Port(ProviderParams& params, const std::string& key, int fallback) {
+// A whole number from `lo` to `hi` (a port, a page size), `fallback` when the key is not given.
+Result<int> Number(ProviderParams& params, const std::string& key, int fallback, int lo, int hi, const char* what) {
   auto text = params.Take(key);
   if (!text) return fallback;
-  int port = 0;
-  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), port);
-  if (ec != std::errc() || end != text->data() + text->size() || port < 1 || port > 65535) {
+  int n = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
+  if (ec != std::errc() || end != text->data() + text->size() || n < lo || n > hi) {
     return Status::InvalidArgument(
-        fmt::format("{} '{}' is not a port (1-65535)", params.Label(key), Printable(*text, 32)));
+        fmt::format("{} '{}' is not {} ({}-{})", params.Label(key), Printable(*text, 32), what, lo, hi));
   }
-  return port;
+  return n;
 }
 
 // scheme://host[:port] with nothing after it (a trailing slash dropped), or nullopt.
@@ -394,15 +395,20 @@ Result<Options> TakeOptions(ProviderParams& params) {
   o.addr_type = params.Take("addr_type").value_or("private_v4");
   o.name_tag = params.Take("name_tag").value_or("");
   o.scheme = params.Take("scheme").value_or("http");
-  auto peer = Port(params, "peer_port", 2380);
+  auto peer = Number(params, "peer_port", 2380, 1, 65535, "a port");
   if (!peer.ok()) return peer.status();
-  auto client = Port(params, "client_port", 2379);
+  auto client = Number(params, "client_port", 2379, 1, 65535, "a port");
   if (!client.ok()) return client.status();
+  // aggregated/instances' maxResults: at most 500, the API's own limit.
+  auto page_size = Number(params, "page_size", 500, 1, 500, "a page size");
+  if (!page_size.ok()) return page_size.status();
   o.peer_port = *peer;
   o.client_port = *client;
+  o.page_size = *page_size;
   if (Status s = params.CheckAllTaken({"project_name", "zone_pattern", "tag_value", "label_key", "label_value",
                                        "credentials_file", "endpoint", "metadata_endpoint", "mig", "mig_zone",
-                                       "mig_region", "addr_type", "name_tag", "scheme", "peer_port", "client_port"});
+                                       "mig_region", "addr_type", "name_tag", "scheme", "peer_port", "client_port",
+                                       "page_size"});
       !s.ok()) {
     return s;
   }

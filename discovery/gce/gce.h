@@ -38,7 +38,7 @@ struct Options {
   std::string scheme = "http";
   int peer_port = 2380;
   int client_port = 2379;
-  int page_size = 500;  // aggregated/instances' maxResults, at most 500
+  int page_size = 500;  // page_size: aggregated/instances' maxResults, 1-500
 };
 
 // Reads the keys and, for what they leave out, the environment as Google's libraries read it

@@ -78,6 +78,9 @@ def test():
     predicted = c.discover()
     check(sorted(m["name"] for m in predicted["members"]) == sorted(n.name for n in c.nodes),
           f"discover does not list the group's running instances: {predicted}")
+    check(predicted.get("clusterSize") == 3 and "etcd" in predicted.get("clusterSizeFrom", ""),
+          f"the size is not the group's targetSize: {predicted}")
+    log(f"cluster size {predicted['clusterSize']}, from {predicted['clusterSizeFrom']}")
     outputs.append(json.dumps(predicted))
     # From the metadata server alone: its project, its token and the instance's created-by group.
     r = run([QUORATE, "discover", "-w", "json", "--timeout", "10s", "--discovery", f"provider=gce mig=auto endpoint={base}"],

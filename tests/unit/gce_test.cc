@@ -118,12 +118,13 @@ TEST_CASE("gce: keys as go-discover spells them, the environment for what they l
 
   setenv("GCE_METADATA_HOST", "127.0.0.1:8999", 1);
   auto mig = OptionsOf("provider=gce project_name=my-proj mig=etcd mig_region=us-central1 addr_type=public_v4 "
-                       "endpoint=http://127.0.0.1:9000/ name_tag=member peer_port=12380 scheme=https");
+                       "endpoint=http://127.0.0.1:9000/ name_tag=member peer_port=12380 scheme=https page_size=100");
   REQUIRE_MESSAGE(mig.ok(), mig.status().message());
   CHECK(mig->metadata_endpoint == "http://127.0.0.1:8999");
   CHECK(mig->endpoint == "http://127.0.0.1:9000");
   CHECK(mig->mig_region == "us-central1");
   CHECK(mig->peer_port == 12380);
+  CHECK(mig->page_size == 100);
   auto md = OptionsOf("provider=gce mig=auto metadata_endpoint=http://127.0.0.1:7000");
   REQUIRE_MESSAGE(md.ok(), md.status().message());
   CHECK(md->metadata_endpoint == "http://127.0.0.1:7000");
@@ -155,6 +156,7 @@ TEST_CASE("gce: keys as go-discover spells them, the environment for what they l
                                 "provider=gce mig=auto mig_zone=us-central1-a", "provider=gce mig=etcd mig_zone=a tag_value=x",
                                 "provider=gce mig=etcd mig_zone=a zone_pattern=.*", "provider=gce tag_value=e mig_zone=a",
                                 "provider=gce mig=Etcd_1 mig_zone=a", "provider=gce tag_value=etcd peer_port=0",
+                                "provider=gce tag_value=etcd page_size=501", "provider=gce tag_value=etcd page_size=0",
                                 "provider=gce tag_value=etcd scheme=ftp", "provider=gce tag_value=etcd endpoint=127.0.0.1:80",
                                 "provider=gce tag_value=etcd endpoint=http://h/compute/v1",
                                 "provider=gce tag_value=etcd project_name=My_Project",
