@@ -164,6 +164,17 @@ def quorate_checks(base, port, workdir, key_file, other_key, pem):
           f"pages of 1 after 3 throttles: {r.stdout}")
     configure({"throttle": 3, "throttle_status": 403})
     discover(key_file, timeout="20s")
+    # A regional group: regionInstanceGroupManagers.get, its instances in the region's zones.
+    request(base, "/_emulator/migs", "POST", {"name": "etcd-r", "region": "us-central1", "target_size": 2})
+    for i, zone in ((7, "us-central1-b"), (8, "us-central1-c")):
+        request(base, "/_emulator/instances", "POST", {"name": f"etcd-r{i}", "zone": zone, "ip": f"127.0.0.{i}",
+                                                       "mig": "etcd-r"})
+    r = subprocess.run([os.environ["QUORATE_BIN"], "discover", "-w", "json", "--timeout", "5s", "--discovery",
+                        f"provider=gce project_name={PROJECT} mig=etcd-r mig_region=us-central1 endpoint={base} "
+                        f"credentials_file={key_file}"], capture_output=True, text=True, env=env, timeout=60)
+    answer = json.loads(r.stdout) if r.returncode == 0 else {}
+    check(sorted(m["name"] for m in answer.get("members", [])) == ["etcd-r7", "etcd-r8"] and answer["clusterSize"] == 2,
+          f"a regional group: {r.stdout} {r.stderr}")
     for config, named in [({"deny": ["compute.instances.list"]}, "compute.instances.list"),
                           ({"deny": ["compute.instanceGroupManagers.get"]}, "compute.instanceGroupManagers.get"),
                           ({"unreachables": [f"zones/{ZONE}"]}, f"could not reach zones/{ZONE}"),
