@@ -241,16 +241,17 @@ Result<Options> TakeOptions(ProviderParams& params) {
     return Status::InvalidArgument(
         fmt::format("{} '{}' is not http or https", params.Label("scheme"), Printable(o.scheme, 40)));
   }
-  if (!o.tenant_id.empty() && o.secret.empty()) {
-    return Status::InvalidArgument(
-        "tenant_id goes with secret_access_key (a service principal's client secret); a managed identity needs "
-        "neither");
-  }
   // go-discover's environment for what the keys leave out.
+  const bool tenant_given = !o.tenant_id.empty();
   if (o.tenant_id.empty()) o.tenant_id = Env("ARM_TENANT_ID");
   if (o.client_id.empty()) o.client_id = Env("ARM_CLIENT_ID");
   if (o.subscription_id.empty()) o.subscription_id = Env("ARM_SUBSCRIPTION_ID");
   if (o.secret.empty()) o.secret = Env("ARM_CLIENT_SECRET");
+  if (tenant_given && o.secret.empty()) {
+    return Status::InvalidArgument(
+        "tenant_id goes with secret_access_key or ARM_CLIENT_SECRET (a service principal's client secret); a "
+        "managed identity needs neither");
+  }
   if (!o.secret.empty() && (o.tenant_id.empty() || o.client_id.empty())) {
     return Status::InvalidArgument(
         "a client secret (secret_access_key or ARM_CLIENT_SECRET) needs tenant_id and client_id (or ARM_TENANT_ID "
