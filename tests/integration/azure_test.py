@@ -59,6 +59,21 @@ def test():
     check(CLIENT_SECRET not in r.stdout + r.stderr + r2.stdout + r2.stderr, "the client secret shows in discover")
     pages = [e for e in em.requests() if e["path"].endswith("/networkInterfaces") and "$skiptoken" in e["query"]]
     check(pages, "discover did not follow the NIC list's nextLink")
+    # This VM's own scale set from IMDS, with its managed identity's token; a throttle waited out.
+    em.control("imds", {"vm": vm_ids[c.nodes[1]]})
+    em.configure(fail=[{"path_prefix": "/subscriptions/", "status": 429, "retry_after": 1,
+                        "body": json.dumps({"error": {"code": "TooManyRequests", "message": "slow down"}})}])
+    auto = f"provider=azure vm_scale_set=auto endpoint={em.base} imds_endpoint={em.imds} ca_file={em.ca}"
+    r = run([QUORATE, "discover", "-w", "json", "--initial-cluster-token", c.token, "--discovery", auto], check_rc=0,
+            env={k: v for k, v in os.environ.items() if k != "ARM_CLIENT_SECRET"})
+    check(json.loads(r.stdout)["members"] == predicted["members"], f"vm_scale_set=auto found {r.stdout}")
+    check(any(e["status"] == 429 for e in em.requests()), "the throttle was not met")
+    # A denial: exit 1 after --timeout, one line naming the action the identity lacks.
+    em.configure(deny=["Microsoft.Compute/virtualMachineScaleSets/read"])
+    r = run([QUORATE, "discover", "--timeout", "1s", "--discovery", spec], check_rc=1)
+    check(r.stderr.strip().count("\n") == 0 and "Microsoft.Compute/virtualMachineScaleSets/read" in r.stderr
+          and "AuthorizationFailed" in r.stderr, f"a denial: {r.stderr}")
+    em.configure(deny=[])
 
     for node in c.nodes:
         node.run()
