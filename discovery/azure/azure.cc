@@ -1,12 +1,12 @@
 #include "azure.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <functional>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "quorate/http.h"
 #include "quorate/json.h"
@@ -50,7 +50,9 @@ bool OnlyOf(const std::string& text, const char* allowed) {
 constexpr char kAlnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 // Azure's rules for the names that go into a resource path (resource group: letters, digits,
 // . _ - ( ); scale set: letters, digits, . _ -), so none needs escaping there.
-bool IsResourceGroup(const std::string& s) { return s.size() <= 90 && OnlyOf(s, (std::string(kAlnum) + "._-()").c_str()); }
+bool IsResourceGroup(const std::string& s) {
+  return s.size() <= 90 && OnlyOf(s, (std::string(kAlnum) + "._-()").c_str());
+}
 bool IsScaleSetName(const std::string& s) { return s.size() <= 64 && OnlyOf(s, (std::string(kAlnum) + "._-").c_str()); }
 bool IsGuidOrDomain(const std::string& s) { return s.size() <= 253 && OnlyOf(s, (std::string(kAlnum) + ".-").c_str()); }
 
@@ -104,8 +106,8 @@ Result<std::string> BaseUrl(ProviderParams& params, const std::string& key, cons
   if (!text) return fallback;
   auto url = SplitUrl(*text);
   if (!url || (!url->rest.empty() && url->rest != "/")) {
-    return Status::InvalidArgument(fmt::format("{} '{}' is not a base URL like {}", params.Label(key),
-                                               Printable(*text, 100), fallback));
+    return Status::InvalidArgument(
+        fmt::format("{} '{}' is not a base URL like {}", params.Label(key), Printable(*text, 100), fallback));
   }
   return url->Base();
 }
@@ -151,8 +153,8 @@ std::optional<int64_t> Whole(const json& value) {
 Result<json> ListOf(const std::string& text, const std::string& what) {
   auto doc = ParseForeignJson(text);
   if (!doc.ok() || !doc->is_object() || !Field(*doc, "value").is_array()) {
-    return Status::Unavailable(fmt::format("the answer is not ARM's list of {} ({{\"value\": [...]}}); it starts '{}'",
-                                           what, Start(text)));
+    return Status::Unavailable(
+        fmt::format("the answer is not ARM's list of {} ({{\"value\": [...]}}); it starts '{}'", what, Start(text)));
   }
   if (!Field(*doc, "nextLink").is_null() && !Field(*doc, "nextLink").is_string()) {
     return Status::Unavailable(fmt::format("the list of {} has a nextLink that is not a string", what));
@@ -258,8 +260,8 @@ Result<Options> TakeOptions(ProviderParams& params) {
         "and ARM_CLIENT_ID)");
   }
   if (!o.tenant_id.empty() && !IsGuidOrDomain(o.tenant_id)) {
-    return Status::InvalidArgument(fmt::format("tenant_id '{}' is not a tenant ID or domain",
-                                               Printable(o.tenant_id, 100)));
+    return Status::InvalidArgument(
+        fmt::format("tenant_id '{}' is not a tenant ID or domain", Printable(o.tenant_id, 100)));
   }
   if (!o.client_id.empty() && !IsGuidOrDomain(o.client_id)) {
     return Status::InvalidArgument(fmt::format("client_id '{}' is not a client ID", Printable(o.client_id, 100)));
@@ -270,8 +272,8 @@ Result<Options> TakeOptions(ProviderParams& params) {
         "instance metadata");
   }
   if (!o.subscription_id.empty() && !IsGuidOrDomain(o.subscription_id)) {
-    return Status::InvalidArgument(fmt::format("subscription_id '{}' is not a subscription ID",
-                                               Printable(o.subscription_id, 100)));
+    return Status::InvalidArgument(
+        fmt::format("subscription_id '{}' is not a subscription ID", Printable(o.subscription_id, 100)));
   }
   return o;
 }
@@ -442,7 +444,8 @@ Result<std::vector<Member>> MembersOf(const Options& o, const std::vector<Nic>& 
     if (Status s = CheckMemberName(name, "VM " + Printable(nic->vm_id, 200) + "'s name"); !s.ok()) {
       return Status::Unavailable(s.message());
     }
-    const std::string host = nic->private_ip.find(':') == std::string::npos ? nic->private_ip : "[" + nic->private_ip + "]";
+    const std::string host =
+        nic->private_ip.find(':') == std::string::npos ? nic->private_ip : "[" + nic->private_ip + "]";
     Member m{name,
              {fmt::format("{}://{}:{}", o.scheme, host, o.peer_port)},
              {fmt::format("{}://{}:{}", o.scheme, host, o.client_port)}};
@@ -508,7 +511,8 @@ class AzureProvider : public DiscoveryProvider {
     auto capacity = ParseScaleSetCapacity(*set);
     if (!capacity.ok()) return capacity.status().Prefixed(Describe());
     std::vector<ScaleSetVm> vms;
-    std::string target = fmt::format("{}/virtualMachines?$expand=instanceView&api-version={}", set_path, kComputeVersion);
+    std::string target =
+        fmt::format("{}/virtualMachines?$expand=instanceView&api-version={}", set_path, kComputeVersion);
     if (Status s = Pages(target, "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read",
                          [&](const std::string& body) -> Result<std::string> {
                            auto page = ParseScaleSetVms(body);
@@ -557,8 +561,8 @@ class AzureProvider : public DiscoveryProvider {
       if (next->empty()) return Status::Ok();
       auto next_target = SameOriginTarget(o_.endpoint, *next);
       if (!next_target) {
-        return Status::Unavailable(fmt::format("{}: a nextLink leads away from {}: '{}'", Describe(), o_.endpoint,
-                                               Printable(*next, 200)));
+        return Status::Unavailable(
+            fmt::format("{}: a nextLink leads away from {}: '{}'", Describe(), o_.endpoint, Printable(*next, 200)));
       }
       if (!seen.insert(*next_target).second) {
         return Status::Unavailable(fmt::format("{}: a nextLink came round again", Describe()));
@@ -589,9 +593,10 @@ class AzureProvider : public DiscoveryProvider {
     if (body.ok()) return body;
     if (last_status_ == 401) token_ = {};  // revoked or expired early: the next try fetches another
     if (last_status_ == 401 || last_status_ == 403) {
-      return Status::Unavailable(fmt::format("{}; the identity needs {} (the Reader role on the resource group or "
-                                             "subscription has it)",
-                                             body.status().message(), permission));
+      return Status::Unavailable(
+          fmt::format("{}; the identity needs {} (the Reader role on the resource group or "
+                      "subscription has it)",
+                      body.status().message(), permission));
     }
     return body.status();
   }
@@ -669,8 +674,9 @@ class AzureProvider : public DiscoveryProvider {
     if (!o_.client_id.empty()) target += "&client_id=" + sigv4::UriEncode(o_.client_id, false);
     HttpRequest request = Request(o_.imds_endpoint, "GET", target);
     request.headers = {{"Metadata", "true"}};
-    auto body = Answer(request, fmt::format("{}: the managed identity's token from IMDS at {}", Describe(), o_.imds_endpoint),
-                       64 * 1024);
+    auto body =
+        Answer(request, fmt::format("{}: the managed identity's token from IMDS at {}", Describe(), o_.imds_endpoint),
+               64 * 1024);
     if (!body.ok() && last_status_ == 400) {
       return Status::Unavailable(body.status().message() +
                                  "; does the VM have a managed identity (else give tenant_id, client_id and "
@@ -684,8 +690,8 @@ class AzureProvider : public DiscoveryProvider {
     HttpRequest request =
         Request(o_.imds_endpoint, "GET", fmt::format("/metadata/instance?api-version={}", kImdsInstanceVersion));
     request.headers = {{"Metadata", "true"}};
-    auto body = Answer(request, fmt::format("vm_scale_set=auto: the instance metadata at {}", o_.imds_endpoint),
-                       256 * 1024);
+    auto body =
+        Answer(request, fmt::format("vm_scale_set=auto: the instance metadata at {}", o_.imds_endpoint), 256 * 1024);
     if (!body.ok()) return body.status();
     auto metadata = ParseInstanceMetadata(*body);
     if (!metadata.ok()) return metadata.status();

@@ -2,8 +2,10 @@
 // the provider itself against a fake ARM, token endpoint and IMDS on 127.0.0.1 (plain HTTP, which
 // the endpoint keys allow for tests). The provider against tests/azure/emulator.py over HTTPS, with
 // real etcd, is tests/integration/azure_test.py.
-#include <doctest/doctest.h>
+#include "../../discovery/azure/azure.h"
 
+#include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <httplib.h>
 
 #include <algorithm>
@@ -11,10 +13,6 @@
 #include <cstdlib>
 #include <mutex>
 #include <thread>
-
-#include <fmt/format.h>
-
-#include "../../discovery/azure/azure.h"
 
 namespace quorate::azure {
 namespace {
@@ -32,8 +30,9 @@ void ClearEnv() {
   }
 }
 
-constexpr char kVmss[] = "/subscriptions/sub-1/resourceGroups/etcd-rg/providers/Microsoft.Compute/"
-                         "virtualMachineScaleSets/etcd";
+constexpr char kVmss[] =
+    "/subscriptions/sub-1/resourceGroups/etcd-rg/providers/Microsoft.Compute/"
+    "virtualMachineScaleSets/etcd";
 
 // A NIC as ARM lists it; `vm` empty: attached to none.
 std::string NicJson(const std::string& id, const std::string& vm, const std::string& ip, bool primary = true,
@@ -192,9 +191,10 @@ TEST_CASE("azure: keys as go-discover spells them, ARM_* for the credentials the
   CHECK(vmss->imds_endpoint == "http://169.254.169.254:80");
   CHECK(vmss->secret.empty());  // the managed identity
   CHECK(vmss->peer_port == 2380);
-  auto tags = OptionsOf("provider=azure tenant_id=t client_id=c subscription_id=s secret_access_key=x tag_name=role "
-                        "tag_value=etcd endpoint=https://127.0.0.1:8443/ name_tag=member peer_port=12380 scheme=https "
-                        "ca_file=/etc/ca.pem");
+  auto tags = OptionsOf(
+      "provider=azure tenant_id=t client_id=c subscription_id=s secret_access_key=x tag_name=role "
+      "tag_value=etcd endpoint=https://127.0.0.1:8443/ name_tag=member peer_port=12380 scheme=https "
+      "ca_file=/etc/ca.pem");
   REQUIRE_MESSAGE(tags.ok(), tags.status().message());
   CHECK(tags->endpoint == "https://127.0.0.1:8443");
   CHECK(tags->secret == "x");
@@ -222,14 +222,14 @@ TEST_CASE("azure: keys as go-discover spells them, ARM_* for the credentials the
   ClearEnv();
 
   for (const char* bad : {
-           "provider=azure subscription_id=s",                                                 // neither pair
+           "provider=azure subscription_id=s",  // neither pair
            "provider=azure subscription_id=s tag_name=role tag_value=etcd resource_group=rg vm_scale_set=etcd",
-           "provider=azure subscription_id=s tag_name=role resource_group=rg",                  // halves of both
-           "provider=azure subscription_id=s tag_name=role",                                    // half a pair
+           "provider=azure subscription_id=s tag_name=role resource_group=rg",  // halves of both
+           "provider=azure subscription_id=s tag_name=role",                    // half a pair
            "provider=azure subscription_id=s tag_value=etcd",
            "provider=azure subscription_id=s resource_group=rg",
            "provider=azure subscription_id=s vm_scale_set=etcd",
-           "provider=azure resource_group=rg vm_scale_set=etcd",                                // no subscription
+           "provider=azure resource_group=rg vm_scale_set=etcd",                                    // no subscription
            "provider=azure subscription_id=s resource_group=rg vm_scale_set=etcd vm_scale_sett=x",  // misspelt
            "provider=azure subscription_id=s resource_group=rg vm_scale_set=etcd addr_type=public_v4",
            "provider=azure subscription_id=s resource_group=rg vm_scale_set=etcd secret_access_key=x",
@@ -277,8 +277,9 @@ TEST_CASE("azure: NIC lists: the primary address, tags, nextLink; answers that a
 }
 
 TEST_CASE("azure: scale set instances count while created or running; capacity, IMDS, errors, tokens") {
-  auto vms = ParseScaleSetVms("{\"value\":[" + VmJson(0, "Succeeded", "running") + "," + VmJson(1, "Deleting", "running") +
-                              "," + VmJson(2, "Creating", "") + "," + VmJson(3, "Succeeded", "deallocated") + "]}");
+  auto vms =
+      ParseScaleSetVms("{\"value\":[" + VmJson(0, "Succeeded", "running") + "," + VmJson(1, "Deleting", "running") +
+                       "," + VmJson(2, "Creating", "") + "," + VmJson(3, "Succeeded", "deallocated") + "]}");
   REQUIRE_MESSAGE(vms.ok(), vms.status().message());
   REQUIRE(vms->vms.size() == 4);
   CHECK(vms->vms[0].computer_name == "etcd000000");
@@ -324,13 +325,14 @@ TEST_CASE("azure: scale set instances count while created or running; capacity, 
   REQUIRE(v2.ok());
   CHECK(v2->access_token == "abc");
   CHECK(v2->expires == now + std::chrono::seconds(3599));
-  auto mi = ParseToken(R"({"access_token":"def","expires_in":"86399","expires_on":"1795551000","token_type":"Bearer"})",
-                       now);
+  auto mi =
+      ParseToken(R"({"access_token":"def","expires_in":"86399","expires_on":"1795551000","token_type":"Bearer"})", now);
   REQUIRE(mi.ok());
   CHECK(mi->expires == std::chrono::system_clock::from_time_t(1795551000));
-  for (const char* bad : {R"({"expires_in":3599})", R"({"access_token":"a"})", R"({"access_token":"a","expires_in":"x"})",
-                          R"({"access_token":"a","expires_in":3599,"token_type":"mac"})",
-                          R"({"access_token":"a","expires_on":"99999999999"})", "<html/>"}) {
+  for (const char* bad :
+       {R"({"expires_in":3599})", R"({"access_token":"a"})", R"({"access_token":"a","expires_in":"x"})",
+        R"({"access_token":"a","expires_in":3599,"token_type":"mac"})",
+        R"({"access_token":"a","expires_on":"99999999999"})", "<html/>"}) {
     CAPTURE(bad);
     CHECK(ParseToken(bad, now).status().IsUnavailable());
   }
@@ -405,14 +407,13 @@ TEST_CASE("azure: a scale set read whole: every page, the size from sku.capacity
   CHECK(provider->ListsWholeGroup());
   CHECK(provider->Describe() == "azure scale set etcd in resource group etcd-rg");
   const std::string nics = std::string(kVmss) + "/networkInterfaces";
-  CHECK(fake.Log() ==
-        std::vector<std::string>{
-            "token client_credentials app-1 https://management.azure.com/.default",
-            fmt::format("GET {} Bearer tok-1 2023-09-01 ", kVmss),
-            fmt::format("GET {}/virtualMachines Bearer tok-1 2023-09-01 ", kVmss),
-            fmt::format("GET {} Bearer tok-1 2018-10-01 ", nics),
-            fmt::format("GET {} Bearer tok-1 2018-10-01 p2", nics),
-        });
+  CHECK(fake.Log() == std::vector<std::string>{
+                          "token client_credentials app-1 https://management.azure.com/.default",
+                          fmt::format("GET {} Bearer tok-1 2023-09-01 ", kVmss),
+                          fmt::format("GET {}/virtualMachines Bearer tok-1 2023-09-01 ", kVmss),
+                          fmt::format("GET {} Bearer tok-1 2018-10-01 ", nics),
+                          fmt::format("GET {} Bearer tok-1 2018-10-01 p2", nics),
+                      });
 
   // The token is kept while it has more than 5 minutes to live; a throttle is waited out.
   fake.ClearLog();
@@ -424,8 +425,9 @@ TEST_CASE("azure: a scale set read whole: every page, the size from sku.capacity
 
   // A short-lived token is kept for half its life; one at its end is fetched again before the calls.
   SUBCASE("refresh") {
-    const std::string spec = "tenant_id=tenant-1 client_id=app-1 secret_access_key=s3cret-value subscription_id=sub-1 "
-                             "resource_group=etcd-rg vm_scale_set=etcd";
+    const std::string spec =
+        "tenant_id=tenant-1 client_id=app-1 secret_access_key=s3cret-value subscription_id=sub-1 "
+        "resource_group=etcd-rg vm_scale_set=etcd";
     auto short_lived = Provider(fake.Spec(spec));
     fake.set_token_lifetime(200);
     fake.ClearLog();
@@ -446,7 +448,8 @@ TEST_CASE("azure: a scale set read whole: every page, the size from sku.capacity
   }
   // A 401 drops the token: the next Discover() fetches another.
   SUBCASE("401") {
-    fake.Answer(kVmss, "", 401, R"({"error":{"code":"InvalidAuthenticationToken","message":"The access token is invalid."}})");
+    fake.Answer(kVmss, "", 401,
+                R"({"error":{"code":"InvalidAuthenticationToken","message":"The access token is invalid."}})");
     auto failed = provider->Discover();
     REQUIRE_FALSE(failed.ok());
     CHECK(failed.status().message().find("Microsoft.Compute/virtualMachineScaleSets/read") != std::string::npos);
@@ -491,8 +494,9 @@ TEST_CASE("azure: a wrong client secret is named, never shown") {
   ClearEnv();
   FakeAzure fake;
   fake.ScaleSetOfThree();
-  auto provider = Provider(fake.Spec("tenant_id=tenant-1 client_id=app-1 secret_access_key=wrong-secret-value "
-                                     "subscription_id=sub-1 resource_group=etcd-rg vm_scale_set=etcd"));
+  auto provider =
+      Provider(fake.Spec("tenant_id=tenant-1 client_id=app-1 secret_access_key=wrong-secret-value "
+                         "subscription_id=sub-1 resource_group=etcd-rg vm_scale_set=etcd"));
   auto failed = provider->Discover();
   REQUIRE_FALSE(failed.ok());
   CHECK(failed.status().IsUnavailable());
@@ -523,7 +527,8 @@ TEST_CASE("azure: the managed identity and vm_scale_set=auto from IMDS; tags acr
                   NicJson("/n2", vm + "web-1", "127.0.0.3", true, R"({"role":"web"})") + "," +
                   NicJson("/n3", vm + "etcd-2", "127.0.0.4", true, R"({"role":"Etcd"})") + "],\"nextLink\":\"" +
                   fake.base() + all + "?api-version=2023-09-01&$skiptoken=2\"}");
-  fake.Answer(all, "2", 200, "{\"value\":[" + NicJson("/n4", vm + "etcd-3", "127.0.0.5", true, R"({"role":"etcd"})") + "]}");
+  fake.Answer(all, "2", 200,
+              "{\"value\":[" + NicJson("/n4", vm + "etcd-3", "127.0.0.5", true, R"({"role":"etcd"})") + "]}");
   auto tagged = Provider(fake.Spec("subscription_id=sub-1 tag_name=role tag_value=etcd"));
   members = tagged->Discover();
   REQUIRE_MESSAGE(members.ok(), members.status().message());
