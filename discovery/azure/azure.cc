@@ -368,7 +368,7 @@ Result<VmPage> ParseScaleSetVms(const std::string& text) {
   return page;
 }
 
-Result<int> ParseScaleSetCapacity(const std::string& text) {
+Result<ScaleSet> ParseScaleSet(const std::string& text) {
   auto doc = ParseForeignJson(text);
   if (!doc.ok() || !doc->is_object()) {
     return Status::Unavailable(
@@ -379,7 +379,13 @@ Result<int> ParseScaleSetCapacity(const std::string& text) {
     return Status::Unavailable(
         fmt::format("the scale set resource has sku.capacity {}, not a count", Printable(capacity.dump(), 32)));
   }
-  return static_cast<int>(capacity.get<int64_t>());
+  const std::string mode = Lower(Text(Field(*doc, "properties"), "orchestrationMode"));
+  // Sets made before Flexible existed have no orchestrationMode: they are Uniform.
+  if (!mode.empty() && mode != "uniform" && mode != "flexible") {
+    return Status::Unavailable(
+        fmt::format("the scale set's orchestrationMode is '{}', not Uniform or Flexible", Printable(mode, 32)));
+  }
+  return ScaleSet{static_cast<int>(capacity.get<int64_t>()), mode == "flexible"};
 }
 
 Result<InstanceMetadata> ParseInstanceMetadata(const std::string& text) {
@@ -505,30 +511,42 @@ class AzureProvider : public DiscoveryProvider {
     const std::string set_path =
         fmt::format("/subscriptions/{}/resourceGroups/{}/providers/Microsoft.Compute/virtualMachineScaleSets/{}",
                     o_.subscription_id, o_.resource_group, o_.vm_scale_set);
-    auto set = Call(fmt::format("{}?api-version={}", set_path, kComputeVersion),
-                    "Microsoft.Compute/virtualMachineScaleSets/read");
-    if (!set.ok()) return set.status();
-    auto capacity = ParseScaleSetCapacity(*set);
-    if (!capacity.ok()) return capacity.status().Prefixed(Describe());
+    auto answer = Call(fmt::format("{}?api-version={}", set_path, kComputeVersion),
+                       "Microsoft.Compute/virtualMachineScaleSets/read");
+    if (!answer.ok()) return answer.status();
+    auto set = ParseScaleSet(*answer);
+    if (!set.ok()) return set.status().Prefixed(Describe());
+    // Uniform: the set's own lists. Flexible: its resource group's VMs filtered by the set (the only
+    // filter ARM takes there, and the one that allows the instance view), and the group's NICs.
+    const std::string group_path =
+        fmt::format("/subscriptions/{}/resourceGroups/{}/providers", o_.subscription_id, o_.resource_group);
+    const std::string vms_target =
+        set->flexible
+            ? fmt::format("{}/Microsoft.Compute/virtualMachines?api-version={}&$filter={}&$expand=instanceView",
+                          group_path, kComputeVersion,
+                          sigv4::UriEncode(fmt::format("virtualMachineScaleSet/id eq '{}'", set_path), false))
+            : fmt::format("{}/virtualMachines?$expand=instanceView&api-version={}", set_path, kComputeVersion);
     std::vector<ScaleSetVm> vms;
-    std::string target =
-        fmt::format("{}/virtualMachines?$expand=instanceView&api-version={}", set_path, kComputeVersion);
-    if (Status s = Pages(target, "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read",
-                         [&](const std::string& body) -> Result<std::string> {
-                           auto page = ParseScaleSetVms(body);
-                           if (!page.ok()) return page.status();
-                           for (ScaleSetVm& vm : page->vms) vms.push_back(std::move(vm));
-                           return page->next_link;
-                         });
-        !s.ok()) {
-      return s;
-    }
-    auto nics = ListNics(fmt::format("{}/networkInterfaces?api-version={}", set_path, kScaleSetNicVersion),
-                         "Microsoft.Compute/virtualMachineScaleSets/networkInterfaces/read");
+    Status listed = Pages(vms_target,
+                          set->flexible ? "Microsoft.Compute/virtualMachines/read"
+                                        : "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read",
+                          [&](const std::string& body) -> Result<std::string> {
+                            auto page = ParseScaleSetVms(body);
+                            if (!page.ok()) return page.status();
+                            for (ScaleSetVm& vm : page->vms) vms.push_back(std::move(vm));
+                            return page->next_link;
+                          });
+    if (!listed.ok()) return listed;
+    auto nics = set->flexible
+                    ? ListNics(fmt::format("{}/Microsoft.Network/networkInterfaces?api-version={}", group_path,
+                                           kNetworkVersion),
+                               "Microsoft.Network/networkInterfaces/read")
+                    : ListNics(fmt::format("{}/networkInterfaces?api-version={}", set_path, kScaleSetNicVersion),
+                               "Microsoft.Compute/virtualMachineScaleSets/networkInterfaces/read");
     if (!nics.ok()) return nics.status();
     auto members = MembersOf(o_, *nics, &vms);
     if (!members.ok()) return members.status();
-    implied_size_ = static_cast<size_t>(*capacity);
+    implied_size_ = static_cast<size_t>(set->capacity);
     whole_group_ = true;
     return members;
   }

@@ -66,7 +66,8 @@ struct NicPage {
 // Unavailable when the answer is not ARM's {"value": [...]} list of NICs or a NIC lacks its id.
 Result<NicPage> ParseNicList(const std::string& json);
 
-// One instance of a scale set, from its virtualMachines list with the instance view.
+// One instance of a scale set, from its virtualMachines list (Uniform) or its resource group's
+// filtered by the set (Flexible), with the instance view.
 struct ScaleSetVm {
   std::string id, name, computer_name;
   std::string provisioning_state;  // Creating, Updating, Succeeded, Failed, Deleting...
@@ -77,8 +78,14 @@ struct VmPage {
   std::string next_link;
 };
 Result<VmPage> ParseScaleSetVms(const std::string& json);
-// The scale set resource's sku.capacity: the group's size.
-Result<int> ParseScaleSetCapacity(const std::string& json);
+// The scale set resource: its sku.capacity (the group's size) and its orchestration mode. A Uniform
+// set lists its instances and their NICs under itself; a Flexible one's are plain VMs and NICs of
+// its resource group, the VMs naming the set in virtualMachineScaleSet.id.
+struct ScaleSet {
+  int capacity = 0;
+  bool flexible = false;
+};
+Result<ScaleSet> ParseScaleSet(const std::string& json);
 
 // What IMDS's instance metadata tells about this VM.
 struct InstanceMetadata {

@@ -69,8 +69,9 @@ class Emulator:
         with urllib.request.urlopen(request, context=self.context) as r:
             return json.loads(r.read())
 
-    def scale_set(self, name, capacity, resource_group="etcd-rg"):
-        return self.control("scale_set", {"resource_group": resource_group, "name": name, "capacity": capacity})
+    def scale_set(self, name, capacity, resource_group="etcd-rg", orchestration_mode="Uniform"):
+        return self.control("scale_set", {"resource_group": resource_group, "name": name, "capacity": capacity,
+                                          "orchestration_mode": orchestration_mode})
 
     def add_instance(self, ip, vm_scale_set=None, name=None, resource_group="etcd-rg", **fields):
         body = dict(fields, resource_group=resource_group, ip=ip)

@@ -4,7 +4,8 @@
 // document, which emulator_test.py compares with what the emulator holds. Any error the clients
 // raise (a shape they cannot read, a refused token) ends this with exit 1.
 // Environment: AZURE_EMULATOR (https://127.0.0.1:PORT), AZURE_TENANT, AZURE_CLIENT_ID,
-// AZURE_CLIENT_SECRET, AZURE_SUBSCRIPTION, AZURE_RESOURCE_GROUP, AZURE_SCALE_SET, and
+// AZURE_CLIENT_SECRET, AZURE_SUBSCRIPTION, AZURE_RESOURCE_GROUP, AZURE_SCALE_SET (Uniform),
+// AZURE_FLEX_SCALE_SET (Flexible), and
 // NODE_EXTRA_CA_CERTS naming the emulator's CA.
 import { ClientSecretCredential } from "@azure/identity";
 import { NetworkManagementClient } from "@azure/arm-network";
@@ -63,4 +64,19 @@ for await (const page of compute.virtualMachineScaleSetVMs.list(rg, vmss, { expa
 }
 const set = await compute.virtualMachineScaleSets.get(rg, vmss);
 out.capacity = set.sku?.capacity ?? null;
+
+// A Flexible set: its resource group's VMs filtered by the set, with the instance view, and the
+// group's NICs.
+const flex = await compute.virtualMachineScaleSets.get(rg, env("AZURE_FLEX_SCALE_SET"));
+out.flex = { mode: flex.orchestrationMode ?? null, capacity: flex.sku?.capacity ?? null, vms: [], nics: [] };
+const filter = `virtualMachineScaleSet/id eq '${flex.id}'`;
+for await (const vm of compute.virtualMachines.list(rg, { filter, expand: "instanceView" })) {
+  out.flex.vms.push({
+    id: vm.id,
+    set: vm.virtualMachineScaleSet?.id ?? null,
+    computerName: vm.osProfile?.computerName ?? null,
+    power: (vm.instanceView?.statuses ?? []).map((s) => s.code).find((c) => c?.startsWith("PowerState/")) ?? null,
+  });
+}
+for await (const n of network.networkInterfaces.list(rg)) out.flex.nics.push(nic(n));
 console.log(JSON.stringify(out));

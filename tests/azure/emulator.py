@@ -4,10 +4,14 @@ of the few calls the `azure` provider and Azure's own JavaScript clients make, w
 (matched without case, as ARM does), api-version required, and ARM's error objects:
   - HTTPS (ARM and the Microsoft identity platform, which Azure's clients only speak over TLS):
     GET  /subscriptions/{sub}/providers/Microsoft.Network/networkInterfaces          the standalone
-         VMs' NICs (a Uniform scale set's NICs are not in it, as in Azure)
-    GET  .../resourceGroups/{rg}/providers/Microsoft.Compute/virtualMachineScaleSets/{name}   sku.capacity
-    GET  .../virtualMachineScaleSets/{name}/virtualMachines[?$expand=instanceView]
-    GET  .../virtualMachineScaleSets/{name}/networkInterfaces
+         and Flexible VMs' NICs (a Uniform scale set's NICs are not in it, as in Azure)
+    GET  .../resourceGroups/{rg}/providers/Microsoft.Network/networkInterfaces       the same, one group's
+    GET  .../resourceGroups/{rg}/providers/Microsoft.Compute/virtualMachines[?$filter=virtualMachineScaleSet/id
+         eq '...'[&$expand=instanceView]]   a group's standalone and Flexible VMs, or one set's
+    GET  .../resourceGroups/{rg}/providers/Microsoft.Compute/virtualMachineScaleSets/{name}   sku.capacity,
+         orchestrationMode
+    GET  .../virtualMachineScaleSets/{name}/virtualMachines[?$expand=instanceView]   (Uniform only)
+    GET  .../virtualMachineScaleSets/{name}/networkInterfaces                        (Uniform only)
          every list paged by `nextLink` (absolute, a $skiptoken) after max_page entries;
     POST /{tenant}/oauth2/v2.0/token   client_credentials with the client secret (form), scope
          https://management.azure.com/.default; errors as {"error", "error_description"}
@@ -18,8 +22,8 @@ of the few calls the `azure` provider and Azure's own JavaScript clients make, w
 ARM calls need `Authorization: Bearer` with a token this emulator issued and that has not expired
 (401 AuthenticationFailed / InvalidAuthenticationToken / ExpiredAuthenticationToken).
 
-What it does not do: no writes through ARM, no resource groups or VMs as resources of their own, no
-public IPs, no Flexible scale sets, no scopes or roles beyond the denials a test configures. A scale
+What it does not do: no writes through ARM, no resource groups or VMs as resources of their own (a
+GET of one), no public IPs, no scopes or roles beyond the denials a test configures. A scale
 set's capacity is what the test sets: deleting or adding an instance leaves it, as a scale set's
 automatic repair does.
 
@@ -58,9 +62,14 @@ import uuid
 ARM_RESOURCE = "https://management.azure.com/"
 SUB = r"/subscriptions/(?P<sub>[^/]+)"
 VMSS = SUB + r"/resourceGroups/(?P<rg>[^/]+)/providers/Microsoft\.Compute/virtualMachineScaleSets/(?P<vmss>[^/]+)"
+GROUP = SUB + r"/resourceGroups/(?P<rg>[^/]+)/providers"
 ROUTES = [
     ("nics", re.compile(SUB + r"/providers/Microsoft\.Network/networkInterfaces$", re.I),
      "Microsoft.Network/networkInterfaces/read"),
+    ("group_nics", re.compile(GROUP + r"/Microsoft\.Network/networkInterfaces$", re.I),
+     "Microsoft.Network/networkInterfaces/read"),
+    ("group_vms", re.compile(GROUP + r"/Microsoft\.Compute/virtualMachines$", re.I),
+     "Microsoft.Compute/virtualMachines/read"),
     ("vmss", re.compile(VMSS + "$", re.I), "Microsoft.Compute/virtualMachineScaleSets/read"),
     ("vmss_vms", re.compile(VMSS + "/virtualMachines$", re.I),
      "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read"),
@@ -116,6 +125,7 @@ class Emulator:
         s = self.scale_sets.setdefault(key, {"resource_group": body["resource_group"], "name": body["name"],
                                              "next_instance": 0, "unique_id": str(uuid.uuid4())})
         s["capacity"] = int(body["capacity"])
+        s["mode"] = body.get("orchestration_mode", s.get("mode", "Uniform"))
         return {"id": self.vmss_id(s)}
 
     def vmss_id(self, s):
@@ -133,17 +143,22 @@ class Emulator:
                 raise ValueError(f"no scale set {rg}/{body['vm_scale_set']}")
             n = s["next_instance"]
             s["next_instance"] += 1
-            inst.update(vmss=s["name"], instance_id=str(n), name=f"{s['name']}_{n}",
+            inst.update(vmss=s["name"], uniform=s["mode"] == "Uniform",
                         computer_name=body.get("computer_name", f"{s['name']}{n:06x}"))
-            inst["id"] = f"{self.vmss_id(s)}/virtualMachines/{n}"
-            inst["nic_id"] = f"{inst['id']}/networkInterfaces/{s['name']}-nic"
+            if inst["uniform"]:
+                inst.update(instance_id=str(n), name=f"{s['name']}_{n}")
+                inst["id"] = f"{self.vmss_id(s)}/virtualMachines/{n}"
+                inst["nic_id"] = f"{inst['id']}/networkInterfaces/{s['name']}-nic"
         else:
-            name = body["name"]
-            inst.update(vmss=None, name=name, computer_name=body.get("computer_name", name))
-            inst["id"] = (f"/subscriptions/{self.subscription}/resourceGroups/{rg}/providers/"
-                          f"Microsoft.Compute/virtualMachines/{name}")
-            inst["nic_id"] = (f"/subscriptions/{self.subscription}/resourceGroups/{rg}/providers/"
-                              f"Microsoft.Network/networkInterfaces/{name}-nic")
+            inst.update(vmss=None, uniform=False, name=body["name"],
+                        computer_name=body.get("computer_name", body["name"]))
+        if not inst["uniform"]:
+            # A Flexible set's instances are plain VMs, named after the set and a suffix of their own.
+            if inst["vmss"]:
+                inst["name"] = f"{inst['vmss']}_{inst['vm_uuid'][:8]}"
+            group = f"/subscriptions/{self.subscription}/resourceGroups/{rg}/providers"
+            inst["id"] = f"{group}/Microsoft.Compute/virtualMachines/{inst['name']}"
+            inst["nic_id"] = f"{group}/Microsoft.Network/networkInterfaces/{inst['name']}-nic"
         self.instances[inst["id"].lower()] = inst
         return {"id": inst["id"], "nic_id": inst["nic_id"]}
 
@@ -191,8 +206,14 @@ class Emulator:
                            f"authorization to perform action '{action}' over scope '{scope}' or the scope is "
                            "invalid. If access was recently granted, please refresh your credentials.")
         if name == "nics":
-            items = [self.nic(i) for i in self.sorted_instances() if i["vmss"] is None]
+            items = [self.nic(i) for i in self.sorted_instances() if not i["uniform"]]
             return self.page(items, path, query, host)
+        if name == "group_nics":
+            items = [self.nic(i) for i in self.sorted_instances()
+                     if not i["uniform"] and i["resource_group"].lower() == fields["rg"].lower()]
+            return self.page(items, path, query, host)
+        if name == "group_vms":
+            return self.page(self.group_vms(fields["rg"], query), path, query, host)
         s = self.scale_sets.get((fields["rg"].lower(), fields["vmss"].lower()))
         if s is None:
             raise ArmError(404, "ResourceNotFound",
@@ -203,10 +224,39 @@ class Emulator:
                    and i["resource_group"].lower() == s["resource_group"].lower()]
         if name == "vmss":
             return self.scale_set(s)
+        if s["mode"] != "Uniform":
+            operation = "VMScaleSetVMs.List" if name == "vmss_vms" else "VMScaleSetNetworkInterfaces.List"
+            raise ArmError(400, "OperationNotAllowed",
+                           f"Operation '{operation}' is not allowed on Virtual Machine Scale Set '{s['name']}' since "
+                           "it is marked for Flexible orchestration mode.")
         if name == "vmss_vms":
             expand = query.get("$expand", "").lower() == "instanceview"
             return self.page([self.vmss_vm(i, expand) for i in members], path, query, host)
         return self.page([self.nic(i) for i in members], path, query, host)
+
+    def group_vms(self, rg, query):
+        """A resource group's VMs (not a Uniform set's): all, or with the one $filter ARM takes there,
+        those of one scale set; the instance view only with that filter."""
+        wanted = None
+        if "$filter" in query:
+            match = re.fullmatch(r"\s*virtualMachineScaleSet/id\s+eq\s+'([^']+)'\s*", query["$filter"], re.I)
+            if not match:
+                raise ArmError(400, "InvalidParameter", f"The value of parameter $filter is invalid: "
+                                                        f"{query['$filter']}. Allowed value is 'virtualMachineScaleSet/id' "
+                                                        "eq '/subscriptions/...'.")
+            wanted = match.group(1).lower()
+        expand = query.get("$expand", "").lower() == "instanceview"
+        if expand and wanted is None:
+            raise ArmError(400, "InvalidParameter", "$expand=instanceView can only be specified with a valid $filter.")
+        out = []
+        for i in self.sorted_instances():
+            if i["uniform"] or i["resource_group"].lower() != rg.lower():
+                continue
+            set_id = self.vmss_id(self.scale_sets[(rg.lower(), i["vmss"].lower())]) if i["vmss"] else None
+            if wanted is not None and (set_id or "").lower() != wanted:
+                continue
+            out.append(self.vm(i, expand, set_id))
+        return out
 
     def sorted_instances(self):
         return sorted(self.instances.values(), key=lambda i: (i["name"].lower()))
@@ -222,8 +272,9 @@ class Emulator:
         if start + self.max_page < len(items):
             token = base64.urlsafe_b64encode(str(start + self.max_page).encode()).decode()
             rest = urllib.parse.urlencode({"api-version": query["api-version"], "$skiptoken": token}, safe="")
-            if "$expand" in query:
-                rest += "&" + urllib.parse.urlencode({"$expand": query["$expand"]})
+            for k in ("$filter", "$expand"):
+                if k in query:
+                    rest += "&" + urllib.parse.urlencode({k: query[k]})
             body["nextLink"] = f"https://{host}{path}?{rest}"
         return body
 
@@ -231,7 +282,7 @@ class Emulator:
         return {"name": s["name"], "id": self.vmss_id(s), "type": "Microsoft.Compute/virtualMachineScaleSets",
                 "location": "westeurope",
                 "sku": {"name": "Standard_D2s_v3", "tier": "Standard", "capacity": s["capacity"]},
-                "properties": {"singlePlacementGroup": True, "orchestrationMode": "Uniform",
+                "properties": {"singlePlacementGroup": s["mode"] == "Uniform", "orchestrationMode": s["mode"],
                                "upgradePolicy": {"mode": "Manual"}, "provisioningState": "Succeeded",
                                "overprovision": False, "uniqueId": s["unique_id"],
                                "timeCreated": "2026-11-24T09:00:00.0000000+00:00"}}
@@ -248,15 +299,35 @@ class Emulator:
                              "networkProfile": {"networkInterfaces": [{"id": i["nic_id"],
                                                                        "properties": {"primary": True}}]}}}
         if expand:
-            statuses = [{"code": f"ProvisioningState/{i['provisioning_state'].lower()}", "level": "Info",
-                         "displayStatus": f"Provisioning {i['provisioning_state'].lower()}"}]
-            if i["power_state"]:
-                statuses.append({"code": f"PowerState/{i['power_state']}", "level": "Info",
-                                 "displayStatus": f"VM {i['power_state']}"})
             vm["properties"]["instanceView"] = {"platformUpdateDomain": 0, "platformFaultDomain": 0,
                                                 "computerName": i["computer_name"], "osName": "debian",
-                                                "statuses": statuses}
+                                                "statuses": self.statuses(i)}
         return vm
+
+    def vm(self, i, expand, set_id):
+        """A standalone or Flexible instance as Microsoft.Compute/virtualMachines."""
+        vm = {"name": i["name"], "id": i["id"], "type": "Microsoft.Compute/virtualMachines", "location": "westeurope",
+              "properties": {"vmId": i["vm_uuid"], "provisioningState": i["provisioning_state"],
+                             "hardwareProfile": {"vmSize": "Standard_D2s_v3"},
+                             "osProfile": {"computerName": i["computer_name"], "adminUsername": "azureuser",
+                                           "secrets": []},
+                             "networkProfile": {"networkInterfaces": [{"id": i["nic_id"],
+                                                                       "properties": {"primary": True}}]}}}
+        if set_id:
+            vm["properties"]["virtualMachineScaleSet"] = {"id": set_id}
+        if expand:
+            vm["properties"]["instanceView"] = {"computerName": i["computer_name"], "osName": "debian",
+                                                "statuses": self.statuses(i)}
+        return vm
+
+    @staticmethod
+    def statuses(i):
+        out = [{"code": f"ProvisioningState/{i['provisioning_state'].lower()}", "level": "Info",
+                "displayStatus": f"Provisioning {i['provisioning_state'].lower()}"}]
+        if i["power_state"]:
+            out.append({"code": f"PowerState/{i['power_state']}", "level": "Info",
+                        "displayStatus": f"VM {i['power_state']}"})
+        return out
 
     def nic(self, i):
         config_id = f"{i['nic_id']}/ipConfigurations/ipconfig1"

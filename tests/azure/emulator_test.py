@@ -113,6 +113,30 @@ def interface(em):
           f"the first page's states: {states}")
     check(len(all_pages(em, VMSS + "/networkInterfaces", bearer, "2018-10-01")[0]) == 4, "the deleted one's NIC")
 
+    # A Flexible set: plain VMs and NICs of the group, the VMs listed by the set's filter.
+    em.scale_set("flex", 2, orchestration_mode="Flexible")
+    flex = [em.add_instance(f"127.0.0.{i}", vm_scale_set="flex") for i in (30, 31)]
+    group = f"{SUB}/resourceGroups/{RG}/providers"
+    set_id = VMSS[:-len("etcd")] + "flex"
+    check(all(v.startswith(f"{group}/Microsoft.Compute/virtualMachines/flex_") for v in flex), f"Flexible VMs {flex}")
+    status, _, doc = arm(em, VMSS[:-len("etcd")] + "flex", bearer)
+    check(doc["properties"]["orchestrationMode"] == "Flexible", f"the Flexible set: {doc}")
+    expect_error(arm(em, set_id + "/networkInterfaces", bearer, "2018-10-01"), 400, "OperationNotAllowed")
+    query = urllib.parse.urlencode({"api-version": "2023-09-01", "$filter": f"virtualMachineScaleSet/id eq '{set_id}'",
+                                    "$expand": "instanceView"})
+    status, _, doc = em.call("GET", f"{em.base}{group}/Microsoft.Compute/virtualMachines?{query}",
+                             {"Authorization": f"Bearer {bearer}"})
+    check(status == 200 and [v["id"] for v in doc["value"]] == sorted(flex, key=str.lower)
+          and all(v["properties"]["virtualMachineScaleSet"]["id"] == set_id
+                  and v["properties"]["instanceView"]["statuses"] for v in doc["value"]), f"the set's VMs: {doc}")
+    query = urllib.parse.urlencode({"api-version": "2023-09-01", "$expand": "instanceView"})
+    expect_error(em.call("GET", f"{em.base}{group}/Microsoft.Compute/virtualMachines?{query}",
+                         {"Authorization": f"Bearer {bearer}"}), 400, "InvalidParameter")
+    group_nics, _ = all_pages(em, f"{group}/Microsoft.Network/networkInterfaces", bearer, "2023-09-01")
+    check(sorted(n["properties"]["virtualMachine"]["id"] for n in group_nics) ==
+          sorted([f"{group}/Microsoft.Compute/virtualMachines/{n}" for n in ("other", "tagged")] + flex, key=str.lower),
+          f"the group's NICs: {group_nics}")
+
     # Faults: a denial naming the action, a throttle with Retry-After, garbage.
     em.configure(deny=["Microsoft.Compute/virtualMachineScaleSets/networkInterfaces/read"])
     message = expect_error(arm(em, VMSS + "/networkInterfaces", bearer), 403, "AuthorizationFailed")
@@ -151,27 +175,39 @@ def clients(em, workdir):
     ids = [em.add_instance(f"127.0.0.{i}", vm_scale_set="etcd") for i in range(2, 5)]
     em.update_instance(ids[2], power_state="starting", provisioning_state="Creating")
     tagged = em.add_instance("127.0.0.20", name="tagged", tags={"role": "etcd"})
+    em.scale_set("flex", 2, orchestration_mode="Flexible")
+    flex = [em.add_instance(f"127.0.0.{i}", vm_scale_set="flex") for i in (30, 31)]
+    em.update_instance(flex[1], power_state="deallocated")
     em.configure(max_page=2)
     env = dict(os.environ, AZURE_EMULATOR=em.base, AZURE_TENANT=TENANT, AZURE_CLIENT_ID=CLIENT_ID,
                AZURE_CLIENT_SECRET=CLIENT_SECRET, AZURE_SUBSCRIPTION=SUBSCRIPTION, AZURE_RESOURCE_GROUP=RG,
-               AZURE_SCALE_SET="etcd", NODE_EXTRA_CA_CERTS=em.ca)
+               AZURE_SCALE_SET="etcd", AZURE_FLEX_SCALE_SET="flex", NODE_EXTRA_CA_CERTS=em.ca)
     r = subprocess.run(["node", os.path.join(HERE, "clients.mjs")], env=env, capture_output=True, text=True,
                        timeout=60, cwd=HERE)
     check(r.returncode == 0, f"Azure's clients failed on the emulator's answers: {r.stdout}{r.stderr}")
     seen = json.loads(r.stdout)
     check(seen["capacity"] == 3, f"ComputeManagementClient read sku.capacity {seen['capacity']}")
-    check(seen["pages"] == {"nics": 1, "scaleSetNics": 2, "vms": 2}, f"the clients read the pages {seen['pages']}")
+    check(seen["pages"] == {"nics": 2, "scaleSetNics": 2, "vms": 2}, f"the clients read the pages {seen['pages']}")
     nic_of = lambda vm: f"{vm}/networkInterfaces/etcd-nic"
     check(seen["scaleSetNics"] == [{"id": nic_of(v), "vm": v, "primary": True, "ip": f"127.0.0.{i}", "tags": {}}
                                    for v, i in zip(ids, range(2, 5))], f"scale set NICs: {seen['scaleSetNics']}")
-    check(seen["nics"] == [{"id": tagged.replace("Microsoft.Compute/virtualMachines/tagged",
-                                                 "Microsoft.Network/networkInterfaces/tagged-nic"),
-                            "vm": tagged, "primary": True, "ip": "127.0.0.20", "tags": {"role": "etcd"}}],
-          f"the subscription's NICs: {seen['nics']}")
+    check([n for n in seen["nics"] if n["vm"] == tagged] ==
+          [{"id": tagged.replace("Microsoft.Compute/virtualMachines/tagged",
+                                 "Microsoft.Network/networkInterfaces/tagged-nic"),
+            "vm": tagged, "primary": True, "ip": "127.0.0.20", "tags": {"role": "etcd"}}]
+          and len(seen["nics"]) == 3, f"the subscription's NICs: {seen['nics']}")
     check([(v["id"], v["computerName"], v["provisioningState"], v["power"]) for v in seen["vms"]] ==
           [(ids[0], "etcd000000", "Succeeded", "PowerState/running"),
            (ids[1], "etcd000001", "Succeeded", "PowerState/running"),
            (ids[2], "etcd000002", "Creating", "PowerState/starting")], f"scale set VMs: {seen['vms']}")
+    set_id = VMSS[:-len("etcd")] + "flex"
+    check(seen["flex"]["mode"] == "Flexible" and seen["flex"]["capacity"] == 2, f"the Flexible set: {seen['flex']}")
+    check(seen["flex"]["vms"] == [{"id": v, "set": set_id, "computerName": f"flex{n:06x}", "power": f"PowerState/{p}"}
+                                  for v, n, p in sorted(zip(flex, (0, 1), ("running", "deallocated")),
+                                                        key=lambda t: t[0].lower())],
+          f"the Flexible set's VMs: {seen['flex']['vms']}")
+    check(sorted(n["vm"] for n in seen["flex"]["nics"]) == sorted(flex + [tagged], key=str.lower)
+          and all(n["primary"] and n["ip"] for n in seen["flex"]["nics"]), f"the group's NICs: {seen['flex']['nics']}")
     calls = [(e["method"], e["path"].split("/")[-1], e["status"]) for e in em.requests()]
     check(("POST", "token", 200) in calls and all(e["authorized"] for e in em.requests()
                                                   if e["path"].startswith("/subscriptions/")),

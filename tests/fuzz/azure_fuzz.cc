@@ -11,9 +11,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto token = azure::ParseToken(text, std::chrono::system_clock::now());
   fuzz::CheckMessage(token.status());
   if (token.ok() && token->access_token.empty()) std::abort();
-  auto capacity = azure::ParseScaleSetCapacity(text);
-  fuzz::CheckMessage(capacity.status());
-  if (capacity.ok() && *capacity < 0) std::abort();
+  auto set = azure::ParseScaleSet(text);
+  fuzz::CheckMessage(set.status());
+  if (set.ok() && set->capacity < 0) std::abort();
   auto imds = azure::ParseInstanceMetadata(text);
   fuzz::CheckMessage(imds.status());
   if (imds.ok() && (imds->subscription_id.empty() || imds->resource_group.empty())) std::abort();

@@ -7,6 +7,8 @@ namespace of the test's own. Every instance's address is one the test names, on 
 - instance churn (DESIGN §4 rule 9): one instance is deleted, its node killed and its data gone; the
   scale set gets a new instance at a new address, whose quorate removes the departed member ("its
   instance has departed") and joins; 3 voters again, and a key written before is still there;
+- vm_scale_set=auto with the managed identity from IMDS, a throttle waited out, a Flexible scale set,
+  and a denial named;
 - tag and scale set keys mixed are bad input (exit 2, one line, nothing written), and the client
   secret shows in no output or log."""
 import json
@@ -68,6 +70,15 @@ def test():
             env={k: v for k, v in os.environ.items() if k != "ARM_CLIENT_SECRET"})
     check(json.loads(r.stdout)["members"] == predicted["members"], f"vm_scale_set=auto found {r.stdout}")
     check(any(e["status"] == 429 for e in em.requests()), "the throttle was not met")
+    # A Flexible scale set (the default orchestration mode of new sets): plain VMs and NICs of the group.
+    em.scale_set("etcd-flex", 2, orchestration_mode="Flexible")
+    for ip in ("127.0.0.8", "127.0.0.9"):
+        em.add_instance(ip, vm_scale_set="etcd-flex")
+    flex_spec = spec.replace("vm_scale_set=etcd", "vm_scale_set=etcd-flex")
+    r = run([QUORATE, "discover", "-w", "json", "--discovery", flex_spec], check_rc=0)
+    flex = json.loads(r.stdout)
+    check(sorted(m["name"] for m in flex["members"]) == ["etcd-flex000000", "etcd-flex000001"]
+          and flex.get("clusterSize", 2) == 2, f"the Flexible set: {r.stdout}")
     # A denial: exit 1 after --timeout, one line naming the action the identity lacks.
     em.configure(deny=["Microsoft.Compute/virtualMachineScaleSets/read"])
     r = run([QUORATE, "discover", "--timeout", "1s", "--discovery", spec], check_rc=1)

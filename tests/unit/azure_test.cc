@@ -88,7 +88,10 @@ class FakeAzure {
     server_.Get(R"(/subscriptions/.*)", [this](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard lock(mu_);
       log_.push_back("GET " + req.path + " " + req.get_header_value("Authorization") + " " +
-                     req.get_param_value("api-version") + " " + req.get_param_value("$skiptoken"));
+                     req.get_param_value("api-version") + " " + req.get_param_value("$skiptoken") +
+                     (req.has_param("$filter")
+                          ? " filter=" + req.get_param_value("$filter") + " expand=" + req.get_param_value("$expand")
+                          : ""));
       res.set_header("Content-Type", "application/json");
       if (throttles_ > 0) {
         --throttles_;
@@ -294,11 +297,17 @@ TEST_CASE("azure: scale set instances count while created or running; capacity, 
   }
   CHECK(ParseScaleSetVms(R"({"value":[{"name":"x"}]})").status().IsUnavailable());
 
-  CHECK(*ParseScaleSetCapacity(R"({"sku":{"name":"Standard_D2s_v3","capacity":5}})") == 5);
+  auto set = ParseScaleSet(R"({"sku":{"name":"Standard_D2s_v3","capacity":5},"properties":{}})");
+  REQUIRE(set.ok());
+  CHECK(set->capacity == 5);
+  CHECK_FALSE(set->flexible);  // made before orchestration modes: Uniform
+  CHECK(ParseScaleSet(R"({"sku":{"capacity":3},"properties":{"orchestrationMode":"Flexible"}})")->flexible);
+  CHECK_FALSE(ParseScaleSet(R"({"sku":{"capacity":3},"properties":{"orchestrationMode":"Uniform"}})")->flexible);
   for (const char* bad : {R"({"sku":{"capacity":-1}})", R"({"sku":{"capacity":"3"}})", R"({"sku":{}})", "{}",
-                          R"({"sku":{"capacity":3.5}})", R"({"sku":{"capacity":99999999999}})", "<html/>"}) {
+                          R"({"sku":{"capacity":3.5}})", R"({"sku":{"capacity":99999999999}})", "<html/>",
+                          R"({"sku":{"capacity":3},"properties":{"orchestrationMode":"Elastic"}})"}) {
     CAPTURE(bad);
-    CHECK(ParseScaleSetCapacity(bad).status().IsUnavailable());
+    CHECK(ParseScaleSet(bad).status().IsUnavailable());
   }
 
   auto imds = ParseInstanceMetadata(
@@ -488,6 +497,42 @@ TEST_CASE("azure: a scale set read whole: every page, the size from sku.capacity
     CHECK(failed.status().message().find("sku.capacity") == std::string::npos);
     CHECK(failed.status().message().find("captive portal") != std::string::npos);
   }
+}
+
+TEST_CASE("azure: a Flexible scale set: its resource group's VMs filtered by the set, and the group's NICs") {
+  ClearEnv();
+  FakeAzure fake;
+  const std::string group = "/subscriptions/sub-1/resourceGroups/etcd-rg/providers";
+  const std::string vm = group + "/Microsoft.Compute/virtualMachines/";
+  fake.Answer(kVmss, "", 200, R"({"name":"etcd","sku":{"capacity":2},"properties":{"orchestrationMode":"Flexible"}})");
+  fake.Answer(
+      group + "/Microsoft.Compute/virtualMachines", "", 200,
+      R"({"value":[{"name":"etcd_a1","id":")" + vm +
+          R"(etcd_a1","properties":{"provisioningState":"Succeeded",)"
+          R"("osProfile":{"computerName":"etcd-a1"},"instanceView":{"statuses":[{"code":"PowerState/running"}]}}},)"
+          R"({"name":"etcd_b2","id":")" +
+          vm +
+          R"(etcd_b2","properties":{"provisioningState":"Succeeded",)"
+          R"("osProfile":{"computerName":"etcd-b2"},"instanceView":{"statuses":[{"code":"PowerState/stopped"}]}}}]})");
+  // The group's NICs include one of another VM, not in the set.
+  fake.Answer(group + "/Microsoft.Network/networkInterfaces", "", 200,
+              "{\"value\":[" + NicJson("/n1", vm + "etcd_a1", "127.0.0.2") + "," +
+                  NicJson("/n2", vm + "etcd_b2", "127.0.0.3") + "," + NicJson("/n3", vm + "bastion", "127.0.0.9") +
+                  "]}");
+  auto provider =
+      Provider(fake.Spec("tenant_id=tenant-1 client_id=app-1 secret_access_key=s3cret-value "
+                         "subscription_id=sub-1 resource_group=etcd-rg vm_scale_set=etcd"));
+  auto members = provider->Discover();
+  REQUIRE_MESSAGE(members.ok(), members.status().message());
+  CHECK(Names(*members) == std::vector<std::string>{"etcd-a1"});
+  CHECK(provider->ImpliedSize() == std::optional<size_t>(2));
+  CHECK(provider->ListsWholeGroup());
+  auto log = fake.Log();
+  REQUIRE(log.size() == 4);
+  CHECK(log[2] == fmt::format("GET {}/Microsoft.Compute/virtualMachines Bearer tok-1 2023-09-01  filter="
+                              "virtualMachineScaleSet/id eq '{}' expand=instanceView",
+                              group, kVmss));
+  CHECK(log[3] == fmt::format("GET {}/Microsoft.Network/networkInterfaces Bearer tok-1 2023-09-01 ", group));
 }
 
 TEST_CASE("azure: a wrong client secret is named, never shown") {
