@@ -241,9 +241,9 @@ class Emulator:
         if "$filter" in query:
             match = re.fullmatch(r"\s*virtualMachineScaleSet/id\s+eq\s+'([^']+)'\s*", query["$filter"], re.I)
             if not match:
-                raise ArmError(400, "InvalidParameter", f"The value of parameter $filter is invalid: "
-                                                        f"{query['$filter']}. Allowed value is 'virtualMachineScaleSet/id' "
-                                                        "eq '/subscriptions/...'.")
+                raise ArmError(400, "InvalidParameter",
+                               f"The value of parameter $filter is invalid: {query['$filter']}. Allowed value is "
+                               "'virtualMachineScaleSet/id' eq '/subscriptions/...'.")
             wanted = match.group(1).lower()
         expand = query.get("$expand", "").lower() == "instanceview"
         if expand and wanted is None:
@@ -470,7 +470,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def openid(self, tenant):
         base = f"https://{self.headers.get('Host', '')}/{tenant}"
-        return {"token_endpoint": f"{base}/oauth2/v2.0/token", "authorization_endpoint": f"{base}/oauth2/v2.0/authorize",
+        return {"token_endpoint": f"{base}/oauth2/v2.0/token",
+                "authorization_endpoint": f"{base}/oauth2/v2.0/authorize",
                 "issuer": f"{base}/v2.0", "jwks_uri": f"{base}/discovery/v2.0/keys",
                 "end_session_endpoint": f"{base}/oauth2/v2.0/logout", "response_types_supported": ["code", "token"],
                 "token_endpoint_auth_methods_supported": ["client_secret_post"]}

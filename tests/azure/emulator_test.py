@@ -156,7 +156,8 @@ def interface(em):
     status, _, doc = em.call("GET", f"{em.imds}/metadata/instance?api-version=2021-02-01", {"Metadata": "true"})
     check(status == 200 and doc["compute"]["vmScaleSetName"] == "etcd" and doc["compute"]["resourceGroupName"] == RG
           and doc["compute"]["subscriptionId"] == SUBSCRIPTION, f"instance metadata: {doc}")
-    mi = f"{em.imds}/metadata/identity/oauth2/token?api-version=2018-02-01&resource=https%3A%2F%2Fmanagement.azure.com%2F"
+    mi = (f"{em.imds}/metadata/identity/oauth2/token?api-version=2018-02-01"
+          "&resource=https%3A%2F%2Fmanagement.azure.com%2F")
     status, _, doc = em.call("GET", mi, {"Metadata": "true"})
     check(status == 200 and isinstance(doc["expires_on"], str) and doc["token_type"] == "Bearer", f"MI token: {doc}")
     check(arm(em, NICS, doc["access_token"])[0] == 200, "ARM takes the managed identity's token")

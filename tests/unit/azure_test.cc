@@ -310,8 +310,8 @@ TEST_CASE("azure: scale set instances count while created or running; capacity, 
     CHECK(ParseScaleSet(bad).status().IsUnavailable());
   }
 
-  auto imds = ParseInstanceMetadata(
-      R"({"compute":{"subscriptionId":"sub-1","resourceGroupName":"etcd-rg","vmScaleSetName":"etcd","name":"etcd_1"}})");
+  auto imds = ParseInstanceMetadata(R"({"compute":{"subscriptionId":"sub-1","resourceGroupName":"etcd-rg",)"
+                                    R"("vmScaleSetName":"etcd","name":"etcd_1"}})");
   REQUIRE_MESSAGE(imds.ok(), imds.status().message());
   CHECK(imds->vm_scale_set == "etcd");
   CHECK(imds->resource_group == "etcd-rg");
