@@ -14,6 +14,7 @@
 #include "quorate/fs.h"
 #include "quorate/http.h"
 #include "quorate/json.h"
+#include "quorate/log.h"
 #include "quorate/s3.h"
 #include "quorate/text.h"
 
@@ -55,18 +56,44 @@ std::string Start(const std::string& xml) { return Printable(xml.substr(0, 80), 
 
 }  // namespace
 
+void SetRegion(Options& o, const std::string& region) {
+  o.region = region;
+  if (o.endpoint.empty()) {
+    o.ec2_endpoint = fmt::format("https://ec2.{}.amazonaws.com:443", region);
+    o.autoscaling_endpoint = fmt::format("https://autoscaling.{}.amazonaws.com:443", region);
+    o.sts_endpoint = fmt::format("https://sts.{}.amazonaws.com:443", region);
+  } else {
+    o.ec2_endpoint = o.autoscaling_endpoint = o.sts_endpoint = o.endpoint;
+  }
+}
+
+Result<std::string> CheckRegion(const std::string& text) {
+  if (text.empty() || text.size() > 32 || text.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") != std::string::npos) {
+    return Status::Unavailable(fmt::format("'{}' is not an AWS region name (like eu-west-1)", Printable(text, 40)));
+  }
+  return text;
+}
+
+Result<std::string> CheckInstanceId(const std::string& text) {
+  if (text.size() < 3 || text.size() > 32 || text.compare(0, 2, "i-") != 0 ||
+      text.find_first_not_of("0123456789abcdef", 2) != std::string::npos) {
+    return Status::Unavailable(fmt::format("'{}' is not an EC2 instance ID (like i-0abc123)", Printable(text, 40)));
+  }
+  return text;
+}
+
 Result<Options> TakeOptions(ProviderParams& params) {
   Options o;
-  o.region = params.Take("region").value_or("");
-  if (o.region.empty()) o.region = Env("AWS_REGION");
-  if (o.region.empty()) o.region = Env("AWS_DEFAULT_REGION");
+  std::string region = params.Take("region").value_or("");
+  if (region.empty()) region = Env("AWS_REGION");
+  if (region.empty()) region = Env("AWS_DEFAULT_REGION");
   o.tag_key = params.Take("tag_key").value_or("");
   o.tag_value = params.Take("tag_value").value_or("");
   o.addr_type = params.Take("addr_type").value_or("private_v4");
   o.access_key = params.Take("access_key_id").value_or("");
   o.secret = params.Take("secret_access_key").value_or("");
   o.session_token = params.Take("session_token").value_or("");
-  const std::string endpoint = params.Take("endpoint").value_or("");
+  o.endpoint = params.Take("endpoint").value_or("");
   o.asg = params.Take("asg").value_or("");
   o.name_tag = params.Take("name_tag").value_or("");
   o.scheme = params.Take("scheme").value_or("http");
@@ -76,30 +103,33 @@ Result<Options> TakeOptions(ProviderParams& params) {
   if (!client.ok()) return client.status();
   o.peer_port = *peer;
   o.client_port = *client;
+  if (auto page_size = params.Take("page_size")) {
+    int n = 0;
+    auto [end, ec] = std::from_chars(page_size->data(), page_size->data() + page_size->size(), n);
+    if (ec != std::errc() || end != page_size->data() + page_size->size() || n < 5 || n > 1000) {
+      return Status::InvalidArgument(fmt::format("{} '{}' is not a whole number from 5 to 1000 (DescribeInstances' "
+                                                 "MaxResults)",
+                                                 params.Label("page_size"), Printable(*page_size, 32)));
+    }
+    o.page_size = n;
+  }
   if (Status s = params.CheckAllTaken({"region", "tag_key", "tag_value", "addr_type", "access_key_id",
                                        "secret_access_key", "session_token", "endpoint", "asg", "name_tag", "scheme",
-                                       "peer_port", "client_port"});
+                                       "peer_port", "client_port", "page_size"});
       !s.ok()) {
     return s;
   }
-  if (o.region.empty()) {
-    return Status::InvalidArgument(
-        "provider=aws needs a region: give region=... (or AWS_REGION); the instance metadata service is not asked");
-  }
-  if (o.region.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") != std::string::npos) {
+  if (!region.empty() && !CheckRegion(region).ok()) {
     return Status::InvalidArgument(fmt::format("{} '{}' is not an AWS region name (like eu-west-1)",
-                                               params.Label("region"), Printable(o.region, 40)));
+                                               params.Label("region"), Printable(region, 40)));
   }
   if (o.asg.empty() && o.tag_key.empty()) {
     return Status::InvalidArgument(
-        "provider=aws needs asg=NAME (the Auto Scaling group of the etcd instances) or tag_key=... [tag_value=...]");
+        "provider=aws needs asg=NAME or asg=auto (the Auto Scaling group of the etcd instances) or tag_key=... "
+        "[tag_value=...]");
   }
   if (!o.tag_value.empty() && o.tag_key.empty()) {
     return Status::InvalidArgument(fmt::format("{} needs tag_key", params.Label("tag_value")));
-  }
-  if (o.asg == "auto") {
-    return Status::InvalidArgument(
-        "asg=auto needs the instance metadata service, which provider=aws does not ask; give the group's name");
   }
   static const std::set<std::string> kAddrTypes = {"private_v4", "public_v4", "public_v6", "private_dns"};
   if (!kAddrTypes.count(o.addr_type)) {
@@ -131,27 +161,24 @@ Result<Options> TakeOptions(ProviderParams& params) {
       return Status::InvalidArgument(
           "AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN go together (as EKS sets them for a service account)");
     }
-    o.imds_endpoint = Env("AWS_EC2_METADATA_SERVICE_ENDPOINT");
-    while (!o.imds_endpoint.empty() && o.imds_endpoint.back() == '/') o.imds_endpoint.pop_back();
-    if (o.imds_endpoint.empty()) o.imds_endpoint = "http://169.254.169.254:80";
-    if (!ParseUrl(o.imds_endpoint).ok()) {
-      return Status::InvalidArgument(fmt::format("AWS_EC2_METADATA_SERVICE_ENDPOINT '{}' is not a URL like "
-                                                 "http://169.254.169.254:80",
-                                                 Printable(o.imds_endpoint, 100)));
-    }
   }
-  if (endpoint.empty()) {
-    o.ec2_endpoint = fmt::format("https://ec2.{}.amazonaws.com:443", o.region);
-    o.autoscaling_endpoint = fmt::format("https://autoscaling.{}.amazonaws.com:443", o.region);
-    o.sts_endpoint = fmt::format("https://sts.{}.amazonaws.com:443", o.region);
-  } else {
-    auto url = ParseUrl(endpoint);
-    if (!url.ok() || endpoint.find('/', endpoint.find("://") + 3) != std::string::npos) {
+  // IMDS answers for the instance role, the region left out and asg=auto.
+  o.imds_endpoint = Env("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+  while (!o.imds_endpoint.empty() && o.imds_endpoint.back() == '/') o.imds_endpoint.pop_back();
+  if (o.imds_endpoint.empty()) o.imds_endpoint = "http://169.254.169.254:80";
+  if (!ParseUrl(o.imds_endpoint).ok()) {
+    return Status::InvalidArgument(fmt::format("AWS_EC2_METADATA_SERVICE_ENDPOINT '{}' is not a URL like "
+                                               "http://169.254.169.254:80",
+                                               Printable(o.imds_endpoint, 100)));
+  }
+  if (!o.endpoint.empty()) {
+    auto url = ParseUrl(o.endpoint);
+    if (!url.ok() || o.endpoint.find('/', o.endpoint.find("://") + 3) != std::string::npos) {
       return Status::InvalidArgument(fmt::format("{} '{}' is not a base URL like http://127.0.0.1:5000",
-                                                 params.Label("endpoint"), Printable(endpoint, 100)));
+                                                 params.Label("endpoint"), Printable(o.endpoint, 100)));
     }
-    o.ec2_endpoint = o.autoscaling_endpoint = o.sts_endpoint = endpoint;
   }
+  if (!region.empty()) SetRegion(o, region);
   return o;
 }
 
@@ -212,6 +239,26 @@ Result<Group> ParseAutoScalingGroup(const std::string& xml, const std::string& n
   return Status::NotFound(fmt::format("no Auto Scaling group named {}", Printable(name, 64)));
 }
 
+Result<std::string> ParseAutoScalingInstanceGroup(const std::string& xml, const std::string& instance_id) {
+  pugi::xml_document doc;
+  pugi::xml_node root = Root(doc, xml, "DescribeAutoScalingInstancesResponse");
+  if (!root) {
+    return Status::Unavailable(fmt::format(
+        "the answer is not Auto Scaling's DescribeAutoScalingInstancesResponse XML; it starts '{}'", Start(xml)));
+  }
+  for (pugi::xml_node i :
+       root.child("DescribeAutoScalingInstancesResult").child("AutoScalingInstances").children("member")) {
+    if (instance_id != i.child("InstanceId").text().get()) continue;
+    std::string group = i.child("AutoScalingGroupName").text().get();
+    if (group.empty() || group.size() > 255) {
+      return Status::Unavailable(fmt::format("DescribeAutoScalingInstances gives instance {} a group name of {} bytes",
+                                             Printable(instance_id, 40), group.size()));
+    }
+    return group;
+  }
+  return Status::NotFound(fmt::format("instance {} is in no Auto Scaling group", Printable(instance_id, 40)));
+}
+
 ApiError ParseError(const std::string& xml) {
   pugi::xml_document doc;
   if (!doc.load_buffer(xml.data(), xml.size(), pugi::parse_default & ~pugi::parse_doctype)) return {};
@@ -260,6 +307,30 @@ Result<std::string> Fetch(const std::string& base, const std::string& method, co
   }
   return result.response.body;
 }
+
+// IMDSv2 as AWS's SDKs speak it: one session token, asked for with a PUT (which a container's
+// extra network hop cannot forward), then carried by every GET.
+class ImdsSession {
+ public:
+  ImdsSession(std::string endpoint, Clock::TimePoint deadline) : endpoint_(std::move(endpoint)), deadline_(deadline) {}
+
+  Result<std::string> Get(const std::string& path) {
+    if (token_.empty()) {
+      auto token = Fetch(endpoint_, "PUT", "/latest/api/token", {{"X-aws-ec2-metadata-token-ttl-seconds", "21600"}},
+                         deadline_, "PUT /latest/api/token");
+      if (!token.ok()) return token.status();
+      if (token->empty() || token->size() > 4096 || token->find_first_of("\r\n") != std::string::npos) {
+        return Status::Unavailable("PUT /latest/api/token answered no usable session token");
+      }
+      token_ = std::move(*token);
+    }
+    return Fetch(endpoint_, "GET", path, {{"X-aws-ec2-metadata-token", token_}}, deadline_, "GET " + path);
+  }
+
+ private:
+  std::string endpoint_, token_;
+  Clock::TimePoint deadline_;
+};
 
 }  // namespace
 
@@ -313,22 +384,30 @@ Result<Credentials> FetchCredentials(const Options& o, Clock::TimePoint deadline
     return ParseAssumeRoleWithWebIdentity(*body);
   }
   const std::string what = fmt::format("the instance role from IMDS at {}", o.imds_endpoint);
-  auto token = Fetch(o.imds_endpoint, "PUT", "/latest/api/token", {{"X-aws-ec2-metadata-token-ttl-seconds", "21600"}},
-                     deadline, what + " (PUT /latest/api/token)");
-  if (!token.ok()) return token.status();
-  const std::pair<std::string, std::string> header{"X-aws-ec2-metadata-token", *token};
-  auto roles = Fetch(o.imds_endpoint, "GET", "/latest/meta-data/iam/security-credentials/", {header}, deadline, what);
-  if (!roles.ok()) return roles.status();
+  ImdsSession imds(o.imds_endpoint, deadline);
+  auto roles = imds.Get("/latest/meta-data/iam/security-credentials/");
+  if (!roles.ok()) return roles.status().Prefixed(what);
   const std::string role = roles->substr(0, roles->find('\n'));
   if (role.empty() || role.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+=,.@_-") !=
                           std::string::npos) {
     return Status::Unavailable(fmt::format("{}: no instance role (the instance profile names '{}')", what,
                                            Printable(role, 64)));
   }
-  auto creds = Fetch(o.imds_endpoint, "GET", "/latest/meta-data/iam/security-credentials/" + role, {header}, deadline,
-                     what);
-  if (!creds.ok()) return creds.status();
+  auto creds = imds.Get("/latest/meta-data/iam/security-credentials/" + role);
+  if (!creds.ok()) return creds.status().Prefixed(what);
   return ParseImdsCredentials(*creds);
+}
+
+Result<std::vector<std::string>> ImdsGet(const std::string& endpoint, const std::vector<std::string>& paths,
+                                         Clock::TimePoint deadline) {
+  ImdsSession imds(endpoint, deadline);
+  std::vector<std::string> answers;
+  for (const auto& path : paths) {
+    auto answer = imds.Get(path);
+    if (!answer.ok()) return answer.status().Prefixed(fmt::format("IMDS at {}", endpoint));
+    answers.push_back(std::move(*answer));
+  }
+  return answers;
 }
 
 bool Counts(const std::string& state) { return state == "pending" || state == "running"; }
@@ -391,7 +470,9 @@ class AwsProvider : public DiscoveryProvider {
 
   Result<std::vector<Member>> Discover() override {
     whole_group_ = false;
+    if (Status s = AskInstanceMetadata(); !s.ok()) return s;
     if (Status s = RefreshCredentials(); !s.ok()) return s;
+    if (Status s = FindOwnGroup(); !s.ok()) return s;
     std::optional<Group> group;
     if (!o_.asg.empty()) {
       auto answer = Call(o_.autoscaling_endpoint, "autoscaling",
@@ -441,13 +522,56 @@ class AwsProvider : public DiscoveryProvider {
   bool ListsWholeGroup() const override { return whole_group_; }
 
   std::string Describe() const override {
-    std::string what = o_.asg.empty() ? fmt::format("aws instances tagged {}{}{}", o_.tag_key,
-                                                    o_.tag_value.empty() ? "" : "=", o_.tag_value)
-                                      : fmt::format("aws Auto Scaling group {}", o_.asg);
-    return fmt::format("{} in {}", what, o_.region);
+    std::string what = o_.asg.empty()       ? fmt::format("aws instances tagged {}{}{}", o_.tag_key,
+                                                          o_.tag_value.empty() ? "" : "=", o_.tag_value)
+                       : o_.asg == "auto" ? std::string("aws Auto Scaling group of this instance (asg=auto)")
+                                          : fmt::format("aws Auto Scaling group {}", Printable(o_.asg, 255));
+    return fmt::format("{} in {}", what, o_.region.empty() ? "this instance's region" : o_.region);
   }
 
  private:
+  // What the operator left to the instance itself: the region, and for asg=auto the instance's ID.
+  // Asked once; until IMDS answers, every Discover asks again.
+  Status AskInstanceMetadata() {
+    std::vector<std::string> paths;
+    if (o_.region.empty()) paths.push_back("/latest/meta-data/placement/region");
+    if (o_.asg == "auto" && instance_id_.empty()) paths.push_back("/latest/meta-data/instance-id");
+    if (paths.empty()) return Status::Ok();
+    auto answers = ImdsGet(o_.imds_endpoint, paths, deadline_);
+    const std::string need = o_.region.empty() ? "the region (give region=... or AWS_REGION off EC2)"
+                                               : "the instance ID for asg=auto (give asg=NAME off EC2)";
+    if (!answers.ok()) return answers.status().Prefixed(fmt::format("provider=aws asks IMDS for {}", need));
+    size_t next = 0;
+    if (o_.region.empty()) {
+      auto region = CheckRegion((*answers)[next++]);
+      if (!region.ok()) return region.status().Prefixed("IMDS's placement/region");
+      SetRegion(o_, *region);
+      spdlog::info("provider=aws: region {} from the instance metadata", o_.region);
+    }
+    if (o_.asg == "auto" && instance_id_.empty()) {
+      auto id = CheckInstanceId((*answers)[next]);
+      if (!id.ok()) return id.status().Prefixed("IMDS's instance-id");
+      instance_id_ = *id;
+    }
+    return Status::Ok();
+  }
+
+  // asg=auto: the group the instance is in, asked of Auto Scaling once it answers.
+  Status FindOwnGroup() {
+    if (o_.asg != "auto") return Status::Ok();
+    auto answer = Call(o_.autoscaling_endpoint, "autoscaling",
+                       {{"Action", "DescribeAutoScalingInstances"},
+                        {"Version", kAutoScalingVersion},
+                        {"InstanceIds.member.1", instance_id_}},
+                       "autoscaling:DescribeAutoScalingInstances");
+    if (!answer.ok()) return answer.status();
+    auto group = ParseAutoScalingInstanceGroup(*answer, instance_id_);
+    if (!group.ok()) return Status::Unavailable(fmt::format("{}: {}", Describe(), group.status().message()));
+    spdlog::info("provider=aws asg=auto: instance {} is in Auto Scaling group {}", instance_id_, Printable(*group, 255));
+    o_.asg = std::move(*group);
+    return Status::Ok();
+  }
+
   // One signed Query API GET; the answer's body when 200. Throttles are waited out within the
   // deadline; an error answer names the call and, for a refusal, the permission it needs.
   Result<std::string> Call(const std::string& endpoint, const std::string& service,
@@ -515,6 +639,7 @@ class AwsProvider : public DiscoveryProvider {
   Clock::TimePoint deadline_;
   std::optional<size_t> implied_size_;
   bool whole_group_ = false;
+  std::string instance_id_;  // asg=auto's, from IMDS
 };
 
 Result<std::unique_ptr<DiscoveryProvider>> Create(ProviderParams& params) {

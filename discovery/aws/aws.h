@@ -18,7 +18,7 @@ namespace quorate::aws {
 
 // go-discover's keys, plus the Auto Scaling group, the member name and the etcd ports.
 struct Options {
-  std::string region;
+  std::string region;  // empty: the instance's own, from IMDS at the first Discover
   std::string tag_key, tag_value;
   std::string addr_type = "private_v4";  // private_v4, public_v4, public_v6, private_dns
   // Static credentials (the keys, else AWS_ACCESS_KEY_ID...); empty: fetched at run time, from a
@@ -26,8 +26,11 @@ struct Options {
   std::string access_key, secret, session_token;
   std::string web_identity_token_file, role_arn, role_session_name;
   std::string imds_endpoint;  // AWS_EC2_METADATA_SERVICE_ENDPOINT, else http://169.254.169.254:80
-  std::string ec2_endpoint, autoscaling_endpoint, sts_endpoint;  // base URLs, scheme://host[:port]
-  std::string asg;                                 // an Auto Scaling group's name; empty: tags only
+  std::string endpoint;  // the endpoint key: one base URL for every API; empty: AWS's own per region
+  std::string ec2_endpoint, autoscaling_endpoint, sts_endpoint;  // base URLs, set with the region
+  // An Auto Scaling group's name; "auto": the group of the instance quorate runs on (IMDS's
+  // instance-id, then DescribeAutoScalingInstances); empty: tags only.
+  std::string asg;
   std::string name_tag;                            // the tag naming the member; empty: the instance ID
   std::string scheme = "http";
   int peer_port = 2380;
@@ -35,11 +38,23 @@ struct Options {
   int page_size = 1000;  // DescribeInstances' MaxResults, 5-1000
 };
 
+// Sets the region and the API endpoints that follow from it (or the endpoint key's).
+void SetRegion(Options& o, const std::string& region);
+
 // Reads the keys; for what they leave out, the environment as AWS's SDKs read it (AWS_REGION,
 // AWS_DEFAULT_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
 // AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_ARN, AWS_ROLE_SESSION_NAME, AWS_EC2_METADATA_SERVICE_ENDPOINT).
 // InvalidArgument naming the key or variable at fault and the fix.
 Result<Options> TakeOptions(ProviderParams& params);
+
+// IMDSv2: a session token (PUT /latest/api/token), then each GET of `paths` carrying it; the answers
+// in order. Unavailable naming the path and what IMDS answered.
+Result<std::vector<std::string>> ImdsGet(const std::string& endpoint, const std::vector<std::string>& paths,
+                                         Clock::TimePoint deadline);
+// The instance's own region and ID as IMDS serves them, checked: Unavailable for what AWS would
+// never hand out.
+Result<std::string> CheckRegion(const std::string& text);
+Result<std::string> CheckInstanceId(const std::string& text);
 
 // Credentials fetched at run time, and until when they hold.
 struct Credentials {
@@ -76,6 +91,10 @@ struct Group {
 };
 // The group named `name` in a DescribeAutoScalingGroups answer; NotFound when it lists no such group.
 Result<Group> ParseAutoScalingGroup(const std::string& xml, const std::string& name);
+
+// The group a DescribeAutoScalingInstances answer puts `instance_id` in; NotFound when the instance
+// is in none.
+Result<std::string> ParseAutoScalingInstanceGroup(const std::string& xml, const std::string& instance_id);
 
 // An error answer of either API (EC2's <Response><Errors><Error>, Auto Scaling's <ErrorResponse>).
 struct ApiError {

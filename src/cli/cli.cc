@@ -82,13 +82,20 @@ int Discover(const Config& config, const Words&) {
   if (!members.ok()) return Fail(members.status());
   auto set = MemberSet::Create(*members, config.initial_cluster_token);
   if (!set.ok()) return Fail(set.status().Prefixed((*provider)->Describe()));
+  // Where the size init would wait for comes from, as DiscoverExpected takes it.
+  SizeSource size{members->size(), "the members found"};
+  if (config.cluster_size) {
+    size = {*config.cluster_size, "--cluster-size"};
+  } else if (auto implied = (*provider)->ImpliedSize()) {
+    size = {*implied, (*provider)->Describe()};
+  }
   if (config.output != OutputFormat::kJson) {
-    std::cout << FormatDiscovered(*set, config.output);
+    std::cout << FormatDiscovered(*set, config.output, &size);
     return 0;
   }
   // What each member runs, for the upgrade rules (docs/DESIGN.md §4 rule 6); silent members are null.
   auto versions = AskVersions(set->members(), config.peer_tls, std::chrono::seconds(1));
-  std::cout << FormatDiscovered(*set, config.output, &versions);
+  std::cout << FormatDiscovered(*set, config.output, &size, &versions);
   return 0;
 }
 

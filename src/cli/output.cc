@@ -19,7 +19,8 @@ void PrintJsonLine(std::ostream& out, const nlohmann::ordered_json& line) {
   out << JsonText(line) << "\n" << std::flush;
 }
 
-std::string MembersJson(const MemberSet& set, const std::vector<std::optional<VersionAnswer>>* versions) {
+std::string MembersJson(const MemberSet& set, const SizeSource* size,
+                        const std::vector<std::optional<VersionAnswer>>* versions) {
   nlohmann::json members = nlohmann::json::array();
   std::optional<EtcdVersion> cluster;
   for (size_t i = 0; i < set.members().size(); ++i) {
@@ -32,25 +33,32 @@ std::string MembersJson(const MemberSet& set, const std::vector<std::optional<Ve
     if (answer && answer->cluster && (!cluster || *answer->cluster > *cluster)) cluster = answer->cluster;
   }
   nlohmann::json doc = {{"clusterID", IdToHex(set.cluster_id())}, {"token", set.token()}, {"members", members}};
+  if (size != nullptr) {
+    doc["clusterSize"] = size->size;
+    doc["clusterSizeFrom"] = size->from;
+  }
   if (versions != nullptr) doc["clusterVersion"] = cluster ? nlohmann::json(cluster->ToString()) : nlohmann::json();
   return JsonText(doc, 2) + "\n";
 }
 
 }  // namespace
 
-std::string FormatDiscovered(const MemberSet& set, OutputFormat format,
+std::string FormatDiscovered(const MemberSet& set, OutputFormat format, const SizeSource* size,
                              const std::vector<std::optional<VersionAnswer>>* versions) {
-  if (format == OutputFormat::kJson) return MembersJson(set, versions);
+  if (format == OutputFormat::kJson) return MembersJson(set, size, versions);
+  const std::string size_line =
+      size == nullptr ? "" : fmt::format("cluster size {}, from {}\n", size->size, size->from);
   if (format == OutputFormat::kTable) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& m : set.members()) {
       rows.push_back({IdToHex(set.IdOf(m)), m.name, Joined(m.peer_urls), Joined(m.client_urls)});
     }
     return fmt::format("cluster {} (token {}, {} members)\n", IdToHex(set.cluster_id()), set.token(), set.size()) +
-           RenderTable({"ID", "NAME", "PEER ADDRS", "CLIENT ADDRS"}, rows);
+           size_line + RenderTable({"ID", "NAME", "PEER ADDRS", "CLIENT ADDRS"}, rows);
   }
   std::string out =
-      fmt::format("cluster {}, token {}, {} members\n", IdToHex(set.cluster_id()), set.token(), set.size());
+      fmt::format("cluster {}, token {}, {} members\n", IdToHex(set.cluster_id()), set.token(), set.size()) +
+      size_line;
   for (const auto& m : set.members()) {
     out += fmt::format("{}, {}, {}, {}\n", IdToHex(set.IdOf(m)), m.name, Joined(m.peer_urls), Joined(m.client_urls));
   }

@@ -15,10 +15,18 @@
 
 namespace quorate {
 
+// The size the cluster is to have, and what says so: --cluster-size, the provider's group (its
+// Describe()), or the members found.
+struct SizeSource {
+  size_t size = 0;
+  std::string from;
+};
+
 // `discover` and `cluster-init`: the members with the IDs etcd will assign.
+// With `size`, -w json adds "clusterSize" and "clusterSizeFrom", the others a line saying both.
 // With `versions` (in the members' order, as AskVersions gives them), -w json adds each member's
 // etcdVersion (null where nothing answered) and the clusterVersion the highest of them says.
-std::string FormatDiscovered(const MemberSet& set, OutputFormat format,
+std::string FormatDiscovered(const MemberSet& set, OutputFormat format, const SizeSource* size = nullptr,
                              const std::vector<std::optional<VersionAnswer>>* versions = nullptr);
 
 // `init`: the decision, its reason and the files written.

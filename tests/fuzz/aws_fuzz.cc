@@ -1,4 +1,4 @@
-// EC2's, Auto Scaling's and STS's XML answers and IMDS's credentials JSON as any server or proxy on
+// EC2's, Auto Scaling's and STS's XML answers and IMDS's credentials JSON, region and instance ID as any server or proxy on
 // the way might send them: parsed without crashing, credentials whole or refused, and every member
 // made of an instance has a name and URLs etcd accepts.
 #include "../../discovery/aws/aws.h"
@@ -12,6 +12,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::CheckMessage(creds.status());
     if (creds.ok() && (creds->access_key.empty() || creds->secret.empty())) std::abort();
   }
+  auto own = aws::ParseAutoScalingInstanceGroup(xml, "i-0a1");
+  fuzz::CheckMessage(own.status());
+  if (own.ok() && own->empty()) std::abort();
+  fuzz::CheckMessage(aws::CheckRegion(xml).status());
+  fuzz::CheckMessage(aws::CheckInstanceId(xml).status());
   auto group = aws::ParseAutoScalingGroup(xml, "etcd");
   fuzz::CheckMessage(group.status());
   if (group.ok() && group->desired < 0) std::abort();

@@ -229,6 +229,7 @@ class Node:
         self.log_path = os.path.join(cluster.dir, f"{self.name}.log")
         self.etcd = None     # etcd started by the test (init mode)
         self.quorate = None  # quorate run
+        self.env = None      # quorate run's environment; None: the test's
 
     @property
     def peer_url(self):
@@ -268,7 +269,7 @@ class Node:
         argv = [QUORATE, "run", "--status-listen", f"{self.ip}:2383", "--etcd", etcd or ETCD] + self.args(extra)
         if etcd_args:
             argv += ["--"] + list(etcd_args)
-        self.quorate = spawn(argv, self.log_path, prefix=self.cluster.prefix)
+        self.quorate = spawn(argv, self.log_path, prefix=self.cluster.prefix, env=self.env)
         return self.quorate
 
     def etcd_pid(self):

@@ -5,13 +5,26 @@
 #include <httplib.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <mutex>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "../../discovery/aws/aws.h"
 
 namespace quorate::aws {
 namespace {
+
+// IMDS's and STS's form of a time: 2026-11-24T20:00:00Z.
+std::string Iso8601(std::chrono::system_clock::time_point t) {
+  std::time_t seconds = std::chrono::system_clock::to_time_t(t);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
 
 Result<Options> OptionsOf(const std::string& text) {
   auto spec = ParseDiscoverySpec(text);
@@ -59,10 +72,19 @@ TEST_CASE("aws: keys as go-discover spells them, the environment for what they l
   CHECK(tagged->autoscaling_endpoint == "http://127.0.0.1:5000");
   CHECK(tagged->peer_port == 12380);
 
-  for (const char* bad : {"provider=aws asg=etcd", "provider=aws region=us-east-1",
+  // No region: the instance's own, asked of IMDS at the first Discover (not bad input).
+  auto unplaced = OptionsOf("provider=aws asg=auto page_size=5");
+  REQUIRE_MESSAGE(unplaced.ok(), unplaced.status().message());
+  CHECK(unplaced->region.empty());
+  CHECK(unplaced->asg == "auto");
+  CHECK(unplaced->page_size == 5);
+  SetRegion(*unplaced, "ap-south-1");
+  CHECK(unplaced->sts_endpoint == "https://sts.ap-south-1.amazonaws.com:443");
+
+  for (const char* bad : {"provider=aws region=us-east-1", "provider=aws asg=etcd page_size=4",
+                          "provider=aws asg=etcd page_size=1001", "provider=aws asg=etcd page_size=ten",
                           "provider=aws asg=etcd region=us-east-1 tag_kye=x",
                           "provider=aws asg=etcd region=us-east-1 addr_type=public",
-                          "provider=aws asg=auto region=us-east-1",
                           "provider=aws asg=etcd region=us-east-1 peer_port=70000",
                           "provider=aws asg=etcd region=us-east-1 access_key_id=AKID",
                           "provider=aws tag_value=etcd region=us-east-1",
@@ -91,6 +113,10 @@ TEST_CASE("aws: keys as go-discover spells them, the environment for what they l
   auto role = OptionsOf("provider=aws asg=etcd region=us-east-1");
   REQUIRE_MESSAGE(role.ok(), role.status().message());
   CHECK(role->imds_endpoint == "http://169.254.169.254:80");
+  CHECK(CheckRegion("eu-central-1").ok());
+  CHECK(CheckRegion("<html>").status().IsUnavailable());
+  CHECK(CheckInstanceId("i-0abc123def").ok());
+  for (const char* bad : {"", "i-", "i-XYZ", "vm-1", "i-0abc\n"}) CHECK(CheckInstanceId(bad).status().IsUnavailable());
 }
 
 TEST_CASE("aws: DescribeInstances asks for the group's pending and running instances, page by page") {
@@ -239,6 +265,111 @@ TEST_CASE("aws: STS's web identity answer and IMDS's credentials, and answers th
   CHECK(ParseImdsCredentials(R"({"AccessKeyId":"A","SecretAccessKey":"S","Expiration":"4522-11-24T20:00:00Z"})")
             .status()
             .IsUnavailable());
+}
+
+TEST_CASE("aws: on an instance: region and group from IMDSv2, rotating role credentials, every page read") {
+  // One local server plays IMDSv2 (a GET without the session token of a PUT is refused, as AWS does
+  // when IMDSv1 is off) and the EC2 and Auto Scaling Query APIs (by Action).
+  httplib::Server aws;
+  std::mutex mu;
+  int tokens = 0, credential_sets = 0;
+  std::vector<std::string> actions, keys_used;
+  aws.Put("/latest/api/token", [&](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard lock(mu);
+    if (req.get_header_value("X-aws-ec2-metadata-token-ttl-seconds").empty()) {
+      res.status = 400;
+      return;
+    }
+    res.set_content("session-" + std::to_string(++tokens), "text/plain");
+  });
+  auto imds = [&](const std::string& path, const std::function<std::string()>& answer) {
+    aws.Get(path, [&, answer](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard lock(mu);
+      const std::string token = req.get_header_value("X-aws-ec2-metadata-token");
+      if (token.rfind("session-", 0) != 0 || std::stoi(token.substr(8)) > tokens) {
+        res.status = 401;
+        return;
+      }
+      res.set_content(answer(), "text/plain");
+    });
+  };
+  imds("/latest/meta-data/placement/region", [] { return std::string("eu-north-1"); });
+  imds("/latest/meta-data/instance-id", [] { return std::string("i-0a1"); });
+  imds("/latest/meta-data/iam/security-credentials/", [] { return std::string("etcd-role"); });
+  // Each set expires within the 5 minutes before which the provider refreshes: every Discover
+  // fetches the next set, as a long-running node does every few hours.
+  imds("/latest/meta-data/iam/security-credentials/etcd-role", [&] {
+    ++credential_sets;
+    return fmt::format(R"({{"AccessKeyId":"ASIAROLE{}","SecretAccessKey":"s","Token":"t","Expiration":"{}"}})",
+                       credential_sets, Iso8601(std::chrono::system_clock::now() + std::chrono::minutes(4)))
+        ;
+  });
+  aws.Get("/", [&](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard lock(mu);
+    const std::string action = req.get_param_value("Action");
+    actions.push_back(action + (req.has_param("NextToken") ? "+" + req.get_param_value("NextToken") : ""));
+    const std::string auth = req.get_header_value("Authorization");
+    keys_used.push_back(auth.substr(auth.find("Credential=") + 11, 9));
+    if (action == "DescribeAutoScalingInstances") {
+      CHECK(req.get_param_value("InstanceIds.member.1") == "i-0a1");
+      res.set_content("<DescribeAutoScalingInstancesResponse><DescribeAutoScalingInstancesResult><AutoScalingInstances>"
+                      "<member><InstanceId>i-0a1</InstanceId><AutoScalingGroupName>etcd-asg</AutoScalingGroupName>"
+                      "</member></AutoScalingInstances></DescribeAutoScalingInstancesResult>"
+                      "</DescribeAutoScalingInstancesResponse>",
+                      "text/xml");
+    } else if (action == "DescribeAutoScalingGroups") {
+      CHECK(req.get_param_value("AutoScalingGroupNames.member.1") == "etcd-asg");
+      res.set_content("<DescribeAutoScalingGroupsResponse><DescribeAutoScalingGroupsResult><AutoScalingGroups><member>"
+                      "<AutoScalingGroupName>etcd-asg</AutoScalingGroupName><DesiredCapacity>3</DesiredCapacity>"
+                      "</member></AutoScalingGroups></DescribeAutoScalingGroupsResult>"
+                      "</DescribeAutoScalingGroupsResponse>",
+                      "text/xml");
+    } else {
+      CHECK(req.get_param_value("MaxResults") == "5");
+      const bool first = !req.has_param("NextToken");
+      const std::string id = first ? "i-0a1" : "i-0a2";
+      res.set_content(fmt::format("<DescribeInstancesResponse><reservationSet><item><instancesSet><item>"
+                                  "<instanceId>{}</instanceId><instanceState><name>running</name></instanceState>"
+                                  "<privateIpAddress>127.0.0.{}</privateIpAddress></item></instancesSet></item>"
+                                  "</reservationSet>{}</DescribeInstancesResponse>",
+                                  id, first ? 1 : 2, first ? "<nextToken>p2</nextToken>" : ""),
+                      "text/xml");
+    }
+  });
+  int port = aws.bind_to_any_port("127.0.0.1");
+  REQUIRE(port > 0);
+  std::thread serving([&] { aws.listen_after_bind(); });
+  const std::string endpoint = "http://127.0.0.1:" + std::to_string(port);
+  for (const char* name : {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
+                           "AWS_DEFAULT_REGION", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN"}) {
+    unsetenv(name);
+  }
+  setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", endpoint.c_str(), 1);
+  auto spec = ParseDiscoverySpec("provider=aws asg=auto page_size=5 endpoint=" + endpoint);
+  REQUIRE(spec.ok());
+  auto provider = ProviderRegistry::Get().Create(*spec, ProviderContext{{}, "t", std::nullopt, Clock::kNever});
+  REQUIRE_MESSAGE(provider.ok(), provider.status().message());
+  auto first = (*provider)->Discover();
+  auto second = (*provider)->Discover();
+  aws.stop();
+  serving.join();
+  unsetenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+  REQUIRE_MESSAGE(first.ok(), first.status().message());
+  REQUIRE_MESSAGE(second.ok(), second.status().message());
+  REQUIRE(first->size() == 2);
+  CHECK((*first)[1].peer_urls == std::vector<std::string>{"http://127.0.0.2:2380"});
+  CHECK((*provider)->ImpliedSize() == std::optional<size_t>(3));
+  CHECK((*provider)->ListsWholeGroup());
+  CHECK((*provider)->Describe() == "aws Auto Scaling group etcd-asg in eu-north-1");
+  // The group is asked for once; the region and instance ID too (one IMDS session for both, then
+  // one per credential fetch).
+  CHECK(actions == std::vector<std::string>{"DescribeAutoScalingInstances", "DescribeAutoScalingGroups",
+                                            "DescribeInstances", "DescribeInstances+p2", "DescribeAutoScalingGroups",
+                                            "DescribeInstances", "DescribeInstances+p2"});
+  CHECK(credential_sets == 2);
+  CHECK(keys_used == std::vector<std::string>{"ASIAROLE1", "ASIAROLE1", "ASIAROLE1", "ASIAROLE1", "ASIAROLE2",
+                                              "ASIAROLE2", "ASIAROLE2"});
+  CHECK(tokens == 3);
 }
 
 }  // namespace quorate::aws

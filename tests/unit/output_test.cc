@@ -84,7 +84,7 @@ TEST_CASE("discover -w json adds each member's etcd version and the cluster vers
   REQUIRE(set.ok());
   std::vector<std::optional<VersionAnswer>> versions = {VersionAnswer{{3, 5, 30}, EtcdVersion{3, 4, 0}},
                                                         VersionAnswer{{3, 4, 23}, EtcdVersion{3, 4, 0}}, std::nullopt};
-  auto doc = nlohmann::json::parse(FormatDiscovered(*set, OutputFormat::kJson, &versions));
+  auto doc = nlohmann::json::parse(FormatDiscovered(*set, OutputFormat::kJson, nullptr, &versions));
   CHECK(doc["clusterVersion"] == "3.4.0");
   CHECK(doc["members"][0]["etcdVersion"] == "3.5.30");
   CHECK(doc["members"][1]["etcdVersion"] == "3.4.23");
@@ -93,6 +93,16 @@ TEST_CASE("discover -w json adds each member's etcd version and the cluster vers
   auto plain = nlohmann::json::parse(FormatDiscovered(*set, OutputFormat::kJson));
   CHECK_FALSE(plain.contains("clusterVersion"));
   CHECK_FALSE(plain["members"][0].contains("etcdVersion"));
+  CHECK_FALSE(plain.contains("clusterSize"));
+  // The size and where it came from, in every format.
+  SizeSource size{5, "aws Auto Scaling group etcd in eu-west-1"};
+  auto sized = nlohmann::json::parse(FormatDiscovered(*set, OutputFormat::kJson, &size));
+  CHECK(sized["clusterSize"] == 5);
+  CHECK(sized["clusterSizeFrom"] == "aws Auto Scaling group etcd in eu-west-1");
+  for (auto format : {OutputFormat::kTable, OutputFormat::kSimple}) {
+    CHECK(FormatDiscovered(*set, format, &size).find("cluster size 5, from aws Auto Scaling group etcd in eu-west-1\n") !=
+          std::string::npos);
+  }
 }
 
 }  // namespace quorate
