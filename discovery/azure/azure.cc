@@ -1,0 +1,745 @@
+#include "azure.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <functional>
+#include <set>
+
+#include "quorate/http.h"
+#include "quorate/json.h"
+#include "quorate/s3.h"
+#include "quorate/text.h"
+
+namespace quorate::azure {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kNetworkVersion[] = "2023-09-01";
+// The scale set NIC list exists only in this version of Microsoft.Compute's network API (the
+// version Azure's own SDKs pin for it).
+constexpr char kScaleSetNicVersion[] = "2018-10-01";
+constexpr char kComputeVersion[] = "2023-09-01";
+constexpr char kImdsInstanceVersion[] = "2021-02-01";
+constexpr char kImdsTokenVersion[] = "2018-02-01";
+constexpr char kArmResource[] = "https://management.azure.com/";
+// A page of NICs is at most a few hundred KB; VMs with their instance view a few MB.
+constexpr size_t kMaxAnswerBytes = 8 << 20;
+constexpr int kMaxPages = 100;
+constexpr auto kCallTimeout = std::chrono::seconds(10);
+// A token is fetched again this long before it expires, as Azure's SDKs do.
+constexpr auto kTokenMargin = std::chrono::minutes(5);
+
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? "" : value;
+}
+
+std::string Lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
+bool OnlyOf(const std::string& text, const char* allowed) {
+  return !text.empty() && text.find_first_not_of(allowed) == std::string::npos;
+}
+
+constexpr char kAlnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+// Azure's rules for the names that go into a resource path (resource group: letters, digits,
+// . _ - ( ); scale set: letters, digits, . _ -), so none needs escaping there.
+bool IsResourceGroup(const std::string& s) {
+  return s.size() <= 90 && OnlyOf(s, (std::string(kAlnum) + "._-()").c_str());
+}
+bool IsScaleSetName(const std::string& s) { return s.size() <= 64 && OnlyOf(s, (std::string(kAlnum) + "._-").c_str()); }
+bool IsGuidOrDomain(const std::string& s) { return s.size() <= 253 && OnlyOf(s, (std::string(kAlnum) + ".-").c_str()); }
+
+// scheme://host[:port] and what follows, the host lowercased, the port the scheme's own if none.
+struct Origin {
+  std::string scheme, host;
+  int port = 0;
+  std::string rest;  // path and query, "" or starting with '/' or '?'
+  std::string Base() const {
+    return fmt::format("{}://{}:{}", scheme, host.find(':') == std::string::npos ? host : "[" + host + "]", port);
+  }
+};
+
+std::optional<Origin> SplitUrl(const std::string& text) {
+  Origin o;
+  const size_t sep = text.find("://");
+  if (sep == std::string::npos) return std::nullopt;
+  o.scheme = Lower(text.substr(0, sep));
+  if (o.scheme != "http" && o.scheme != "https") return std::nullopt;
+  const size_t end = text.find_first_of("/?#", sep + 3);
+  std::string authority = text.substr(sep + 3, end == std::string::npos ? std::string::npos : end - sep - 3);
+  o.rest = end == std::string::npos ? "" : text.substr(end);
+  if (o.rest.find('#') != std::string::npos) return std::nullopt;
+  std::string port;
+  if (!authority.empty() && authority.front() == '[') {
+    const size_t close = authority.find(']');
+    if (close == std::string::npos) return std::nullopt;
+    o.host = authority.substr(1, close - 1);
+    if (close + 1 < authority.size()) {
+      if (authority[close + 1] != ':') return std::nullopt;
+      port = authority.substr(close + 2);
+    }
+  } else {
+    const size_t colon = authority.rfind(':');
+    o.host = authority.substr(0, colon);
+    if (colon != std::string::npos) port = authority.substr(colon + 1);
+  }
+  o.host = Lower(o.host);
+  if (o.host.empty() || !OnlyOf(o.host, (std::string(kAlnum) + ".-:").c_str())) return std::nullopt;
+  if (port.empty()) {
+    o.port = o.scheme == "https" ? 443 : 80;
+  } else {
+    auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), o.port);
+    if (ec != std::errc() || p != port.data() + port.size() || o.port < 1 || o.port > 65535) return std::nullopt;
+  }
+  return o;
+}
+
+Result<std::string> BaseUrl(ProviderParams& params, const std::string& key, const std::string& fallback) {
+  auto text = params.Take(key);
+  if (!text) return fallback;
+  auto url = SplitUrl(*text);
+  if (!url || (!url->rest.empty() && url->rest != "/")) {
+    return Status::InvalidArgument(
+        fmt::format("{} '{}' is not a base URL like {}", params.Label(key), Printable(*text, 100), fallback));
+  }
+  return url->Base();
+}
+
+Result<int> Port(ProviderParams& params, const std::string& key, int fallback) {
+  auto text = params.Take(key);
+  if (!text) return fallback;
+  int port = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), port);
+  if (ec != std::errc() || end != text->data() + text->size() || port < 1 || port > 65535) {
+    return Status::InvalidArgument(
+        fmt::format("{} '{}' is not a port (1-65535)", params.Label(key), Printable(*text, 32)));
+  }
+  return port;
+}
+
+std::string Start(const std::string& text) { return Printable(text.substr(0, 80), 80); }
+
+// A string member of an object, "" when absent or of another type.
+std::string Text(const json& object, const char* field) {
+  if (!object.is_object()) return "";
+  auto it = object.find(field);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+const json& Field(const json& object, const char* field) {
+  static const json kNull;
+  if (!object.is_object()) return kNull;
+  auto it = object.find(field);
+  return it == object.end() ? kNull : *it;
+}
+
+// A whole number as JSON gives it or as a string of digits (IMDS sends numbers as strings).
+std::optional<int64_t> Whole(const json& value) {
+  if (value.is_number_integer()) return value.get<int64_t>();
+  if (!value.is_string()) return std::nullopt;
+  const std::string text = value.get<std::string>();
+  if (text.empty() || text.size() > 12 || !OnlyOf(text, "0123456789")) return std::nullopt;
+  return std::stoll(text);
+}
+
+// An ARM list answer: the document and its "value" array; Unavailable naming `what` otherwise.
+Result<json> ListOf(const std::string& text, const std::string& what) {
+  auto doc = ParseForeignJson(text);
+  if (!doc.ok() || !doc->is_object() || !Field(*doc, "value").is_array()) {
+    return Status::Unavailable(
+        fmt::format("the answer is not ARM's list of {} ({{\"value\": [...]}}); it starts '{}'", what, Start(text)));
+  }
+  if (!Field(*doc, "nextLink").is_null() && !Field(*doc, "nextLink").is_string()) {
+    return Status::Unavailable(fmt::format("the list of {} has a nextLink that is not a string", what));
+  }
+  return std::move(*doc);
+}
+
+std::string LastSegment(const std::string& id) { return id.substr(id.rfind('/') + 1); }
+
+}  // namespace
+
+Result<Options> TakeOptions(ProviderParams& params) {
+  Options o;
+  o.tenant_id = params.Take("tenant_id").value_or("");
+  o.client_id = params.Take("client_id").value_or("");
+  o.subscription_id = params.Take("subscription_id").value_or("");
+  o.secret = params.Take("secret_access_key").value_or("");
+  o.tag_name = params.Take("tag_name").value_or("");
+  o.tag_value = params.Take("tag_value").value_or("");
+  o.resource_group = params.Take("resource_group").value_or("");
+  o.vm_scale_set = params.Take("vm_scale_set").value_or("");
+  o.ca_file = params.Take("ca_file").value_or("");
+  o.name_tag = params.Take("name_tag").value_or("");
+  o.scheme = params.Take("scheme").value_or("http");
+  const std::string addr_type = params.Take("addr_type").value_or("private_v4");
+  auto endpoint = BaseUrl(params, "endpoint", o.endpoint);
+  if (!endpoint.ok()) return endpoint.status();
+  auto authority = BaseUrl(params, "authority_host", o.authority_host);
+  if (!authority.ok()) return authority.status();
+  auto imds = BaseUrl(params, "imds_endpoint", o.imds_endpoint);
+  if (!imds.ok()) return imds.status();
+  o.endpoint = *endpoint;
+  o.authority_host = *authority;
+  o.imds_endpoint = *imds;
+  auto peer = Port(params, "peer_port", 2380);
+  if (!peer.ok()) return peer.status();
+  auto client = Port(params, "client_port", 2379);
+  if (!client.ok()) return client.status();
+  o.peer_port = *peer;
+  o.client_port = *client;
+  if (Status s = params.CheckAllTaken({"tenant_id", "client_id", "subscription_id", "secret_access_key", "tag_name",
+                                       "tag_value", "resource_group", "vm_scale_set", "endpoint", "authority_host",
+                                       "imds_endpoint", "ca_file", "addr_type", "name_tag", "scheme", "peer_port",
+                                       "client_port"});
+      !s.ok()) {
+    return s;
+  }
+  const bool tags = !o.tag_name.empty() || !o.tag_value.empty();
+  const bool scale_set = !o.resource_group.empty() || !o.vm_scale_set.empty();
+  if (tags && scale_set) {
+    return Status::InvalidArgument(
+        "provider=azure takes either tag_name + tag_value or resource_group + vm_scale_set, not both: drop one pair");
+  }
+  if (!tags && !scale_set) {
+    return Status::InvalidArgument(
+        "provider=azure needs resource_group=... vm_scale_set=... (the etcd scale set; vm_scale_set=auto for this "
+        "VM's own) or tag_name=... tag_value=... (a tag on the etcd VMs' network interfaces)");
+  }
+  if (tags && (o.tag_name.empty() || o.tag_value.empty())) {
+    return Status::InvalidArgument(fmt::format("{} needs {} too", o.tag_name.empty() ? "tag_value" : "tag_name",
+                                               o.tag_name.empty() ? "tag_name" : "tag_value"));
+  }
+  if (o.vm_scale_set == "auto") {
+    if (!o.resource_group.empty()) {
+      return Status::InvalidArgument(
+          "vm_scale_set=auto reads the resource group from the instance metadata too: drop resource_group, or name "
+          "the scale set");
+    }
+  } else if (scale_set && (o.resource_group.empty() || o.vm_scale_set.empty())) {
+    return Status::InvalidArgument(fmt::format("{} needs {} too (or vm_scale_set=auto for this VM's own scale set)",
+                                               o.resource_group.empty() ? "vm_scale_set" : "resource_group",
+                                               o.resource_group.empty() ? "resource_group" : "vm_scale_set"));
+  } else if (scale_set && !IsResourceGroup(o.resource_group)) {
+    return Status::InvalidArgument(fmt::format("{} '{}' is not a resource group name (letters, digits, . _ - ( ))",
+                                               params.Label("resource_group"), Printable(o.resource_group, 100)));
+  } else if (scale_set && !IsScaleSetName(o.vm_scale_set)) {
+    return Status::InvalidArgument(fmt::format("{} '{}' is not a scale set name (letters, digits, . _ -)",
+                                               params.Label("vm_scale_set"), Printable(o.vm_scale_set, 100)));
+  }
+  if (addr_type != "private_v4") {
+    // A public address is a resource of its own that the NIC only points at: another call per VM.
+    return Status::InvalidArgument(fmt::format("{} '{}': provider=azure takes private_v4 only",
+                                               params.Label("addr_type"), Printable(addr_type, 40)));
+  }
+  if (o.scheme != "http" && o.scheme != "https") {
+    return Status::InvalidArgument(
+        fmt::format("{} '{}' is not http or https", params.Label("scheme"), Printable(o.scheme, 40)));
+  }
+  // go-discover's environment for what the keys leave out.
+  const bool tenant_given = !o.tenant_id.empty();
+  if (o.tenant_id.empty()) o.tenant_id = Env("ARM_TENANT_ID");
+  if (o.client_id.empty()) o.client_id = Env("ARM_CLIENT_ID");
+  if (o.subscription_id.empty()) o.subscription_id = Env("ARM_SUBSCRIPTION_ID");
+  if (o.secret.empty()) o.secret = Env("ARM_CLIENT_SECRET");
+  if (tenant_given && o.secret.empty()) {
+    return Status::InvalidArgument(
+        "tenant_id goes with secret_access_key or ARM_CLIENT_SECRET (a service principal's client secret); a "
+        "managed identity needs neither");
+  }
+  if (!o.secret.empty() && (o.tenant_id.empty() || o.client_id.empty())) {
+    return Status::InvalidArgument(
+        "a client secret (secret_access_key or ARM_CLIENT_SECRET) needs tenant_id and client_id (or ARM_TENANT_ID "
+        "and ARM_CLIENT_ID)");
+  }
+  if (!o.tenant_id.empty() && !IsGuidOrDomain(o.tenant_id)) {
+    return Status::InvalidArgument(
+        fmt::format("tenant_id '{}' is not a tenant ID or domain", Printable(o.tenant_id, 100)));
+  }
+  if (!o.client_id.empty() && !IsGuidOrDomain(o.client_id)) {
+    return Status::InvalidArgument(fmt::format("client_id '{}' is not a client ID", Printable(o.client_id, 100)));
+  }
+  if (o.subscription_id.empty() && o.vm_scale_set != "auto") {
+    return Status::InvalidArgument(
+        "provider=azure needs subscription_id=... (or ARM_SUBSCRIPTION_ID); only vm_scale_set=auto reads it from the "
+        "instance metadata");
+  }
+  if (!o.subscription_id.empty() && !IsGuidOrDomain(o.subscription_id)) {
+    return Status::InvalidArgument(
+        fmt::format("subscription_id '{}' is not a subscription ID", Printable(o.subscription_id, 100)));
+  }
+  return o;
+}
+
+Result<Token> ParseToken(const std::string& text, std::chrono::system_clock::time_point now) {
+  auto doc = ParseForeignJson(text);
+  if (!doc.ok() || !doc->is_object()) {
+    return Status::Unavailable(fmt::format("the token answer is not a JSON object; it starts '{}'", Start(text)));
+  }
+  Token token;
+  token.access_token = Text(*doc, "access_token");
+  if (token.access_token.empty()) return Status::Unavailable("the token answer has no access_token");
+  const std::string type = Text(*doc, "token_type");
+  if (!type.empty() && Lower(type) != "bearer") {
+    return Status::Unavailable(fmt::format("the token answer's token_type is '{}', not Bearer", Printable(type, 32)));
+  }
+  // Ten years at most: a lifetime past that is garbage, and would overflow the clock's arithmetic.
+  constexpr int64_t kMaxSeconds = 10LL * 366 * 24 * 3600;
+  if (auto on = Whole(Field(*doc, "expires_on")); on && *on > 0) {
+    const auto since_epoch = now.time_since_epoch();
+    const int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(since_epoch).count();
+    if (*on > now_s + kMaxSeconds) return Status::Unavailable("the token answer's expires_on is years away");
+    token.expires = std::chrono::system_clock::time_point(std::chrono::seconds(*on));
+    return token;
+  }
+  auto in = Whole(Field(*doc, "expires_in"));
+  if (!in || *in > kMaxSeconds) {
+    return Status::Unavailable("the token answer has no expires_in or expires_on in seconds");
+  }
+  token.expires = now + std::chrono::seconds(*in);
+  return token;
+}
+
+Result<NicPage> ParseNicList(const std::string& text) {
+  auto doc = ListOf(text, "network interfaces");
+  if (!doc.ok()) return doc.status();
+  NicPage page;
+  for (const json& item : Field(*doc, "value")) {
+    Nic nic;
+    nic.id = Text(item, "id");
+    if (nic.id.empty()) return Status::Unavailable("the list of network interfaces has one without an id");
+    const json& props = Field(item, "properties");
+    nic.vm_id = Text(Field(props, "virtualMachine"), "id");
+    nic.primary = Field(props, "primary").is_boolean() && Field(props, "primary").get<bool>();
+    const json& configs = Field(props, "ipConfigurations");
+    if (configs.is_array()) {
+      // The primary configuration's address; a NIC with one configuration may not mark it primary.
+      for (const json& config : configs) {
+        const json& c = Field(config, "properties");
+        const std::string ip = Text(c, "privateIPAddress");
+        const bool primary = Field(c, "primary").is_boolean() && Field(c, "primary").get<bool>();
+        if (ip.empty() || Lower(Text(c, "privateIPAddressVersion")) == "ipv6") continue;
+        if (primary || nic.private_ip.empty()) nic.private_ip = ip;
+        if (primary) break;
+      }
+    }
+    const json& tags = Field(item, "tags");
+    if (tags.is_object()) {
+      for (const auto& [k, v] : tags.items()) {
+        if (v.is_string()) nic.tags[k] = v.get<std::string>();
+      }
+    }
+    page.nics.push_back(std::move(nic));
+  }
+  page.next_link = Text(*doc, "nextLink");
+  return page;
+}
+
+Result<VmPage> ParseScaleSetVms(const std::string& text) {
+  auto doc = ListOf(text, "scale set instances");
+  if (!doc.ok()) return doc.status();
+  VmPage page;
+  for (const json& item : Field(*doc, "value")) {
+    ScaleSetVm vm;
+    vm.id = Text(item, "id");
+    if (vm.id.empty()) return Status::Unavailable("the list of scale set instances has one without an id");
+    vm.name = Text(item, "name");
+    const json& props = Field(item, "properties");
+    vm.computer_name = Text(Field(props, "osProfile"), "computerName");
+    if (vm.computer_name.empty()) vm.computer_name = Text(Field(props, "instanceView"), "computerName");
+    vm.provisioning_state = Text(props, "provisioningState");
+    const json& statuses = Field(Field(props, "instanceView"), "statuses");
+    if (statuses.is_array()) {
+      for (const json& status : statuses) {
+        const std::string code = Text(status, "code");
+        if (code.rfind("PowerState/", 0) == 0) vm.power_state = code.substr(11);
+      }
+    }
+    page.vms.push_back(std::move(vm));
+  }
+  page.next_link = Text(*doc, "nextLink");
+  return page;
+}
+
+Result<ScaleSet> ParseScaleSet(const std::string& text) {
+  auto doc = ParseForeignJson(text);
+  if (!doc.ok() || !doc->is_object()) {
+    return Status::Unavailable(
+        fmt::format("the answer is not ARM's scale set resource (JSON); it starts '{}'", Start(text)));
+  }
+  const json& capacity = Field(Field(*doc, "sku"), "capacity");
+  if (!capacity.is_number_integer() || capacity.get<int64_t>() < 0 || capacity.get<int64_t>() > 10000) {
+    return Status::Unavailable(
+        fmt::format("the scale set resource has sku.capacity {}, not a count", Printable(capacity.dump(), 32)));
+  }
+  const std::string mode = Lower(Text(Field(*doc, "properties"), "orchestrationMode"));
+  // Sets made before Flexible existed have no orchestrationMode: they are Uniform.
+  if (!mode.empty() && mode != "uniform" && mode != "flexible") {
+    return Status::Unavailable(
+        fmt::format("the scale set's orchestrationMode is '{}', not Uniform or Flexible", Printable(mode, 32)));
+  }
+  return ScaleSet{static_cast<int>(capacity.get<int64_t>()), mode == "flexible"};
+}
+
+Result<InstanceMetadata> ParseInstanceMetadata(const std::string& text) {
+  auto doc = ParseForeignJson(text);
+  const json& compute = doc.ok() ? Field(*doc, "compute") : Field(json(), "compute");
+  if (!compute.is_object()) {
+    return Status::Unavailable(
+        fmt::format("the answer is not IMDS's instance metadata (JSON with compute); it starts '{}'", Start(text)));
+  }
+  InstanceMetadata m{Text(compute, "subscriptionId"), Text(compute, "resourceGroupName"),
+                     Text(compute, "vmScaleSetName")};
+  if (!IsGuidOrDomain(m.subscription_id) || !IsResourceGroup(m.resource_group) ||
+      (!m.vm_scale_set.empty() && !IsScaleSetName(m.vm_scale_set))) {
+    return Status::Unavailable(fmt::format(
+        "IMDS's instance metadata names subscription '{}', resource group '{}', scale set '{}': not Azure names",
+        Printable(m.subscription_id, 64), Printable(m.resource_group, 100), Printable(m.vm_scale_set, 64)));
+  }
+  return m;
+}
+
+ApiError ParseError(const std::string& text) {
+  auto doc = ParseForeignJson(text);
+  if (!doc.ok()) return {};
+  const json& error = Field(*doc, "error");
+  if (error.is_object()) return {Text(error, "code"), Text(error, "message")};
+  return {Text(*doc, "error"), Text(*doc, "error_description")};
+}
+
+bool Counts(const ScaleSetVm& vm) {
+  if (Lower(vm.provisioning_state) == "deleting") return false;
+  const std::string power = Lower(vm.power_state);
+  return power.empty() || power == "starting" || power == "running";
+}
+
+Result<std::vector<Member>> MembersOf(const Options& o, const std::vector<Nic>& nics,
+                                      const std::vector<ScaleSetVm>* vms) {
+  // Resource IDs are case-insensitive, and ARM does not always spell one the same way twice.
+  std::map<std::string, const ScaleSetVm*> counted;
+  if (vms) {
+    for (const ScaleSetVm& vm : *vms) {
+      if (Counts(vm)) counted[Lower(vm.id)] = &vm;
+    }
+  }
+  std::map<std::string, const Nic*> chosen;  // a VM's primary NIC, else its first one with an address
+  for (const Nic& nic : nics) {
+    if (nic.vm_id.empty() || nic.private_ip.empty()) continue;
+    if (vms && !counted.count(Lower(nic.vm_id))) continue;
+    const Nic*& slot = chosen[Lower(nic.vm_id)];
+    if (slot == nullptr || (nic.primary && !slot->primary)) slot = &nic;
+  }
+  std::vector<Member> members;
+  for (const auto& [vm_id, nic] : chosen) {
+    std::string name = LastSegment(nic->vm_id);
+    if (vms) {
+      const ScaleSetVm& vm = *counted.at(vm_id);
+      name = !vm.computer_name.empty() ? vm.computer_name : !vm.name.empty() ? vm.name : name;
+    }
+    if (!o.name_tag.empty()) {
+      auto tag = nic->tags.find(o.name_tag);
+      if (tag != nic->tags.end() && !tag->second.empty()) name = tag->second;
+    }
+    if (Status s = CheckMemberName(name, "VM " + Printable(nic->vm_id, 200) + "'s name"); !s.ok()) {
+      return Status::Unavailable(s.message());
+    }
+    const std::string host =
+        nic->private_ip.find(':') == std::string::npos ? nic->private_ip : "[" + nic->private_ip + "]";
+    Member m{name,
+             {fmt::format("{}://{}:{}", o.scheme, host, o.peer_port)},
+             {fmt::format("{}://{}:{}", o.scheme, host, o.client_port)}};
+    if (auto parsed = ParseUrl(m.peer_urls[0]); !parsed.ok()) {
+      return Status::Unavailable(fmt::format("the network interface {} has an address etcd would refuse: {}",
+                                             Printable(nic->id, 200), parsed.status().message()));
+    }
+    members.push_back(std::move(m));
+  }
+  std::sort(members.begin(), members.end(), [](const Member& a, const Member& b) { return a.name < b.name; });
+  for (size_t i = 1; i < members.size(); ++i) {
+    if (members[i].name == members[i - 1].name) {
+      return Status::Unavailable(fmt::format("two VMs are both named '{}'", Printable(members[i].name, 64)));
+    }
+  }
+  return members;
+}
+
+std::optional<std::string> SameOriginTarget(const std::string& base, const std::string& link) {
+  auto a = SplitUrl(base);
+  auto b = SplitUrl(link);
+  if (!a || !b || a->scheme != b->scheme || a->host != b->host || a->port != b->port) return std::nullopt;
+  if (b->rest.empty()) return "/";
+  if (b->rest.front() != '/') return "/" + b->rest;
+  return b->rest;
+}
+
+namespace {
+
+class AzureProvider : public DiscoveryProvider {
+ public:
+  AzureProvider(Options o, Clock::TimePoint deadline) : o_(std::move(o)), deadline_(deadline) {}
+
+  Result<std::vector<Member>> Discover() override {
+    whole_group_ = false;
+    if (o_.vm_scale_set == "auto") {
+      if (Status s = ReadInstanceMetadata(); !s.ok()) return s;
+    }
+    if (Status s = RefreshToken(); !s.ok()) return s;
+    if (!o_.scale_set()) {
+      auto nics = ListNics(fmt::format("/subscriptions/{}/providers/Microsoft.Network/networkInterfaces?api-version={}",
+                                       o_.subscription_id, kNetworkVersion),
+                           "Microsoft.Network/networkInterfaces/read");
+      if (!nics.ok()) return nics.status();
+      std::vector<Nic> tagged;
+      for (Nic& nic : *nics) {
+        // Tag names are case-insensitive in Azure, their values are not.
+        for (const auto& [k, v] : nic.tags) {
+          if (Lower(k) == Lower(o_.tag_name) && v == o_.tag_value) {
+            tagged.push_back(std::move(nic));
+            break;
+          }
+        }
+      }
+      return MembersOf(o_, tagged, nullptr);
+    }
+    const std::string set_path =
+        fmt::format("/subscriptions/{}/resourceGroups/{}/providers/Microsoft.Compute/virtualMachineScaleSets/{}",
+                    o_.subscription_id, o_.resource_group, o_.vm_scale_set);
+    auto answer = Call(fmt::format("{}?api-version={}", set_path, kComputeVersion),
+                       "Microsoft.Compute/virtualMachineScaleSets/read");
+    if (!answer.ok()) return answer.status();
+    auto set = ParseScaleSet(*answer);
+    if (!set.ok()) return set.status().Prefixed(Describe());
+    // Uniform: the set's own lists. Flexible: its resource group's VMs filtered by the set (the only
+    // filter ARM takes there, and the one that allows the instance view), and the group's NICs.
+    const std::string group_path =
+        fmt::format("/subscriptions/{}/resourceGroups/{}/providers", o_.subscription_id, o_.resource_group);
+    const std::string vms_target =
+        set->flexible
+            ? fmt::format("{}/Microsoft.Compute/virtualMachines?api-version={}&$filter={}&$expand=instanceView",
+                          group_path, kComputeVersion,
+                          sigv4::UriEncode(fmt::format("virtualMachineScaleSet/id eq '{}'", set_path), false))
+            : fmt::format("{}/virtualMachines?$expand=instanceView&api-version={}", set_path, kComputeVersion);
+    std::vector<ScaleSetVm> vms;
+    Status listed = Pages(vms_target,
+                          set->flexible ? "Microsoft.Compute/virtualMachines/read"
+                                        : "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read",
+                          [&](const std::string& body) -> Result<std::string> {
+                            auto page = ParseScaleSetVms(body);
+                            if (!page.ok()) return page.status();
+                            for (ScaleSetVm& vm : page->vms) vms.push_back(std::move(vm));
+                            return page->next_link;
+                          });
+    if (!listed.ok()) return listed;
+    auto nics = set->flexible
+                    ? ListNics(fmt::format("{}/Microsoft.Network/networkInterfaces?api-version={}", group_path,
+                                           kNetworkVersion),
+                               "Microsoft.Network/networkInterfaces/read")
+                    : ListNics(fmt::format("{}/networkInterfaces?api-version={}", set_path, kScaleSetNicVersion),
+                               "Microsoft.Compute/virtualMachineScaleSets/networkInterfaces/read");
+    if (!nics.ok()) return nics.status();
+    auto members = MembersOf(o_, *nics, &vms);
+    if (!members.ok()) return members.status();
+    implied_size_ = static_cast<size_t>(set->capacity);
+    whole_group_ = true;
+    return members;
+  }
+
+  std::optional<size_t> ImpliedSize() const override { return implied_size_; }
+  bool ListsWholeGroup() const override { return whole_group_; }
+
+  std::string Describe() const override {
+    if (!o_.scale_set()) {
+      return fmt::format("azure network interfaces tagged {}={} in subscription {}", o_.tag_name, o_.tag_value,
+                         o_.subscription_id);
+    }
+    if (o_.vm_scale_set == "auto") return "azure scale set of this VM (vm_scale_set=auto)";
+    return fmt::format("azure scale set {} in resource group {}", o_.vm_scale_set, o_.resource_group);
+  }
+
+ private:
+  // Every page of a list, `take` reading one and giving its nextLink.
+  Status Pages(std::string target, const std::string& permission,
+               const std::function<Result<std::string>(const std::string&)>& take) {
+    std::set<std::string> seen;
+    for (int pages = 1;; ++pages) {
+      if (pages > kMaxPages) {
+        return Status::Unavailable(fmt::format("{}: the list did not end after {} pages", Describe(), kMaxPages));
+      }
+      auto body = Call(target, permission);
+      if (!body.ok()) return body.status();
+      auto next = take(*body);
+      if (!next.ok()) return next.status().Prefixed(Describe());
+      if (next->empty()) return Status::Ok();
+      auto next_target = SameOriginTarget(o_.endpoint, *next);
+      if (!next_target) {
+        return Status::Unavailable(
+            fmt::format("{}: a nextLink leads away from {}: '{}'", Describe(), o_.endpoint, Printable(*next, 200)));
+      }
+      if (!seen.insert(*next_target).second) {
+        return Status::Unavailable(fmt::format("{}: a nextLink came round again", Describe()));
+      }
+      target = *next_target;
+    }
+  }
+
+  Result<std::vector<Nic>> ListNics(const std::string& target, const std::string& permission) {
+    std::vector<Nic> nics;
+    Status s = Pages(target, permission, [&](const std::string& body) -> Result<std::string> {
+      auto page = ParseNicList(body);
+      if (!page.ok()) return page.status();
+      for (Nic& nic : page->nics) nics.push_back(std::move(nic));
+      return page->next_link;
+    });
+    if (!s.ok()) return s;
+    return nics;
+  }
+
+  // One GET at ARM with the bearer token; the body when 200. Throttles (429, 503) are waited out
+  // within the deadline; a refusal names the permission the call needs.
+  Result<std::string> Call(const std::string& target, const std::string& permission) {
+    HttpRequest request = Request(o_.endpoint, "GET", target);
+    request.headers = {{"Accept", "application/json"}, {"Authorization", "Bearer " + token_.access_token}};
+    const std::string what = fmt::format("{}: GET {}{}", Describe(), o_.endpoint, Printable(target, 300));
+    auto body = Answer(request, what, kMaxAnswerBytes);
+    if (body.ok()) return body;
+    if (last_status_ == 401) token_ = {};  // revoked or expired early: the next try fetches another
+    if (last_status_ == 401 || last_status_ == 403) {
+      return Status::Unavailable(
+          fmt::format("{}; the identity needs {} (the Reader role on the resource group or "
+                      "subscription has it)",
+                      body.status().message(), permission));
+    }
+    return body.status();
+  }
+
+  HttpRequest Request(const std::string& base, const std::string& method, const std::string& target) const {
+    HttpRequest request;
+    request.base_url = base;
+    request.method = method;
+    request.target = target;
+    request.timeout = kCallTimeout;
+    request.deadline = deadline_;
+    if (base.rfind("https://", 0) == 0) request.tls.trusted_ca_file = o_.ca_file;
+    return request;
+  }
+
+  // The body of a 200; otherwise Unavailable naming the call, its status and the answer's error.
+  Result<std::string> Answer(const HttpRequest& request, const std::string& what, size_t max_body) {
+    HttpRequest r = request;
+    r.max_body = max_body;
+    last_status_ = 0;
+    HttpResult result = HttpSendThrottled(r, RealClock());
+    if (!result.ok()) {
+      Status s = result.ToStatus(what);
+      if (result.failure == HttpFailure::kTlsUntrusted && o_.ca_file.empty()) {
+        return Status::InvalidArgument(s.message() + "; give ca_file= the CA bundle it chains to");
+      }
+      return s;
+    }
+    last_status_ = result.response.status;
+    if (result.response.status == 200) return std::move(result.response.body);
+    ApiError error = ParseError(result.response.body);
+    std::string text = fmt::format("{}: HTTP {}", what, result.response.status);
+    if (!error.code.empty()) text += " " + Printable(error.code, 64);
+    if (!error.message.empty()) text += ": " + Printable(error.message, 300);
+    return Status::Unavailable(text);
+  }
+
+  // The cached token while it has more than kTokenMargin (or half its life, if shorter) to live, so
+  // it outlasts the Discover() it starts; else a new one, from the client secret or the managed
+  // identity.
+  Status RefreshToken() {
+    const auto now = std::chrono::system_clock::now();
+    const auto margin = std::min<std::chrono::system_clock::duration>(kTokenMargin, (token_.expires - obtained_) / 2);
+    if (!token_.access_token.empty() && now + margin < token_.expires) return Status::Ok();
+    auto body = o_.secret.empty() ? ManagedIdentityToken() : ClientSecretToken();
+    if (!body.ok()) return body.status();
+    auto token = ParseToken(*body, now);
+    if (!token.ok()) return token.status().Prefixed(Describe());
+    token_ = std::move(*token);
+    obtained_ = now;
+    return Status::Ok();
+  }
+
+  Result<std::string> ClientSecretToken() {
+    HttpRequest request = Request(o_.authority_host, "POST", fmt::format("/{}/oauth2/v2.0/token", o_.tenant_id));
+    request.headers = {{"Content-Type", "application/x-www-form-urlencoded"}, {"Accept", "application/json"}};
+    // In the body, never the URL: the secret stays out of access logs and of our messages.
+    request.body = fmt::format("grant_type=client_credentials&client_id={}&client_secret={}&scope={}",
+                               sigv4::UriEncode(o_.client_id, false), sigv4::UriEncode(o_.secret, false),
+                               sigv4::UriEncode(std::string(kArmResource) + ".default", false));
+    auto body = Answer(request,
+                       fmt::format("{}: the client secret of client {} at {}/{}", Describe(), o_.client_id,
+                                   o_.authority_host, o_.tenant_id),
+                       64 * 1024);
+    if (!body.ok() && (last_status_ == 400 || last_status_ == 401)) {
+      return Status::Unavailable(body.status().message() +
+                                 "; is the client secret current, for this client_id and tenant_id?");
+    }
+    return body;
+  }
+
+  Result<std::string> ManagedIdentityToken() {
+    std::string target = fmt::format("/metadata/identity/oauth2/token?api-version={}&resource={}", kImdsTokenVersion,
+                                     sigv4::UriEncode(kArmResource, false));
+    if (!o_.client_id.empty()) target += "&client_id=" + sigv4::UriEncode(o_.client_id, false);
+    HttpRequest request = Request(o_.imds_endpoint, "GET", target);
+    request.headers = {{"Metadata", "true"}};
+    auto body =
+        Answer(request, fmt::format("{}: the managed identity's token from IMDS at {}", Describe(), o_.imds_endpoint),
+               64 * 1024);
+    if (!body.ok() && last_status_ == 400) {
+      return Status::Unavailable(body.status().message() +
+                                 "; does the VM have a managed identity (else give tenant_id, client_id and "
+                                 "secret_access_key)?");
+    }
+    return body;
+  }
+
+  // vm_scale_set=auto: this VM's scale set, resource group and (unless given) subscription, once.
+  Status ReadInstanceMetadata() {
+    HttpRequest request =
+        Request(o_.imds_endpoint, "GET", fmt::format("/metadata/instance?api-version={}", kImdsInstanceVersion));
+    request.headers = {{"Metadata", "true"}};
+    auto body =
+        Answer(request, fmt::format("vm_scale_set=auto: the instance metadata at {}", o_.imds_endpoint), 256 * 1024);
+    if (!body.ok()) return body.status();
+    auto metadata = ParseInstanceMetadata(*body);
+    if (!metadata.ok()) return metadata.status();
+    if (metadata->vm_scale_set.empty()) {
+      return Status::InvalidArgument(
+          "vm_scale_set=auto: this VM is in no scale set (its instance metadata names none); give "
+          "resource_group=... vm_scale_set=... or tag_name=... tag_value=...");
+    }
+    o_.vm_scale_set = metadata->vm_scale_set;
+    o_.resource_group = metadata->resource_group;
+    if (o_.subscription_id.empty()) o_.subscription_id = metadata->subscription_id;
+    return Status::Ok();
+  }
+
+  Options o_;
+  Token token_;
+  std::chrono::system_clock::time_point obtained_;
+  Clock::TimePoint deadline_;
+  int last_status_ = 0;
+  std::optional<size_t> implied_size_;
+  bool whole_group_ = false;
+};
+
+Result<std::unique_ptr<DiscoveryProvider>> Create(ProviderParams& params) {
+  auto options = TakeOptions(params);
+  if (!options.ok()) return options.status();
+  return std::unique_ptr<DiscoveryProvider>(new AzureProvider(std::move(*options), params.context().deadline));
+}
+
+const RegisterProvider kRegistration("azure", Create);
+
+}  // namespace
+}  // namespace quorate::azure
