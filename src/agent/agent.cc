@@ -82,6 +82,7 @@ class AgentService final : public pb::Agent::Service {
     out->set_version(QUORATE_VERSION);
     out->set_cluster_size(s.cluster_size);
     out->set_initial_cluster(s.initial_cluster);
+    out->set_log_past_bootstrap(s.log_past_bootstrap);
     return grpc::Status::OK;
   }
 
@@ -208,6 +209,7 @@ AgentReport ReportFromAnswer(const std::string& target, const agent::v1::Describ
   report.data_state = FromProto(resp.data_state());
   report.token = resp.cluster_token();
   report.expected_cluster_id = resp.cluster_id();
+  report.log_past_bootstrap = resp.log_past_bootstrap();
   return report;
 }
 

@@ -27,6 +27,7 @@ struct AgentState {
   MemberId member_id = 0;
   uint32_t cluster_size = 0;
   std::string initial_cluster;
+  bool log_past_bootstrap = false;  // see AgentReport
 };
 
 class AgentServer {

@@ -19,6 +19,8 @@ struct AgentReport {
   DataState data_state = DataState::kUnknown;
   std::string token;
   ClusterId expected_cluster_id = 0;  // computed from the member set that peer discovered
+  // Its data's raft log went past the bootstrap: it heard from a leader (docs/DESIGN.md §4 rule 3).
+  bool log_past_bootstrap = false;
 };
 
 // One member as etcd's peer endpoint GET /members lists it.

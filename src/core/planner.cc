@@ -114,6 +114,8 @@ bool VoterAnswers(const PlanInput& in, const ClusterMember& voter) {
   return p != nullptr && p->cluster.has_value();
 }
 
+std::string MajorityLostAdvice(const PlanInput& in, const ClusterView& c, const ClusterMember& listed);
+
 Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const ClusterMember& listed) {
   // A member that started and then lost its data looks, in a view older than its start, exactly like
   // one that never started; starting it `new` under its old ID with an empty log would take from raft
@@ -137,6 +139,53 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
                             unheard.size() == 1 ? "does" : "do", unheard.size() == 1 ? "its" : "their",
                             unheard.size() == 1 ? "" : "s", in.self.name));
   };
+  // When the voters that hold data are fewer than a quorum, the empty ones are either members that
+  // never started (a bootstrap where most nodes died before their etcd ran) or members that started
+  // and lost their data (a majority lost): their disks look alike. Only the logs kept tell them
+  // apart: past the bootstrap, a leader once had a quorum, so members that started are among the
+  // empty ones, and a leader elected from empty logs would cut the kept logs' committed entries.
+  auto majority_lost = [&]() -> std::optional<Decision> {
+    size_t voters = 0;
+    std::vector<std::string> holders, past, unknown;
+    for (const auto& m : c.members) {
+      if (m.is_learner) continue;
+      ++voters;
+      if (&m == &listed) continue;
+      const PeerFacts* p = FactsOfVoter(in, m);
+      if (p == nullptr) continue;
+      const bool holds = p->cluster.has_value() || (p->agent.reachable && (p->agent.data_state == DataState::kHasData ||
+                                                                          p->agent.data_state == DataState::kRunning));
+      if (!holds) continue;
+      holders.push_back(NameFor(m, in.expected));
+      // A view listing a started member shows a commit too: a member publishes itself through raft.
+      const bool view_past = p->cluster && p->cluster->cluster_id == c.cluster_id &&
+                             std::any_of(p->cluster->members.begin(), p->cluster->members.end(),
+                                         [](const ClusterMember& v) { return v.started(); });
+      if ((p->agent.reachable && p->agent.log_past_bootstrap) || view_past) {
+        past.push_back(holders.back());
+      } else if (!p->agent.reachable) {
+        unknown.push_back(holders.back());
+      }
+    }
+    if (holders.size() >= voters / 2 + 1) return std::nullopt;
+    if (!past.empty()) {
+      return Wait(WaitKind::kMajorityLost,
+                  fmt::format("cluster {} lists {} as initial member {} that never started, but only {} of its {} "
+                              "voters hold data and {} logged past the bootstrap, so members that started have lost "
+                              "their data: a majority is lost, and a start `new` would cut committed entries; {}",
+                              IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id), holders.size(), voters,
+                              JoinStrings(past, ", "), MajorityLostAdvice(in, c, listed)));
+    }
+    if (!unknown.empty()) {
+      return Wait(WaitKind::kPeersNotReady,
+                  fmt::format("cluster {} lists {} as initial member {} that never started, but only {} of its {} "
+                              "voters hold data, and the agent of {} does not answer whether its log went past the "
+                              "bootstrap (if it did, a majority is lost)",
+                              IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id), holders.size(), voters,
+                              JoinStrings(unknown, ", ")));
+    }
+    return std::nullopt;
+  };
   const std::string why_new =
       "never-started initial members bootstrap raft with the same initial peers or no leader is "
       "elected";
@@ -144,6 +193,7 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
   // --name in --initial-cluster, and only the peer URLs feed the IDs.
   if (c.cluster_id == in.expected.cluster_id()) {
     if (auto wait = unheard_voters()) return *wait;
+    if (auto wait = majority_lost()) return *wait;
     std::vector<Member> entries;
     for (const auto& m : in.expected.members()) {
       bool is_self = in.expected.IdOf(m) == listed.id;
@@ -171,6 +221,7 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
                             IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id)));
   }
   if (auto wait = unheard_voters()) return *wait;
+  if (auto wait = majority_lost()) return *wait;
   std::vector<Member> entries;
   for (const auto& m : c.members) {
     if (m.id == listed.id) {

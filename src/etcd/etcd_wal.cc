@@ -16,9 +16,14 @@ namespace {
 
 // walpb.Record types (etcd wal/wal.go).
 constexpr uint64_t kMetadataType = 1;
+constexpr uint64_t kEntryType = 2;
 constexpr uint64_t kCrcType = 4;
+constexpr uint64_t kSnapshotType = 5;
 // The two records are a few dozen bytes; a WAL file is preallocated to 64 MB.
 constexpr size_t kHeadBytes = 4096;
+// A bootstrap writes a few records of a few hundred bytes each; a log that went past it shows an
+// entry of a leader's term within its first records.
+constexpr size_t kProgressScanBytes = 1 << 20;
 
 std::optional<uint64_t> Varint(std::string_view& rest) {
   uint64_t v = 0;
@@ -106,7 +111,29 @@ Result<WalIdentity> ParseWalIdentity(std::string_view head) {
   return id;
 }
 
-Result<WalIdentity> ReadWalIdentity(const std::string& data_dir) {
+bool ParseWalPastBootstrap(std::string_view head, bool whole_file) {
+  while (true) {
+    // A zero frame is the end of the records: the rest of a preallocated file is zeros.
+    if (head.size() >= 8 && head.substr(0, 8).find_first_not_of('\0') == std::string_view::npos) return false;
+    auto record = NextRecord(head);
+    // What the read cut short may hold anything; the end of a whole file (a torn last record
+    // included) is where etcd itself stops reading.
+    if (!record) return !whole_file;
+    if (record->type != kEntryType && record->type != kSnapshotType) continue;
+    // raftpb.Entry's Term is field 2, and so is walpb.Snapshot's.
+    uint64_t term = 0;
+    if (!ForEachField(record->data, [&](const Field& f) {
+          if (f.number == 2) term = f.varint;
+        })) {
+      return true;
+    }
+    if (term >= 2) return true;
+  }
+}
+
+namespace {
+
+Result<std::string> FirstWalFile(const std::string& data_dir) {
   std::string dir = data_dir + "/member/wal";
   std::vector<std::string> files;
   if (DIR* d = opendir(dir.c_str())) {
@@ -117,11 +144,28 @@ Result<WalIdentity> ReadWalIdentity(const std::string& data_dir) {
     closedir(d);
   }
   if (files.empty()) return Status::NotFound(fmt::format("{} holds no WAL file", dir));
-  std::string path = dir + "/" + *std::min_element(files.begin(), files.end());
-  auto head = ReadFileHead(path, kHeadBytes);
+  return dir + "/" + *std::min_element(files.begin(), files.end());
+}
+
+}  // namespace
+
+Result<bool> ReadWalPastBootstrap(const std::string& data_dir) {
+  auto path = FirstWalFile(data_dir);
+  if (!path.ok()) return path.status();
+  auto head = ReadFileHead(*path, kProgressScanBytes + 1);
+  if (!head.ok()) return Status::DataLoss(head.status().message());
+  const bool whole = head->size() <= kProgressScanBytes;
+  if (!whole) head->resize(kProgressScanBytes);
+  return ParseWalPastBootstrap(*head, whole);
+}
+
+Result<WalIdentity> ReadWalIdentity(const std::string& data_dir) {
+  auto path = FirstWalFile(data_dir);
+  if (!path.ok()) return path.status();
+  auto head = ReadFileHead(*path, kHeadBytes);
   if (!head.ok()) return Status::DataLoss(head.status().message());
   auto id = ParseWalIdentity(*head);
-  if (!id.ok()) return id.status().Prefixed(path);
+  if (!id.ok()) return id.status().Prefixed(*path);
   return id;
 }
 

@@ -19,4 +19,16 @@ Result<WalIdentity> ReadWalIdentity(const std::string& data_dir);
 // The same from the first bytes of a WAL file.
 Result<WalIdentity> ParseWalIdentity(std::string_view head);
 
+// Whether the member's raft log went past its bootstrap. etcd writes a new member's initial
+// membership as entries of term 1, which no leader ever has (the first election makes term 2), and
+// every entry a leader appends carries its term: an entry or a snapshot of term 2 or more means this
+// member once heard from a leader, so the cluster had a quorum and committed past its bootstrap.
+// Read from the start of the first WAL file. True also when it cannot tell (a record it cannot read,
+// or no end of the records within what it reads): callers take "past" as the careful answer.
+// NotFound without a WAL file.
+Result<bool> ReadWalPastBootstrap(const std::string& data_dir);
+
+// The same from the start of a WAL file; `whole_file` when `head` is all of it.
+bool ParseWalPastBootstrap(std::string_view head, bool whole_file);
+
 }  // namespace quorate

@@ -368,7 +368,13 @@ Status InitJob::ServeAgent(const Local& local, const PlanInput& input) {
   if (state_->agent || !agent_needed || c.agent_listen.empty()) return Status::Ok();
   auto agent = AgentServer::Start(c.agent_listen, c.peer_tls, [this] {
     std::lock_guard lock(state_->mu);
-    return state_->agent_state;
+    AgentState& s = state_->agent_state;
+    // A log only grows: read the WAL until it shows a leader's entry (rule 3's fact), then no more.
+    if ((s.data_state == DataState::kHasData || s.data_state == DataState::kRunning) && !s.log_past_bootstrap) {
+      auto past = ReadWalPastBootstrap(config_.data_dir);
+      s.log_past_bootstrap = !past.ok() || *past;
+    }
+    return s;
   });
   if (!agent.ok()) return agent.status().Prefixed("--agent-listen");
   state_->agent = std::move(*agent);

@@ -36,8 +36,6 @@ struct RunResult {
   // waiting node said so.
   bool majority_lost = false;
   bool etcd35 = false;
-  // A failure of a kind already reported and left open (named here), counted apart from new ones.
-  std::string known_open;
 };
 
 RunResult RunSeed(const RunOptions& options);

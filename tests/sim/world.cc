@@ -329,6 +329,7 @@ void World::CrashProc(int i, bool lose_volume, const std::string& why) {
     n.data_incarnation = -1;
     n.data_member = 0;
     n.view.reset();
+    n.log_past_bootstrap = false;
     if (!n.proc) Event(fmt::format("{}: volume lost", n.name));
   }
   if (!n.restart_pending) {
@@ -377,6 +378,7 @@ void World::WriteWal(Node& n, MemberId id, ClusterId cluster_id, int incarnation
   if (::stat(path.c_str(), &st) == 0) n.wals.emplace_back(st.st_ino, path);
   n.data_incarnation = incarnation;
   n.data_member = id;
+  n.log_past_bootstrap = false;
 }
 
 Result<std::unique_ptr<ChildProcess>> World::StartEtcd(int i, const LaunchSpec& spec) {
@@ -489,9 +491,9 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
         std::string what = fmt::format(
             "{} starts `new` as member {} of cluster {}, which {} (rule 3 is for initial members that never started)",
             n.name, IdToHex(*self), IdToHex(cid), it == c.members.end() ? "removed it" : "lists as started before");
-        // Known and open (docs/DESIGN.md §10): so many voters started and lost their data that those
-        // left are no quorum, and the views that survive may all predate their starts; rule 3 cannot
-        // tell them from members that never started. With fewer lost, it waits for every other voter.
+        // So many voters started and lost their data that those left are no quorum: a start `new`
+        // then overwrites nothing only if no log that is kept went past the bootstrap (rule 3 reads
+        // that from the kept WALs); what the lost members held is gone either way.
         size_t voters = 0, lost = 0;
         for (const auto& m : c.members) {
           if (m.is_learner) continue;
@@ -501,13 +503,13 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
           });
           if (m.started() && !kept) ++lost;
         }
-        const std::string kMajorityLost = "late-initial after a majority lost its data: ";
-        // The first such start gives a lost member data again; the others are the same finding.
-        // Lost as rule 4 counts it: the voters that kept their data are fewer than a quorum.
-        if (voters - lost < voters / 2 + 1 || result_.known_open.rfind(kMajorityLost, 0) == 0) {
-          if (result_.known_open.empty()) result_.known_open = kMajorityLost + what;
+        bool kept_past = std::any_of(nodes.begin(), nodes.end(), [&](const std::unique_ptr<Node>& k) {
+          return HoldsData(*k) && k->data_incarnation == static_cast<int>(inc) && k->log_past_bootstrap;
+        });
+        if (voters - lost >= voters / 2 + 1 || kept_past) {
+          Fail(what + (kept_past ? ", over a kept log past the bootstrap" : ""));
         } else {
-          Fail(what);
+          Event(fmt::format("{}: a majority lost its data, and no kept log went past the bootstrap", n.name));
         }
       }
     }
@@ -637,6 +639,7 @@ void World::ModelTick() {
       n.etcd.connected = true;
       n.etcd.connected_since = now_;
     }
+    n.log_past_bootstrap = true;  // a leader's entries reach every member on the quorum's side
     if (!it->started()) {
       it->name = n.name;
       it->client_urls = {n.client_url};
@@ -683,7 +686,8 @@ PeerFacts World::Ask(int from, const Member& peer) {
     DataState state = p.proc->etcd_running ? DataState::kRunning
                       : HoldsData(p)       ? DataState::kHasData
                                            : DataState::kEmpty;
-    facts.agent = {true, "", state, p.config.initial_cluster_token, p.expected_cluster_id};
+    facts.agent = {true, "", state, p.config.initial_cluster_token, p.expected_cluster_id,
+                   HoldsData(p) && p.log_past_bootstrap};
   } else {
     facts.agent = {false, "connection refused", DataState::kUnknown, "", 0};
   }
@@ -1084,25 +1088,11 @@ RunResult World::Run() {
         return n->last_message.find("majority") != std::string::npos ||
                n->last_message.find("has data but its etcd is not answering") != std::string::npos;
       });
-      // A removed member that never learnt of its removal (no quorum reached it) answers a view
-      // still listing itself as a voter; the planner counts it as a live one, tries a replace, and
-      // says the change timed out rather than that the majority is lost.
-      bool unaware_removed = std::any_of(nodes.begin(), nodes.end(), [&](const std::unique_ptr<Node>& n) {
-        if (!n->etcd.running) return false;
-        const auto& members = clusters_[n->etcd.incarnation].members;
-        return std::none_of(members.begin(), members.end(),
-                            [&](const ClusterMember& m) { return m.id == n->etcd.id; });
-      });
       if (said) {
         result_.majority_lost = true;
-      } else if (unaware_removed) {
-        result_.majority_lost = true;
-        result_.known_open = "majority lost, but a removed member's stale view hides it";
       } else {
         Fail("a majority of the cluster lost its data, and no node says so: " + why);
       }
-    } else if (!result_.known_open.empty()) {
-      result_.known_open += "; then no convergence: " + why;
     } else {
       Fail(fmt::format("no convergence {:.0f}s after the faults stopped: {}", Seconds(now_ - fault_end_), why));
     }

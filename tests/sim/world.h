@@ -118,6 +118,8 @@ struct Node {
   int data_incarnation = -1;  // the cluster incarnation whose WAL the data dir holds
   MemberId data_member = 0;
   std::optional<ClusterView> view;  // what its etcd knows of the membership, kept with its data
+  // Its etcd's raft log went past the bootstrap (it was on a quorum's side once), kept with its data.
+  bool log_past_bootstrap = false;
   // WAL files its etcd wrote, by inode, where last seen: quorate may move them, never delete them.
   std::vector<std::pair<ino_t, std::string>> wals;
   TimePoint slow_until{}, frozen_until{}, odd_discovery_until{};

@@ -77,18 +77,21 @@ TEST_CASE("an agent tells its peers its state, as it changes") {
   CHECK(r.data_state == DataState::kEmpty);
   CHECK(r.token == "tok");
   CHECK(r.expected_cluster_id == 0xfedcba9876543210ULL);
+  CHECK_FALSE(r.log_past_bootstrap);
 
   {
     std::lock_guard lock(mu);
     state.data_state = DataState::kRunning;
     state.token = "tok2";
     state.cluster_id = 0x2a;
+    state.log_past_bootstrap = true;
   }
   r = AskAgent(target, "n2", {}, seconds(2));
   REQUIRE(r.reachable);
   CHECK(r.data_state == DataState::kRunning);
   CHECK(r.token == "tok2");
   CHECK(r.expected_cluster_id == 0x2a);
+  CHECK(r.log_past_bootstrap);
 
   for (DataState s : {DataState::kHasData, DataState::kUnknown}) {
     {

@@ -194,6 +194,8 @@ TEST_CASE("init: a view where no member has started is looked at twice before a 
 
   SUBCASE("the second look agrees: a genuine late member starts as itself") {
     peers.SetAgent("n3", {true, "", DataState::kEmpty, "tok", rig.expected.cluster_id()});
+    // n2 alone holds data, so its log must show it never heard from a leader (rule 3).
+    peers.SetAgent("n2", {true, "", DataState::kRunning, "tok", rig.expected.cluster_id()});
     auto started = rig.clock.Now();
     InitJob job(rig.config, options);
     auto out = job.Run();

@@ -595,8 +595,34 @@ TEST_CASE("listed with our expected ID and never started: late initial, state ne
     CHECK(d.wait == WaitKind::kPeersNotReady);
     CHECK(Contains(d.reason, "but n3 does not answer on its peer URL"));
   }
-  SUBCASE("one peer answers, the other has no data (its agent says so): it holds no record of our start") {
+  SUBCASE("one peer answers, the other has no data: n2 published, so one of the empty two had started") {
+    // n2's start was committed by 2 of 3: by n1 or n3, which both hold nothing now (finding 1).
     PeerNamed(in, "n2").cluster = ViewOf(set, {2});
+    Decision d = Plan(in);
+    CHECK(d.wait == WaitKind::kMajorityLost);
+    CHECK(Contains(d.reason, "only 1 of its 3 voters hold data and n2 logged past the bootstrap"));
+    CHECK(Contains(d.reason, "quorate recover --from-member n2"));
+  }
+  SUBCASE("the only peer with data never heard from a leader: a bootstrap where two died before etcd ran") {
+    PeerNamed(in, "n2").cluster = ViewOf(set, {});
+    PeerNamed(in, "n2").agent.data_state = DataState::kRunning;
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kLateInitial);
+    // The same, but its WAL holds a leader's entry: members that started lost their data.
+    PeerNamed(in, "n2").agent.log_past_bootstrap = true;
+    d = Plan(in);
+    CHECK(d.wait == WaitKind::kMajorityLost);
+    CHECK(Contains(d.reason, "a start `new` would cut committed entries"));
+    // Its agent silent: whether the log went past the bootstrap is not known, so no start.
+    PeerNamed(in, "n2").agent = AgentReport{false, "down", DataState::kUnknown, "", 0};
+    d = Plan(in);
+    CHECK(d.wait == WaitKind::kPeersNotReady);
+    CHECK(Contains(d.reason, "the agent of n2 does not answer whether its log went past the bootstrap"));
+  }
+  SUBCASE("two of three hold data: a quorum kept its logs, and the late member starts whatever they logged") {
+    GiveAllViews(in, ViewOf(set, {2, 3}));
+    PeerNamed(in, "n2").agent.log_past_bootstrap = true;
+    PeerNamed(in, "n3").agent.log_past_bootstrap = true;
     CHECK(Plan(in).action == Action::kLateInitial);
   }
   SUBCASE("one peer answers, the other has data but its etcd is silent") {
@@ -1183,8 +1209,31 @@ TEST_CASE("invariants hold for every combination of peer states (3 members)") {
           REQUIRE(d.action == (views == 2 ? Action::kReplace : Action::kWait));
           if (views < 2) REQUIRE(d.wait == WaitKind::kMajorityLost);
         } else if (all_heard) {
-          REQUIRE(d.action == Action::kLateInitial);
-          REQUIRE(d.initial_cluster == set.InitialCluster());
+          // Rule 3 with fewer voters holding data than a quorum: a kept log past the bootstrap (a
+          // view listing a started member shows one) means members that started lost their data.
+          int holders = 0;
+          bool past = false, unknown = false;
+          for (const PeerCase& c : {c2, c3}) {
+            if (!c.present) continue;
+            bool ours = c.view == ViewCase::kFresh || c.view == ViewCase::kOthersStarted || c.view == ViewCase::kAllStarted;
+            if (!ours && c.agent != AgentCase::kHasData && c.agent != AgentCase::kRunning) continue;
+            ++holders;
+            if (c.view == ViewCase::kOthersStarted || c.view == ViewCase::kAllStarted) {
+              past = true;
+            } else if (c.agent == AgentCase::kUnreachable) {
+              unknown = true;
+            }
+          }
+          if (holders < 2 && past) {
+            REQUIRE(d.wait == WaitKind::kMajorityLost);
+            REQUIRE(Contains(d.reason, "logged past the bootstrap"));
+          } else if (holders < 2 && unknown) {
+            REQUIRE(d.wait == WaitKind::kPeersNotReady);
+            REQUIRE(Contains(d.reason, "does not answer whether its log went past the bootstrap"));
+          } else {
+            REQUIRE(d.action == Action::kLateInitial);
+            REQUIRE(d.initial_cluster == set.InitialCluster());
+          }
         } else {
           REQUIRE(d.wait == WaitKind::kPeersNotReady);
           REQUIRE(Contains(d.reason, "every other voter must answer"));
