@@ -180,7 +180,10 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
       return Wait(WaitKind::kPeersNotReady,
                   fmt::format("cluster {} lists {} as initial member {} that never started, but only {} of its {} "
                               "voters hold data, and the agent of {} does not answer whether its log went past the "
-                              "bootstrap (if it did, a majority is lost)",
+                              "bootstrap (if it did, a majority is lost; a view can be older than the log, so it does "
+                              "not tell). In init mode no agent runs beside etcd: if that cluster never had a leader, "
+                              "nothing it holds is worth keeping, and removing its data dir lets every node bootstrap "
+                              "anew",
                               IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id), holders.size(), voters,
                               JoinStrings(unknown, ", ")));
     }
