@@ -2,7 +2,6 @@
 
 #include <pugixml.hpp>
 
-#include <charconv>
 #include <chrono>
 #include <ctime>
 #include <cstdlib>
@@ -31,18 +30,6 @@ constexpr auto kCallTimeout = std::chrono::seconds(10);
 std::string Env(const char* name) {
   const char* value = std::getenv(name);
   return value == nullptr ? "" : value;
-}
-
-Result<int> Port(ProviderParams& params, const std::string& key, int fallback) {
-  auto text = params.Take(key);
-  if (!text) return fallback;
-  int port = 0;
-  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), port);
-  if (ec != std::errc() || end != text->data() + text->size() || port < 1 || port > 65535) {
-    return Status::InvalidArgument(
-        fmt::format("{} '{}' is not a port (1-65535)", params.Label(key), Printable(*text, 32)));
-  }
-  return port;
 }
 
 // The root element `name` of an answer, or an empty node when it is not that document.
@@ -97,22 +84,15 @@ Result<Options> TakeOptions(ProviderParams& params) {
   o.asg = params.Take("asg").value_or("");
   o.name_tag = params.Take("name_tag").value_or("");
   o.scheme = params.Take("scheme").value_or("http");
-  auto peer = Port(params, "peer_port", 2380);
+  auto peer = params.TakeNumber("peer_port", 2380, 1, 65535, "a port");
   if (!peer.ok()) return peer.status();
-  auto client = Port(params, "client_port", 2379);
+  auto client = params.TakeNumber("client_port", 2379, 1, 65535, "a port");
   if (!client.ok()) return client.status();
   o.peer_port = *peer;
   o.client_port = *client;
-  if (auto page_size = params.Take("page_size")) {
-    int n = 0;
-    auto [end, ec] = std::from_chars(page_size->data(), page_size->data() + page_size->size(), n);
-    if (ec != std::errc() || end != page_size->data() + page_size->size() || n < 5 || n > 1000) {
-      return Status::InvalidArgument(fmt::format("{} '{}' is not a whole number from 5 to 1000 (DescribeInstances' "
-                                                 "MaxResults)",
-                                                 params.Label("page_size"), Printable(*page_size, 32)));
-    }
-    o.page_size = n;
-  }
+  auto page_size = params.TakeNumber("page_size", 1000, 5, 1000, "a page size (DescribeInstances' MaxResults)");
+  if (!page_size.ok()) return page_size.status();
+  o.page_size = *page_size;
   if (Status s = params.CheckAllTaken({"region", "tag_key", "tag_value", "addr_type", "access_key_id",
                                        "secret_access_key", "session_token", "endpoint", "asg", "name_tag", "scheme",
                                        "peer_port", "client_port", "page_size"});

@@ -112,18 +112,6 @@ Result<std::string> BaseUrl(ProviderParams& params, const std::string& key, cons
   return url->Base();
 }
 
-Result<int> Port(ProviderParams& params, const std::string& key, int fallback) {
-  auto text = params.Take(key);
-  if (!text) return fallback;
-  int port = 0;
-  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), port);
-  if (ec != std::errc() || end != text->data() + text->size() || port < 1 || port > 65535) {
-    return Status::InvalidArgument(
-        fmt::format("{} '{}' is not a port (1-65535)", params.Label(key), Printable(*text, 32)));
-  }
-  return port;
-}
-
 std::string Start(const std::string& text) { return Printable(text.substr(0, 80), 80); }
 
 // A string member of an object, "" when absent or of another type.
@@ -189,9 +177,9 @@ Result<Options> TakeOptions(ProviderParams& params) {
   o.endpoint = *endpoint;
   o.authority_host = *authority;
   o.imds_endpoint = *imds;
-  auto peer = Port(params, "peer_port", 2380);
+  auto peer = params.TakeNumber("peer_port", 2380, 1, 65535, "a port");
   if (!peer.ok()) return peer.status();
-  auto client = Port(params, "client_port", 2379);
+  auto client = params.TakeNumber("client_port", 2379, 1, 65535, "a port");
   if (!client.ok()) return client.status();
   o.peer_port = *peer;
   o.client_port = *client;

@@ -5,7 +5,6 @@
 #include <openssl/pem.h>
 
 #include <cctype>
-#include <charconv>
 #include <cstdlib>
 #include <memory>
 #include <regex>
@@ -40,18 +39,6 @@ std::string Env(const char* name) {
 }
 
 // A whole number from `lo` to `hi` (a port, a page size), `fallback` when the key is not given.
-Result<int> Number(ProviderParams& params, const std::string& key, int fallback, int lo, int hi, const char* what) {
-  auto text = params.Take(key);
-  if (!text) return fallback;
-  int n = 0;
-  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
-  if (ec != std::errc() || end != text->data() + text->size() || n < lo || n > hi) {
-    return Status::InvalidArgument(
-        fmt::format("{} '{}' is not {} ({}-{})", params.Label(key), Printable(*text, 32), what, lo, hi));
-  }
-  return n;
-}
-
 // scheme://host[:port] with nothing after it (a trailing slash dropped), or nullopt.
 std::optional<std::string> BaseUrl(std::string url) {
   while (!url.empty() && url.back() == '/') url.pop_back();
@@ -395,12 +382,12 @@ Result<Options> TakeOptions(ProviderParams& params) {
   o.addr_type = params.Take("addr_type").value_or("private_v4");
   o.name_tag = params.Take("name_tag").value_or("");
   o.scheme = params.Take("scheme").value_or("http");
-  auto peer = Number(params, "peer_port", 2380, 1, 65535, "a port");
+  auto peer = params.TakeNumber("peer_port", 2380, 1, 65535, "a port");
   if (!peer.ok()) return peer.status();
-  auto client = Number(params, "client_port", 2379, 1, 65535, "a port");
+  auto client = params.TakeNumber("client_port", 2379, 1, 65535, "a port");
   if (!client.ok()) return client.status();
   // aggregated/instances' maxResults: at most 500, the API's own limit.
-  auto page_size = Number(params, "page_size", 500, 1, 500, "a page size");
+  auto page_size = params.TakeNumber("page_size", 500, 1, 500, "a page size");
   if (!page_size.ok()) return page_size.status();
   o.peer_port = *peer;
   o.client_port = *client;

@@ -63,6 +63,9 @@ class ProviderParams {
   ProviderParams(const DiscoverySpec& spec, const ProviderContext& context) : spec_(spec), context_(context) {}
   std::optional<std::string> Take(const std::string& key);
   Result<std::string> TakeRequired(const std::string& key);
+  // A whole number from lo to hi, `fallback` when not given; InvalidArgument naming the key and
+  // `what` it must be ("a port").
+  Result<int> TakeNumber(const std::string& key, int fallback, int lo, int hi, const char* what);
   // InvalidArgument naming the keys nobody took, and the ones that are known.
   Status CheckAllTaken(const std::vector<std::string>& known) const;
   // How the user typed `key`, for messages: "--discovery members", or the flag it came from.

@@ -1,5 +1,6 @@
 #include "quorate/provider.h"
 
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 
@@ -69,6 +70,18 @@ Result<std::string> ProviderParams::TakeRequired(const std::string& key) {
         fmt::format("--discovery: provider '{}' needs {}=...", spec_.provider, key));
   }
   return *value;
+}
+
+Result<int> ProviderParams::TakeNumber(const std::string& key, int fallback, int lo, int hi, const char* what) {
+  auto text = Take(key);
+  if (!text) return fallback;
+  int n = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
+  if (ec != std::errc() || end != text->data() + text->size() || n < lo || n > hi) {
+    return Status::InvalidArgument(
+        fmt::format("{} '{}' is not {} ({}-{})", Label(key), Printable(*text, 32), what, lo, hi));
+  }
+  return n;
 }
 
 std::string ProviderParams::Label(const std::string& key) const {

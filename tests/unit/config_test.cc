@@ -251,6 +251,18 @@ TEST_CASE("a discovery spec names one provider") {
   CHECK(raw.status().message().find('\n') == std::string::npos);
 }
 
+TEST_CASE("a provider's number keys: the fallback when absent, the key and the range named when wrong") {
+  auto spec = ParseDiscoverySpec("provider=aws peer_port=12380 client_port=0 page_size=1e3");
+  REQUIRE(spec.ok());
+  ProviderParams params(*spec);
+  CHECK(*params.TakeNumber("peer_port", 2380, 1, 65535, "a port") == 12380);
+  CHECK(*params.TakeNumber("metrics_port", 2381, 1, 65535, "a port") == 2381);
+  auto zero = params.TakeNumber("client_port", 2379, 1, 65535, "a port");
+  REQUIRE(zero.status().IsInvalidArgument());
+  CHECK(zero.status().message() == "--discovery client_port '0' is not a port (1-65535)");
+  CHECK(params.TakeNumber("page_size", 1000, 5, 1000, "a page size").status().IsInvalidArgument());
+}
+
 TEST_CASE("durations") {
   CHECK(*ParseDuration("500ms", "x") == std::chrono::milliseconds(500));
   CHECK(*ParseDuration("90", "x") == std::chrono::seconds(90));
