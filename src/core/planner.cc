@@ -144,9 +144,13 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
   // and lost their data (a majority lost): their disks look alike. Only the logs kept tell them
   // apart: past the bootstrap, a leader once had a quorum, so members that started are among the
   // empty ones, and a leader elected from empty logs would cut the kept logs' committed entries.
+  // The agent beside a holder's etcd reads its log. A holder with no agent answering (init mode runs
+  // none once etcd is up: the usual case of a node whose peers started before it) is judged by its
+  // view instead, which lags the log only by the commit of the entries a leader appended just before
+  // everything stopped (§4 rule 3 names that window).
   auto majority_lost = [&]() -> std::optional<Decision> {
     size_t voters = 0;
-    std::vector<std::string> holders, past, unknown;
+    std::vector<std::string> holders, past;
     for (const auto& m : c.members) {
       if (m.is_learner) continue;
       ++voters;
@@ -161,33 +165,15 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
       const bool view_past = p->cluster && p->cluster->cluster_id == c.cluster_id &&
                              std::any_of(p->cluster->members.begin(), p->cluster->members.end(),
                                          [](const ClusterMember& v) { return v.started(); });
-      if ((p->agent.reachable && p->agent.log_past_bootstrap) || view_past) {
-        past.push_back(holders.back());
-      } else if (!p->agent.reachable) {
-        unknown.push_back(holders.back());
-      }
+      if ((p->agent.reachable && p->agent.log_past_bootstrap) || view_past) past.push_back(holders.back());
     }
-    if (holders.size() >= voters / 2 + 1) return std::nullopt;
-    if (!past.empty()) {
-      return Wait(WaitKind::kMajorityLost,
-                  fmt::format("cluster {} lists {} as initial member {} that never started, but only {} of its {} "
-                              "voters hold data and {} logged past the bootstrap, so members that started have lost "
-                              "their data: a majority is lost, and a start `new` would cut committed entries; {}",
-                              IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id), holders.size(), voters,
-                              JoinStrings(past, ", "), MajorityLostAdvice(in, c, listed)));
-    }
-    if (!unknown.empty()) {
-      return Wait(WaitKind::kPeersNotReady,
-                  fmt::format("cluster {} lists {} as initial member {} that never started, but only {} of its {} "
-                              "voters hold data, and the agent of {} does not answer whether its log went past the "
-                              "bootstrap (if it did, a majority is lost; a view can be older than the log, so it does "
-                              "not tell). In init mode no agent runs beside etcd: if that cluster never had a leader, "
-                              "nothing it holds is worth keeping, and removing its data dir lets every node bootstrap "
-                              "anew",
-                              IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id), holders.size(), voters,
-                              JoinStrings(unknown, ", ")));
-    }
-    return std::nullopt;
+    if (holders.size() >= voters / 2 + 1 || past.empty()) return std::nullopt;
+    return Wait(WaitKind::kMajorityLost,
+                fmt::format("cluster {} lists {} as initial member {} that never started, but only {} of its {} "
+                            "voters hold data and {} logged past the bootstrap, so members that started have lost "
+                            "their data: a majority is lost, and a start `new` would cut committed entries; {}",
+                            IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id), holders.size(), voters,
+                            JoinStrings(past, ", "), MajorityLostAdvice(in, c, listed)));
   };
   const std::string why_new =
       "never-started initial members bootstrap raft with the same initial peers or no leader is "

@@ -330,6 +330,7 @@ void World::CrashProc(int i, bool lose_volume, const std::string& why) {
     n.data_member = 0;
     n.view.reset();
     n.log_past_bootstrap = false;
+    n.data_refounded = false;
     if (!n.proc) Event(fmt::format("{}: volume lost", n.name));
   }
   if (!n.restart_pending) {
@@ -379,6 +380,7 @@ void World::WriteWal(Node& n, MemberId id, ClusterId cluster_id, int incarnation
   n.data_incarnation = incarnation;
   n.data_member = id;
   n.log_past_bootstrap = false;
+  n.data_refounded = false;
 }
 
 Result<std::unique_ptr<ChildProcess>> World::StartEtcd(int i, const LaunchSpec& spec) {
@@ -476,6 +478,7 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
         if (m.id == *self && m.started()) return fmt::format("member {} has already been bootstrapped", IdToHex(*self));
       }
     }
+    bool refounded = false;
     // Invariant: no `new` start where peers hold data of a cluster of the same token, but for an
     // initial member of that very cluster that never started (rule 3).
     for (size_t inc = 0; inc < clusters_.size(); ++inc) {
@@ -493,13 +496,14 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
             n.name, IdToHex(*self), IdToHex(cid), it == c.members.end() ? "removed it" : "lists as started before");
         // So many voters started and lost their data that those left are no quorum: a start `new`
         // then overwrites nothing only if no log that is kept went past the bootstrap (rule 3 reads
-        // that from the kept WALs); what the lost members held is gone either way.
+        // that from the kept WALs); what the lost members held is gone either way. A member that
+        // already started anew this way holds none of what it lost.
         size_t voters = 0, lost = 0;
         for (const auto& m : c.members) {
           if (m.is_learner) continue;
           ++voters;
           bool kept = std::any_of(nodes.begin(), nodes.end(), [&](const std::unique_ptr<Node>& k) {
-            return k->data_incarnation == static_cast<int>(inc) && k->data_member == m.id;
+            return k->data_incarnation == static_cast<int>(inc) && k->data_member == m.id && !k->data_refounded;
           });
           if (m.started() && !kept) ++lost;
         }
@@ -510,6 +514,7 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
           Fail(what + (kept_past ? ", over a kept log past the bootstrap" : ""));
         } else {
           Event(fmt::format("{}: a majority lost its data, and no kept log went past the bootstrap", n.name));
+          refounded = true;
         }
       }
     }
@@ -534,6 +539,7 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
     ClusterView initial{cid, {}};
     for (const auto& e : *entries) initial.members.push_back({ComputeMemberId(e.peer_urls, token), "", e.peer_urls, {}, false});
     WriteWal(n, *self, cid, inc);
+    n.data_refounded = refounded;
     n.view.reset();
     run(*self, inc, initial);
     return std::nullopt;
@@ -640,6 +646,7 @@ void World::ModelTick() {
       n.etcd.connected_since = now_;
     }
     n.log_past_bootstrap = true;  // a leader's entries reach every member on the quorum's side
+    n.data_refounded = false;
     if (!it->started()) {
       it->name = n.name;
       it->client_urls = {n.client_url};

@@ -120,6 +120,9 @@ struct Node {
   std::optional<ClusterView> view;  // what its etcd knows of the membership, kept with its data
   // Its etcd's raft log went past the bootstrap (it was on a quorum's side once), kept with its data.
   bool log_past_bootstrap = false;
+  // Its data was made by a `new` start of a member that had started before and lost its data: it
+  // holds none of that member's history until a quorum's leader brings it up to date.
+  bool data_refounded = false;
   // WAL files its etcd wrote, by inode, where last seen: quorate may move them, never delete them.
   std::vector<std::pair<ino_t, std::string>> wals;
   TimePoint slow_until{}, frozen_until{}, odd_discovery_until{};
