@@ -4,12 +4,12 @@
 
 #include <chrono>
 #include <ctime>
-#include <cstdlib>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "quorate/duration.h"
+#include "quorate/env.h"
 #include "quorate/fs.h"
 #include "quorate/http.h"
 #include "quorate/json.h"
@@ -26,11 +26,6 @@ constexpr char kAutoScalingVersion[] = "2011-01-01";
 constexpr size_t kMaxAnswerBytes = 8 << 20;
 constexpr int kMaxPages = 100;
 constexpr auto kCallTimeout = std::chrono::seconds(10);
-
-std::string Env(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? "" : value;
-}
 
 // The root element `name` of an answer, or an empty node when it is not that document.
 pugi::xml_node Root(pugi::xml_document& doc, const std::string& xml, const char* name) {

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdlib>
 #include <functional>
 #include <set>
 
+#include "quorate/env.h"
 #include "quorate/http.h"
 #include "quorate/json.h"
 #include "quorate/s3.h"
@@ -32,11 +32,6 @@ constexpr int kMaxPages = 100;
 constexpr auto kCallTimeout = std::chrono::seconds(10);
 // A token is fetched again this long before it expires, as Azure's SDKs do.
 constexpr auto kTokenMargin = std::chrono::minutes(5);
-
-std::string Env(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? "" : value;
-}
 
 std::string Lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });

@@ -5,7 +5,6 @@
 #include <openssl/pem.h>
 
 #include <cctype>
-#include <cstdlib>
 #include <memory>
 #include <regex>
 #include <set>
@@ -13,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "quorate/clock.h"
+#include "quorate/env.h"
 #include "quorate/fs.h"
 #include "quorate/http.h"
 #include "quorate/json.h"
@@ -33,12 +33,6 @@ constexpr auto kCallTimeout = std::chrono::seconds(10);
 constexpr auto kTokenMargin = std::chrono::minutes(2);
 constexpr char kDefaultMetadata[] = "http://169.254.169.254";
 
-std::string Env(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? "" : value;
-}
-
-// A whole number from `lo` to `hi` (a port, a page size), `fallback` when the key is not given.
 // scheme://host[:port] with nothing after it (a trailing slash dropped), or nullopt.
 std::optional<std::string> BaseUrl(std::string url) {
   while (!url.empty() && url.back() == '/') url.pop_back();

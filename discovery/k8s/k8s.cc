@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <cstdlib>
 #include <map>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -18,6 +17,7 @@
 
 #include "quorate/clock.h"
 #include "quorate/duration.h"
+#include "quorate/env.h"
 #include "quorate/fs.h"
 #include "quorate/http.h"
 #include "quorate/json.h"
@@ -62,11 +62,6 @@ bool IsDns1123Subdomain(std::string_view s) {
     if (dot == std::string_view::npos) return true;
     start = dot + 1;
   }
-}
-
-std::string Env(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
 }
 
 std::string Trimmed(std::string text) {

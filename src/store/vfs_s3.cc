@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <cstdlib>
 #include <ctime>
 #include <map>
 #include <optional>
@@ -17,6 +16,7 @@
 
 #include "quorate/clock.h"
 #include "quorate/duration.h"
+#include "quorate/env.h"
 #include "quorate/fs.h"
 #include "quorate/http.h"
 #include "quorate/rendezvous.h"
@@ -274,12 +274,6 @@ std::string PercentDecode(const std::string& text) {
   }
   return out;
 }
-
-std::string Env(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
-}
-
 
 struct Call {
   std::string method;
