@@ -17,6 +17,11 @@ struct RunOptions {
   bool verbose = false;
   // The add check of etcd 3.4 (every voter connected for 5 s) or 3.5 (quorum holds); 0: the seed picks.
   int etcd_minor = 0;
+  // How the nodes run quorate: `quorate run` (kRun), or `quorate init` before etcd with `quorate
+  // upkeep` beside it (kInit: an init container, or a unit's ExecStartPre); kSeedPicks: one in four
+  // seeds is init, chosen apart from the run's generator so a seed's run-mode schedule is unchanged.
+  enum class Mode { kSeedPicks, kRun, kInit };
+  Mode mode = Mode::kSeedPicks;
   // Where the nodes' data and state dirs go (one directory per run, removed after it).
   std::string scratch = "/dev/shm";
 };
@@ -36,6 +41,7 @@ struct RunResult {
   // waiting node said so.
   bool majority_lost = false;
   bool etcd35 = false;
+  bool init_mode = false;
 };
 
 RunResult RunSeed(const RunOptions& options);

@@ -92,6 +92,8 @@ Child::~Child() {
 }
 
 World::World(const RunOptions& options) : options_(options), rng_(options.seed * 0x2545f4914f6cdd1dULL + 1) {
+  init_mode_ = options.mode == RunOptions::Mode::kInit ||
+               (options.mode == RunOptions::Mode::kSeedPicks && Rng(options.seed ^ 0x696e69746d6f6465ULL).Below(4) == 0);
   InstallSink();
   SharedWatcher();
   start_ = now_ = TimePoint(std::chrono::hours(1000));
@@ -223,10 +225,48 @@ void World::StartProc(int i) {
   n.agent_served = false;
   n.expected_cluster_id = 0;
   ++result_.quorate_starts;
-  Event(fmt::format("{}: quorate starts", n.name));
+  Event(n.name + (init_mode_ ? ": pod starts (quorate init)" : ": quorate starts"));
   Proc* p = proc.get();
   n.proc = std::move(proc);
-  Spawn(p, i, [this, &n, p] { QuorateMain(n, *p); });
+  if (init_mode_) {
+    Spawn(p, i, [this, &n, p] { PodMain(n, *p); });
+  } else {
+    Spawn(p, i, [this, &n, p] { QuorateMain(n, *p); });
+  }
+}
+
+// The init job's seams on node n: the simulated clock, peers, etcd and addresses.
+InitOptions World::InitSeams(Node& n, Proc& p, Peers& peers) {
+  InitOptions options;
+  options.clock = clock_.get();
+  options.peers = &peers;
+  options.etcd_clients = ClientFactory(n.index, p.gen);
+  options.is_own_address = [host = n.host](const PeerUrl& url) -> Result<bool> { return url.host == host; };
+  options.etcd_files_required = false;
+  options.etcd_version = [this](const std::string&) -> Result<EtcdVersion> { return EtcdVersionOfSim(); };
+  return options;
+}
+
+// Records what the init job decided; false when it failed (bad input fails the run: the simulation
+// gives none).
+bool World::Decided(Node& n, const Result<InitOutcome>& outcome) {
+  if (!outcome.ok()) {
+    n.last_message = outcome.status().message();
+    Decision(n.index, fmt::format("init failed ({})", static_cast<int>(outcome.status().code())));
+    if (outcome.status().IsInvalidArgument()) Fail(n.name + ": init refused its input: " + n.last_message);
+    return false;
+  }
+  Decision(n.index, ActionName(outcome->decision.action));
+  return true;
+}
+
+void World::MakeUpkeep(Node& n, Proc& p, const Member& self) {
+  p.metrics = std::make_unique<Metrics>();
+  UpkeepOptions options;
+  options.clock = clock_.get();
+  options.etcd_clients = ClientFactory(n.index, p.gen);
+  p.upkeep = std::make_unique<Upkeep>(n.config, *p.metrics, options);
+  p.upkeep->SetSelf(self, PeerClientUrls(n.config.state_dir, self.name));
 }
 
 // `quorate run` (node/run.cc) wired onto the seams: the init job, then the supervisor restarting
@@ -235,30 +275,12 @@ void World::StartProc(int i) {
 // is repeated here, callback for callback.
 void World::QuorateMain(Node& n, Proc& p) {
   auto peers = MakeSimPeers(*this, n.index);
-  InitOptions init_options;
+  InitOptions init_options = InitSeams(n, p, *peers);
   init_options.agent_mode = InitOptions::AgentMode::kAlways;
-  init_options.clock = clock_.get();
-  init_options.peers = peers.get();
-  init_options.etcd_clients = ClientFactory(n.index, p.gen);
-  init_options.is_own_address = [host = n.host](const PeerUrl& url) -> Result<bool> { return url.host == host; };
-  init_options.etcd_files_required = false;
-  init_options.etcd_version = [this](const std::string&) -> Result<EtcdVersion> { return EtcdVersionOfSim(); };
   InitJob job(n.config, init_options);
   auto outcome = job.Run();
-  if (!outcome.ok()) {
-    n.last_message = outcome.status().message();
-    Decision(n.index, fmt::format("init failed ({})", static_cast<int>(outcome.status().code())));
-    if (outcome.status().IsInvalidArgument()) Fail(n.name + ": init refused its input: " + n.last_message);
-    return;
-  }
-  Decision(n.index, ActionName(outcome->decision.action));
-
-  p.metrics = std::make_unique<Metrics>();
-  UpkeepOptions upkeep_options;
-  upkeep_options.clock = clock_.get();
-  upkeep_options.etcd_clients = ClientFactory(n.index, p.gen);
-  p.upkeep = std::make_unique<Upkeep>(n.config, *p.metrics, upkeep_options);
-  p.upkeep->SetSelf(outcome->self, PeerClientUrls(n.config.state_dir, outcome->self.name));
+  if (!Decided(n, outcome)) return;
+  MakeUpkeep(n, p, outcome->self);
   p.upkeep->SetEtcdRunning(false);
   Spawn(&p, n.index, [this, &p] { UpkeepLoop(p); });
 
@@ -306,6 +328,44 @@ void World::QuorateMain(Node& n, Proc& p) {
   Supervisor supervisor(std::move(options));
   Status ended = supervisor.Run();
   n.last_message = "the supervisor ended: " + ended.message();
+}
+
+// Init mode (an init container, or a systemd unit's ExecStartPre): `quorate init` decides, writes
+// etcd's flags and exits, its agent with it (the agent answers only while init runs: cli's Init takes
+// the job's default agent mode); etcd then runs from those flags with `quorate upkeep` beside it
+// (node/run.cc's UpkeepNode: the member from the bucket init wrote, promoted once caught up). When
+// etcd exits, the whole unit starts again, init first.
+void World::PodMain(Node& n, Proc& p) {
+  auto peers = MakeSimPeers(*this, n.index);
+  LaunchSpec spec;
+  spec.argv = {n.config.etcd_path};
+  {
+    InitJob job(n.config, InitSeams(n, p, *peers));
+    auto outcome = job.Run();
+    n.agent_served = false;
+    if (!Decided(n, outcome)) return;
+    spec.argv.insert(spec.argv.end(), outcome->etcd_flags.begin(), outcome->etcd_flags.end());
+  }
+  Event(fmt::format("{}: quorate init exits, etcd and quorate upkeep start", n.name));
+  auto bucket = LoadBucket(n.config.state_dir);
+  const Member* self = bucket.ok() ? bucket->members.FindByName(n.config.name) : nullptr;
+  if (self == nullptr) {
+    Fail(n.name + ": quorate init exited without a member bucket naming this node, which quorate upkeep needs");
+    return;
+  }
+  MakeUpkeep(n, p, *self);
+  auto child = p.launcher->Start(spec);
+  if (!child.ok()) {
+    n.last_message = "etcd did not start: " + child.status().message();
+    return;
+  }
+  p.etcd_running = p.etcd_ran = true;
+  p.upkeep->SetEtcdRunning(true);
+  Spawn(&p, n.index, [this, &p] { UpkeepLoop(p); });
+  pollfd exit{(*child)->exit_fd(), POLLIN, 0};
+  (void)clock_->Poll({&exit, 1}, Clock::kNever);
+  p.etcd_running = false;
+  n.last_message = "etcd exited, so the unit starts again";
 }
 
 // Upkeep::Start's loop, a round each interval while etcd runs, as a task of the process.
@@ -1040,6 +1100,7 @@ RunResult World::Run() {
   result_.trace_hash = result_.decision_hash = 0xcbf29ce484222325ULL;
   ScheduleFaults();
   result_.etcd35 = etcd35_;
+  result_.init_mode = init_mode_;
   std::string why;
   while (failure_.empty()) {
     while (!events_.empty() && events_.begin()->first <= now_) {

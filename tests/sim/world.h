@@ -22,6 +22,7 @@
 #include "core/config.h"
 #include "core/etcd_version.h"
 #include "etcd/etcd_client.h"
+#include "node/init.h"
 #include "node/peers.h"
 #include "node/process.h"
 #include "node/signal_watcher.h"
@@ -82,7 +83,8 @@ struct Child {
   ~Child();
 };
 
-// One run of `quorate run` on a node: its threads and what they share.
+// One run of `quorate run` on a node, or in init mode one start of its pod (init, then etcd with
+// upkeep beside it): its threads and what they share.
 struct Proc {
   int node = 0;
   int gen = 0;  // how many quorate processes this node had before this one
@@ -199,7 +201,11 @@ class World {
   bool Ready(Task& t);
   void At(TimePoint t, std::function<void()> fn);
   void StartProc(int node);
+  InitOptions InitSeams(Node& n, Proc& p, Peers& peers);
+  bool Decided(Node& n, const Result<InitOutcome>& outcome);
+  void MakeUpkeep(Node& n, Proc& p, const Member& self);
   void QuorateMain(Node& n, Proc& p);
+  void PodMain(Node& n, Proc& p);
   void UpkeepLoop(Proc& p);
   void CrashProc(int node, bool lose_volume, const std::string& why);
   void EndProc(int node);
@@ -221,6 +227,7 @@ class World {
   Rng rng_;
   TimePoint start_{}, now_{}, fault_end_{}, end_{};
   bool etcd35_ = false;
+  bool init_mode_ = false;
   std::unique_ptr<Clock> clock_;
   std::string root_;
   std::vector<std::unique_ptr<Task>> tasks_;
