@@ -114,7 +114,7 @@ bool VoterAnswers(const PlanInput& in, const ClusterMember& voter) {
   return p != nullptr && p->cluster.has_value();
 }
 
-std::string MajorityLostAdvice(const PlanInput& in, const ClusterView& c, const ClusterMember& listed);
+std::string MajorityLostAdvice(const PlanInput& in, const ClusterView& c, const ClusterMember* listed);
 
 Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const ClusterMember& listed) {
   // A member that started and then lost its data looks, in a view older than its start, exactly like
@@ -173,7 +173,7 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
                             "voters hold data and {} logged past the bootstrap, so members that started have lost "
                             "their data: a majority is lost, and a start `new` would cut committed entries; {}",
                             IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id), holders.size(), voters,
-                            JoinStrings(past, ", "), MajorityLostAdvice(in, c, listed)));
+                            JoinStrings(past, ", "), MajorityLostAdvice(in, c, &listed)));
   };
   const std::string why_new =
       "never-started initial members bootstrap raft with the same initial peers or no leader is "
@@ -232,10 +232,10 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
 
 // Rule 4's majority-lost wait names the way back that applies (§4 rules 7 and 8): a voter whose etcd
 // still answers holds data, and recovering from it loses none of its writes; with none, a backup.
-std::string MajorityLostAdvice(const PlanInput& in, const ClusterView& c, const ClusterMember& listed) {
+std::string MajorityLostAdvice(const PlanInput& in, const ClusterView& c, const ClusterMember* listed) {
   std::vector<std::string> survivors;
   for (const auto& m : c.members) {
-    if (!m.is_learner && &m != &listed && VoterAnswers(in, m)) survivors.push_back(NameFor(m, in.expected));
+    if (!m.is_learner && &m != listed && VoterAnswers(in, m)) survivors.push_back(NameFor(m, in.expected));
   }
   const std::string manual = "(etcd's manual alternative: --force-new-cluster on one survivor)";
   if (!survivors.empty()) {
@@ -266,7 +266,7 @@ Decision PlanReplace(const PlanInput& in, const ClusterView& c, const ClusterMem
                 fmt::format("{} was started as member {} of cluster {} but has no local data; only {} of "
                             "{} voters answer and replacing it needs a majority of {}: {}",
                             in.self.name, IdToHex(listed.id), IdToHex(c.cluster_id), live, voters, majority,
-                            MajorityLostAdvice(in, c, listed)));
+                            MajorityLostAdvice(in, c, &listed)));
   }
   std::vector<Member> entries;
   for (const auto& m : c.members) {
@@ -281,6 +281,44 @@ Decision PlanReplace(const PlanInput& in, const ClusterView& c, const ClusterMem
   d.add_member = true;
   d.remove_id = listed.id;
   return d;
+}
+
+// Rule 9's other face: voters whose instance departed (silent and in no instance of the whole group)
+// never come back. When those left could not make a quorum even if every one came back, no member
+// can be added or removed any more (each change commits only with a quorum of the voters counted
+// before it): a majority is lost, and a join would only run into --timeout.
+std::optional<Decision> MajorityDeparted(const PlanInput& in, const ClusterView& c) {
+  if (!in.expected_is_whole_group || in.silent_outsiders.empty()) return std::nullopt;
+  std::vector<std::string> departed;
+  size_t voters = 0;
+  for (const auto& m : c.members) {
+    if (m.is_learner) continue;
+    ++voters;
+    if (std::find(in.silent_outsiders.begin(), in.silent_outsiders.end(), m.id) != in.silent_outsiders.end()) {
+      departed.push_back(NameFor(m, in.expected));
+    }
+  }
+  if (voters - departed.size() >= voters / 2 + 1) return std::nullopt;
+  return Wait(WaitKind::kMajorityLost,
+              fmt::format("{} of the {} voters of cluster {} ({}) left with {} instance{} for good, so no member can "
+                          "be added or removed any more: a majority is lost; {}",
+                          departed.size(), voters, IdToHex(c.cluster_id), JoinStrings(departed, ", "),
+                          departed.size() == 1 ? "its" : "their", departed.size() == 1 ? "" : "s",
+                          MajorityLostAdvice(in, c, nullptr)));
+}
+
+// A learner of a departed instance (added, then gone before it started or caught up) keeps etcd's
+// one learner seat for ever: every add is refused with "too many learner members", so rule 9 takes
+// it out first even when the cluster is below its size.
+bool HasDepartedLearner(const PlanInput& in, const ClusterView& c) {
+  if (!in.expected_is_whole_group) return false;
+  return std::any_of(c.members.begin(), c.members.end(), [&](const ClusterMember& m) {
+    if (!m.is_learner) return false;
+    for (const auto& e : in.expected.members()) {
+      if (SharesUrl(e.peer_urls, m.peer_urls)) return false;
+    }
+    return std::find(in.silent_outsiders.begin(), in.silent_outsiders.end(), m.id) != in.silent_outsiders.end();
+  });
 }
 
 // Rule 9: a full cluster that does not list us, on a platform whose scaling group replaces a failed
@@ -305,7 +343,9 @@ std::optional<Decision> PlanDeparted(const PlanInput& in, const ClusterView& c) 
     bool silent = std::find(in.silent_outsiders.begin(), in.silent_outsiders.end(), m->id) != in.silent_outsiders.end();
     if (!silent) {
       answering.push_back(fmt::format("{} ({})", NameFor(*m, in.expected), JoinStrings(m->peer_urls, ",")));
-    } else if (departed == nullptr || m->id < departed->id) {
+    } else if (departed == nullptr || (m->is_learner && !departed->is_learner) ||
+               (m->is_learner == departed->is_learner && m->id < departed->id)) {
+      // A departed learner goes first: etcd holds one learner at most, so it blocks every add.
       departed = m;
     }
   }
@@ -319,7 +359,7 @@ std::optional<Decision> PlanDeparted(const PlanInput& in, const ClusterView& c) 
   }
   const std::string name = NameFor(*departed, in.expected);
   for (const auto& m : c.members) {
-    if (m.is_learner) {
+    if (m.is_learner && &m != departed) {
       return Wait(WaitKind::kPeersNotReady,
                   fmt::format("member {} ({}) of cluster {} is in no instance of the group and silent, but learner "
                               "{} is still catching up: one replacement at a time",
@@ -329,7 +369,7 @@ std::optional<Decision> PlanDeparted(const PlanInput& in, const ClusterView& c) 
   size_t voters_after = 0;
   size_t live = 0;
   for (const auto& m : c.members) {
-    if (&m == departed) continue;
+    if (&m == departed || m.is_learner) continue;
     ++voters_after;
     if (VoterAnswers(in, m)) ++live;
   }
@@ -404,9 +444,11 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
     }
   } else if (listed != nullptr) {
     d = PlanReplace(in, c, *listed);
+  } else if (auto lost = MajorityDeparted(in, c)) {
+    d = *lost;
   } else {
     size_t size = in.cluster_size != 0 ? in.cluster_size : in.expected.size();
-    if (c.members.size() < size) {
+    if (c.members.size() < size && !HasDepartedLearner(in, c)) {
       std::vector<Member> entries;
       for (const auto& m : c.members) entries.push_back(Entry(NameFor(m, in.expected), m.peer_urls));
       entries.push_back(Entry(in.self.name, in.self.peer_urls));

@@ -294,11 +294,13 @@ class SimLauncher : public ProcessLauncher {
 class SimProvider : public DiscoveryProvider {
  public:
   explicit SimProvider(int node) : node_(node) {}
-  Result<std::vector<Member>> Discover() override { return g_world->Discover(node_); }
+  Result<std::vector<Member>> Discover() override { return g_world->Discover(node_, &whole_group_); }
+  bool ListsWholeGroup() const override { return whole_group_; }
   std::string Describe() const override { return "the simulated discovery"; }
 
  private:
   int node_;
+  bool whole_group_ = false;
 };
 
 const RegisterProvider kRegisterSim("sim", [](ProviderParams& params) -> Result<std::unique_ptr<DiscoveryProvider>> {

@@ -22,6 +22,9 @@ struct RunOptions {
   // seeds is init, chosen apart from the run's generator so a seed's run-mode schedule is unchanged.
   enum class Mode { kSeedPicks, kRun, kInit };
   Mode mode = Mode::kSeedPicks;
+  // Discovery lists a cloud's whole scaling group, which replaces a failed instance with a new one
+  // (new name, new address, empty disk): rule 9's ground. -1: one seed in four, picked like `mode`.
+  int cloud = -1;
   // Where the nodes' data and state dirs go (one directory per run, removed after it).
   std::string scratch = "/dev/shm";
 };
@@ -42,6 +45,7 @@ struct RunResult {
   bool majority_lost = false;
   bool etcd35 = false;
   bool init_mode = false;
+  bool cloud = false;
 };
 
 RunResult RunSeed(const RunOptions& options);

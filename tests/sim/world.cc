@@ -94,6 +94,7 @@ Child::~Child() {
 World::World(const RunOptions& options) : options_(options), rng_(options.seed * 0x2545f4914f6cdd1dULL + 1) {
   init_mode_ = options.mode == RunOptions::Mode::kInit ||
                (options.mode == RunOptions::Mode::kSeedPicks && Rng(options.seed ^ 0x696e69746d6f6465ULL).Below(4) == 0);
+  cloud_ = options.cloud == 1 || (options.cloud < 0 && Rng(options.seed ^ 0x636c6f756467726fULL).Below(4) == 0);
   InstallSink();
   SharedWatcher();
   start_ = now_ = TimePoint(std::chrono::hours(1000));
@@ -587,6 +588,13 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
       clusters_.push_back(std::move(c));
       inc = static_cast<int>(clusters_.size()) - 1;
       auto& seen = cluster_ids_by_token_[token];
+      // On a cloud the group replaces instances under new names and addresses, so once every
+      // instance that held a cluster's data is gone the same discovery makes another cluster ID:
+      // nothing is left to split from. Anywhere else, and while an earlier cluster has data anywhere,
+      // a second cluster ID is a split.
+      if (cloud_) {
+        std::erase_if(seen, [&](ClusterId earlier) { return earlier != cid && LiveIncarnation(earlier) < 0; });
+      }
       if (std::find(seen.begin(), seen.end(), cid) == seen.end()) seen.push_back(cid);
       if (seen.size() > 1) {
         Fail(fmt::format("token '{}' has {} cluster IDs: {} (rule 5: never two clusters from one discovery set)", token,
@@ -801,11 +809,15 @@ World::CallTarget World::PickEndpoint(int from, const std::vector<std::string>& 
   return {-1, Status::Unavailable(fmt::format("no endpoint answers of {}", fmt::join(endpoints, ",")))};
 }
 
-Result<std::vector<Member>> World::Discover(int i) {
+Result<std::vector<Member>> World::Discover(int i, bool* whole_group) {
+  *whole_group = false;
   if (!Sleep(rng_.Between(milliseconds(1), milliseconds(20)))) return Status::Unavailable("sim: killed");
   Node& n = *nodes[i];
   std::vector<Member> members;
   for (const auto& m : nodes) members.push_back({m->name, {m->peer_url}, {m->client_url}});
+  // A cloud's group list is whole unless the provider saw it cut short (an odd answer of the first
+  // two kinds); one still listing an instance that is gone is whole as far as the provider knows.
+  *whole_group = cloud_ && (n.odd_discovery_until <= now_ || n.odd_discovery >= 2);
   if (n.odd_discovery_until > now_ && nodes.size() > 1) {
     size_t other = (static_cast<size_t>(i) + 1 + rng_.Below(nodes.size() - 1)) % nodes.size();
     switch (n.odd_discovery) {
@@ -869,7 +881,7 @@ void World::Fault() {
   Node& n = *nodes[i];
   Duration lasting = rng_.Between(milliseconds(500), milliseconds(20000));
   TimePoint until = std::min(now_ + lasting, fault_end_);
-  switch (rng_.Below(10)) {
+  switch (rng_.Below(cloud_ ? 11 : 10)) {
     case 0:
     case 1:
       CrashProc(i, false, "fault");
@@ -908,12 +920,30 @@ void World::Fault() {
       Event(fmt::format("fault: the network drops {:.2f} of answers", drop_rate_));
       At(until, [this] { drop_rate_ = 0; });
       break;
-    default:
+    case 9:
       n.odd_discovery = static_cast<int>(rng_.Below(3));
       n.odd_discovery_until = until;
       Event(fmt::format("fault: discovery answers {} oddly ({})", n.name, n.odd_discovery));
       break;
+    default:
+      ReplaceInstance(i);
+      break;
   }
+}
+
+// The scaling group replaces node i's instance: the old one is gone with its disk and address, and a
+// new one comes up under a new name at a new address (what rule 9 repairs).
+void World::ReplaceInstance(int i) {
+  Node& n = *nodes[i];
+  Event(fmt::format("fault: the group replaces {}'s instance", n.name));
+  CrashProc(i, true, "instance terminated");
+  ++replacements_;
+  n.name = fmt::format("n{}-{}", i + 1, replacements_);
+  n.host = fmt::format("10.0.{}.{}", 10 + replacements_, i + 1);
+  n.peer_url = "http://" + n.host + ":2380";
+  n.client_url = "http://" + n.host + ":2379";
+  n.config.name = n.name;
+  Event(fmt::format("{}: the new instance, at {}", n.name, n.host));
 }
 
 // The operator scales down by one the etcdctl way: `quorate member remove NAME` (node/member_remove).
@@ -1101,6 +1131,7 @@ RunResult World::Run() {
   ScheduleFaults();
   result_.etcd35 = etcd35_;
   result_.init_mode = init_mode_;
+  result_.cloud = cloud_;
   std::string why;
   while (failure_.empty()) {
     while (!events_.empty() && events_.begin()->first <= now_) {

@@ -160,7 +160,8 @@ class World {
   bool Sleep(Duration d);
   // Parks the caller at once after a change, so the driver may crash it there.
   void AfterChange();
-  Result<std::vector<Member>> Discover(int node);
+  // `whole_group`: the answer lists the whole scaling group (DiscoveryProvider::ListsWholeGroup).
+  Result<std::vector<Member>> Discover(int node, bool* whole_group);
   // On GatherFacts' threads: reads the world, never changes it (but for counters of its own).
   PeerFacts Ask(int from, const Member& peer);
   Result<ClusterView> Probe(int from, const std::string& peer_url, std::chrono::milliseconds timeout);
@@ -219,6 +220,7 @@ class World {
   void ScheduleFaults();
   void Fault();
   void OperatorRemove();
+  void ReplaceInstance(int node);
   bool Converged(std::string* why);
   bool MajorityLost();
   std::string Describe();
@@ -228,6 +230,8 @@ class World {
   TimePoint start_{}, now_{}, fault_end_{}, end_{};
   bool etcd35_ = false;
   bool init_mode_ = false;
+  bool cloud_ = false;
+  int replacements_ = 0;
   std::unique_ptr<Clock> clock_;
   std::string root_;
   std::vector<std::unique_ptr<Task>> tasks_;

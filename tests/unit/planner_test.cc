@@ -1034,6 +1034,78 @@ TEST_CASE("rule 9 keeps quorum and goes one member at a time") {
   }
 }
 
+TEST_CASE("rule 9: a learner of a departed instance is taken out first, even below the cluster's size") {
+  // The group lists n1 (this newcomer), n2 and n3; the cluster is n2 and n3, and learner n4 that an
+  // instance the group has since replaced added, and that never started. etcd holds one learner at
+  // most, so rule 2's MemberAdd would be refused for ever.
+  MemberSet group = MakeSet(3);
+  MemberSet cluster = MakeSetOf({2, 3, 4});
+  PlanInput in = MakeInput(group);
+  ClusterView v = ViewOf(cluster, {2, 3});
+  v.members.back().is_learner = true;
+  GiveAllViews(in, v);
+  in.expected_is_whole_group = true;
+  MemberId learner = cluster.IdOf(MemberNo(4));
+  in.silent_outsiders = {learner};
+  Decision d = Plan(in);
+  REQUIRE(d.action == Action::kJoin);
+  CHECK(d.add_member);
+  REQUIRE(d.remove_id.has_value());
+  CHECK(*d.remove_id == learner);
+  CHECK(d.initial_cluster == "n2=http://127.0.0.2:2380,n3=http://127.0.0.3:2380,n1=http://127.0.0.1:2380");
+
+  SUBCASE("a learner that answers is catching up: rule 2 waits on etcd, rule 9 does not touch it") {
+    in.silent_outsiders.clear();
+    Decision wait = Plan(in);
+    CHECK_FALSE(wait.remove_id.has_value());
+  }
+  SUBCASE("without a whole group, nothing is taken for departed: the learner fills the cluster") {
+    in.expected_is_whole_group = false;
+    Decision extra = Plan(in);
+    CHECK(extra.wait == WaitKind::kExtra);
+    CHECK_FALSE(extra.remove_id.has_value());
+  }
+}
+
+TEST_CASE("rule 9: voters of departed instances that leave no quorum behind are a lost majority") {
+  // The group lists n1 (this newcomer), n2 and n5; the cluster is n2, n3 and n4, and the instances
+  // of n3 and n4 are gone: one voter of three is left, and no change can commit any more.
+  MemberSet group = MakeSetOf({1, 2, 5});
+  MemberSet cluster = MakeSetOf({2, 3, 4});
+  PlanInput in = MakeInput(group);
+  GiveAllViews(in, ViewOf(cluster, {2, 3, 4}));
+  PeerNamed(in, "n5").cluster.reset();
+  in.expected_is_whole_group = true;
+  in.silent_outsiders = {cluster.IdOf(MemberNo(3)), cluster.IdOf(MemberNo(4))};
+  Decision d = Plan(in);
+  CHECK(d.wait == WaitKind::kMajorityLost);
+  CHECK(Contains(d.reason, "2 of the 3 voters of cluster"));
+  CHECK(Contains(d.reason, "left with their instances for good"));
+  CHECK(Contains(d.reason, "quorate recover --from-member n2"));
+  CHECK_FALSE(d.remove_id.has_value());
+
+  SUBCASE("one departed of three leaves a quorum: rule 9 replaces it") {
+    PlanInput one = MakeInput(MakeSetOf({1, 2, 3}));
+    GiveAllViews(one, ViewOf(cluster, {2, 3, 4}));
+    one.expected_is_whole_group = true;
+    one.silent_outsiders = {cluster.IdOf(MemberNo(4))};
+    Decision r = Plan(one);
+    CHECK(r.action == Action::kJoin);
+    CHECK(r.remove_id == cluster.IdOf(MemberNo(4)));
+  }
+  SUBCASE("a cluster below its size, its one other voter departed: the newcomer does not try to join") {
+    MemberSet two = MakeSetOf({2, 3});
+    PlanInput below = MakeInput(MakeSetOf({1, 2, 5}));
+    GiveAllViews(below, ViewOf(two, {2, 3}));
+    PeerNamed(below, "n5").cluster.reset();
+    below.expected_is_whole_group = true;
+    below.silent_outsiders = {two.IdOf(MemberNo(3))};
+    Decision w = Plan(below);
+    CHECK(w.wait == WaitKind::kMajorityLost);
+    CHECK(Contains(w.reason, "1 of the 2 voters"));
+  }
+}
+
 // ---- invariants over every combination of peer states ----
 
 namespace {
