@@ -307,13 +307,14 @@ std::optional<Decision> MajorityDeparted(const PlanInput& in, const ClusterView&
                           MajorityLostAdvice(in, c, nullptr)));
 }
 
-// A learner of a departed instance (added, then gone before it started or caught up) keeps etcd's
-// one learner seat for ever: every add is refused with "too many learner members", so rule 9 takes
-// it out first even when the cluster is below its size.
-bool HasDepartedLearner(const PlanInput& in, const ClusterView& c) {
+// Whether the cluster has a member of a departed instance (rule 9): a newcomer takes such a seat
+// before it joins beside it, whatever the cluster's size. A departed learner would keep etcd's one
+// learner seat for ever ("too many learner members"); a departed voter would stay on while two
+// newcomers, each seeing a seat free, both join, and the cluster outgrows its size (MemberAdd
+// checks none); and etcd 3.4 refuses any add while a voter is not connected.
+bool HasDeparted(const PlanInput& in, const ClusterView& c) {
   if (!in.expected_is_whole_group) return false;
   return std::any_of(c.members.begin(), c.members.end(), [&](const ClusterMember& m) {
-    if (!m.is_learner) return false;
     for (const auto& e : in.expected.members()) {
       if (SharesUrl(e.peer_urls, m.peer_urls)) return false;
     }
@@ -321,11 +322,11 @@ bool HasDepartedLearner(const PlanInput& in, const ClusterView& c) {
   });
 }
 
-// Rule 9: a full cluster that does not list us, on a platform whose scaling group replaces a failed
-// instance by a new one (new ID, new address, empty disk). The member of the instance that is gone
-// would keep its seat for ever and this newcomer would wait as extra; so when discovery listed the
-// whole group, a member in none of its instances whose peer URLs are silent has departed, and the
-// newcomer takes its seat: remove it, join as a learner. One at a time (no learner may be catching up)
+// Rule 9: a cluster that does not list us, full or holding a departed member's seat (HasDeparted), on
+// a platform whose scaling group replaces a failed instance by a new one (new ID, new address, empty
+// disk). The member of the instance that is gone would keep its seat for ever and this newcomer would
+// wait as extra; so when discovery listed the whole group, a member in none of its instances whose
+// peer URLs are silent has departed, and the newcomer takes its seat: remove it, join as a learner. One at a time (no learner may be catching up)
 // and only while a majority of the voters left after the removal answers, as `member remove` checks.
 // nullopt: the rule does not apply, the newcomer is extra.
 std::optional<Decision> PlanDeparted(const PlanInput& in, const ClusterView& c) {
@@ -448,7 +449,7 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
     d = *lost;
   } else {
     size_t size = in.cluster_size != 0 ? in.cluster_size : in.expected.size();
-    if (c.members.size() < size && !HasDepartedLearner(in, c)) {
+    if (c.members.size() < size && !HasDeparted(in, c)) {
       std::vector<Member> entries;
       for (const auto& m : c.members) entries.push_back(Entry(NameFor(m, in.expected), m.peer_urls));
       entries.push_back(Entry(in.self.name, in.self.peer_urls));

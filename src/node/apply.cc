@@ -115,8 +115,17 @@ Result<MembershipChange> ApplyMembershipChange(const ApplySeams& seams, const Tl
 
   if (d.remove_id) {
     if (seams.before_remove) seams.before_remove(*client);
-    while (true) {
+    for (bool first = true;; first = false) {
       Status s = client->MemberRemove(*d.remove_id);
+      if (s.IsNotFound() && first) {
+        // Gone before we asked: another newcomer took that seat (rule 9), and adding ourselves
+        // beside it would grow the cluster past its size. A retry's NotFound is our own removal
+        // that committed as the call failed.
+        return Status::Unavailable(fmt::format("member {} was already removed (another node may have taken its "
+                                               "seat); deciding again",
+                                               IdToHex(*d.remove_id)))
+            .With(Reason::kStaleDecision);
+      }
       if (s.ok() || s.IsNotFound()) {
         spdlog::info("removed stale member {} to add {} in its place", IdToHex(*d.remove_id), self.name);
         progress = fmt::format(

@@ -430,6 +430,25 @@ TEST_CASE("init: rule 9: a newcomer of a whole group removes the silent member o
   CHECK(Contains(rig.EtcdConfig(), "n2=" + kN2 + ",n3=" + kN3 + ",n1=" + kN1));
 }
 
+TEST_CASE("init: rule 9: a seat another newcomer took first is not joined beside") {
+  // The views still list n4, but another newcomer removed it between our decision and our call:
+  // MemberRemove finds no such member, and adding ourselves anyway would outgrow the cluster.
+  InitRig rig;
+  rig.config.timeout = seconds(2);
+  rig.config.initial_cluster.clear();
+  rig.config.discovery = "provider=test-whole-group";
+  ChurnedCluster(rig);
+  const ClusterView before = rig.cluster.View();
+  rig.peers.SetStaleView(kN2, before);
+  rig.peers.SetStaleView(kN3, before);
+  REQUIRE(rig.cluster.MemberRemove(0x4444).ok());
+  auto out = rig.Run();
+  REQUIRE_FALSE(out.ok());
+  CAPTURE(out.status().message());
+  CHECK(Contains(out.status().message(), "member 4444 was already removed (another node may have taken its seat)"));
+  CHECK(rig.cluster.CountCalls("MemberAdd") == 0);
+}
+
 TEST_CASE("init: rule 9 takes no seat from a member that answers, nor from a list that may be partial") {
   InitRig rig;
   rig.config.timeout = seconds(2);

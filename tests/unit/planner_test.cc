@@ -1067,6 +1067,28 @@ TEST_CASE("rule 9: a learner of a departed instance is taken out first, even bel
   }
 }
 
+TEST_CASE("rule 9: below the cluster's size, a newcomer takes a departed voter's seat rather than joining beside it") {
+  // Size 5; the cluster is n2, n3, n4 and n6, whose instance departed; the group lists n1 (this
+  // newcomer) and n5 (another newcomer) beside n2, n3 and n4. Joining beside n6 would let both
+  // newcomers in and leave the dead voter on: six members, one of them gone.
+  MemberSet cluster = MakeSetOf({2, 3, 4, 6});
+  PlanInput in = MakeInput(MakeSetOf({1, 2, 3, 4, 5}));
+  in.cluster_size = 5;
+  GiveAllViews(in, ViewOf(cluster, {2, 3, 4, 6}));
+  PeerNamed(in, "n5").cluster.reset();
+  in.expected_is_whole_group = true;
+  in.silent_outsiders = {cluster.IdOf(MemberNo(6))};
+  Decision d = Plan(in);
+  REQUIRE(d.action == Action::kJoin);
+  CHECK(d.remove_id == cluster.IdOf(MemberNo(6)));
+  CHECK(d.add_member);
+  // Without a whole group nothing departs: rule 2 joins beside it.
+  in.expected_is_whole_group = false;
+  Decision beside = Plan(in);
+  CHECK(beside.action == Action::kJoin);
+  CHECK_FALSE(beside.remove_id.has_value());
+}
+
 TEST_CASE("rule 9: voters of departed instances that leave no quorum behind are a lost majority") {
   // The group lists n1 (this newcomer), n2 and n5; the cluster is n2, n3 and n4, and the instances
   // of n3 and n4 are gone: one voter of three is left, and no change can commit any more.
