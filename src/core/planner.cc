@@ -115,6 +115,7 @@ bool VoterAnswers(const PlanInput& in, const ClusterMember& voter) {
 }
 
 std::string MajorityLostAdvice(const PlanInput& in, const ClusterView& c, const ClusterMember* listed);
+Decision PlanReplace(const PlanInput& in, const ClusterView& c, const ClusterMember& listed, bool started = true);
 
 Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const ClusterMember& listed) {
   // A member that started and then lost its data looks, in a view older than its start, exactly like
@@ -202,13 +203,11 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
   for (const auto& m : c.members) {
     if (ComputeMemberId(m.peer_urls, in.expected.token()) != m.id) unchanged = false;
   }
-  if (!unchanged) {
-    return Wait(WaitKind::kPeersNotReady,
-                fmt::format("cluster {} lists {} as initial member {} that never started, but its "
-                            "membership changed since bootstrap and the expected set differs, so the "
-                            "initial cluster cannot be rebuilt; restore the original member set",
-                            IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id)));
-  }
+  // Members of the bootstrap set were removed since (a cloud group replaced their instances, say):
+  // their peer URLs, which the member IDs were hashed from, are gone from every view, so `new` with
+  // the same initial cluster cannot be written. The member never ran, so nothing is lost by taking
+  // its place as rule 4 does.
+  if (!unchanged) return PlanReplace(in, c, listed, /*started=*/false);
   if (auto wait = unheard_voters()) return *wait;
   if (auto wait = majority_lost()) return *wait;
   std::vector<Member> entries;
@@ -252,7 +251,10 @@ std::string MajorityLostAdvice(const PlanInput& in, const ClusterView& c, const 
       manual);
 }
 
-Decision PlanReplace(const PlanInput& in, const ClusterView& c, const ClusterMember& listed) {
+// Rule 4, and rule 3 where the initial cluster cannot be rebuilt: remove the member at our peer URLs
+// and add us back as a learner, with quorum. `started`: the member ran (rule 4: its data is gone);
+// else it never started, but the membership changed since the bootstrap.
+Decision PlanReplace(const PlanInput& in, const ClusterView& c, const ClusterMember& listed, bool started) {
   size_t voters = 0;
   size_t live = 0;
   for (const auto& m : c.members) {
@@ -261,7 +263,18 @@ Decision PlanReplace(const PlanInput& in, const ClusterView& c, const ClusterMem
     if (&m != &listed && VoterAnswers(in, m)) ++live;
   }
   size_t majority = voters / 2 + 1;
+  const std::string what =
+      started ? fmt::format("{} was started as member {} of cluster {} but its data is gone", in.self.name,
+                            IdToHex(listed.id), IdToHex(c.cluster_id))
+              : fmt::format("cluster {} lists {} as initial member {} that never started, but its membership changed "
+                            "since bootstrap, so the initial cluster cannot be rebuilt",
+                            IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id));
   if (live < majority) {
+    if (!started) {
+      return Wait(WaitKind::kPeersNotReady,
+                  fmt::format("{}; only {} of {} voters answer and replacing the member needs a majority of {}", what,
+                              live, voters, majority));
+    }
     return Wait(WaitKind::kMajorityLost,
                 fmt::format("{} was started as member {} of cluster {} but has no local data; only {} of "
                             "{} voters answer and replacing it needs a majority of {}: {}",
@@ -274,10 +287,9 @@ Decision PlanReplace(const PlanInput& in, const ClusterView& c, const ClusterMem
   }
   entries.push_back(Entry(in.self.name, in.self.peer_urls));
   Decision d = Start(Action::kReplace, "existing", InitialClusterOf(entries),
-                     fmt::format("{} was started as member {} of cluster {} but its data is gone; {} of "
-                                 "{} voters answer, so removing the stale ID and adding it back as a "
+                     fmt::format("{}; {} of {} voters answer, so removing the stale ID and adding it back as a "
                                  "learner keeps quorum",
-                                 in.self.name, IdToHex(listed.id), IdToHex(c.cluster_id), live, voters));
+                                 what, live, voters));
   d.add_member = true;
   d.remove_id = listed.id;
   return d;

@@ -815,9 +815,13 @@ Result<std::vector<Member>> World::Discover(int i, bool* whole_group) {
   Node& n = *nodes[i];
   std::vector<Member> members;
   for (const auto& m : nodes) members.push_back({m->name, {m->peer_url}, {m->client_url}});
-  // A cloud's group list is whole unless the provider saw it cut short (an odd answer of the first
-  // two kinds); one still listing an instance that is gone is whole as far as the provider knows.
-  *whole_group = cloud_ && (n.odd_discovery_until <= now_ || n.odd_discovery >= 2);
+  // A cloud's provider lists the whole group or fails: a page it could not read (the odd answers of
+  // the first two kinds) is an error, retried; one still listing an instance that is gone is whole
+  // as far as the provider knows.
+  if (cloud_ && n.odd_discovery_until > now_ && n.odd_discovery < 2) {
+    return Status::Unavailable("sim: a page of the group's instances could not be read");
+  }
+  *whole_group = cloud_;
   if (n.odd_discovery_until > now_ && nodes.size() > 1) {
     size_t other = (static_cast<size_t>(i) + 1 + rng_.Below(nodes.size() - 1)) % nodes.size();
     switch (n.odd_discovery) {

@@ -680,10 +680,13 @@ TEST_CASE("late initial rebuilds the initial cluster from the cluster when the e
   }
 }
 
-TEST_CASE("late initial waits when the cluster's membership changed since bootstrap") {
+TEST_CASE("late initial whose cluster's membership changed since bootstrap takes its member's place") {
+  // The initial cluster `new` needs cannot be written from the views any more; the member never ran,
+  // so it is replaced as rule 4 replaces one whose data is gone: remove its ID, add us as a learner.
   MemberSet boot = MakeSet(3);
   MemberSet expected = MakeSet(4);
   PlanInput in = MakeInput(expected);
+  const MemberId ours = boot.IdOf(MemberNo(1));
 
   SUBCASE("a member was added") {
     ClusterView v = ViewOf(boot, {2, 3});
@@ -692,18 +695,29 @@ TEST_CASE("late initial waits when the cluster's membership changed since bootst
     v.members.push_back(added);
     GiveAllViews(in, v);
     Decision d = Plan(in);
-    CHECK(d.action == Action::kWait);
-    CHECK(d.wait == WaitKind::kPeersNotReady);
+    CHECK(d.action == Action::kReplace);
+    CHECK(d.remove_id == ours);
+    CHECK(d.add_member);
+    CHECK(d.initial_cluster_state == "existing");
     CHECK(Contains(d.reason, "membership changed since bootstrap"));
     CHECK(d.cluster_id == boot.cluster_id());
+    SUBCASE("without a majority of the voters answering, it waits") {
+      PeerNamed(in, "n2").cluster.reset();
+      PeerNamed(in, "n3").cluster.reset();
+      Decision w = Plan(in);
+      CHECK(w.wait == WaitKind::kPeersNotReady);
+      CHECK(Contains(w.reason, "only 1 of 4 voters answer"));
+    }
   }
-  SUBCASE("a member's peer URLs were updated") {
+  SUBCASE("a member's peer URLs were updated: no expected member answers at n2's new ones, so no quorum shows") {
     ClusterView v = ViewOf(boot, {2, 3});
     v.members[1].peer_urls = {"http://127.0.0.22:2380"};
     GiveAllViews(in, v);
     Decision d = Plan(in);
     CHECK(d.wait == WaitKind::kPeersNotReady);
     CHECK(Contains(d.reason, "membership changed since bootstrap"));
+    CHECK(Contains(d.reason, "only 1 of 3 voters answer"));
+    CHECK_FALSE(d.remove_id.has_value());
   }
 }
 
