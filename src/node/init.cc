@@ -278,9 +278,19 @@ Result<InitJob::Local> InitJob::GatherLocal(Clock::TimePoint deadline) {
   }
 
   const bool has_data = local.has_data;
+  // With data, one try of discovery and no wait: the stored bucket stands in when it fails.
+  std::optional<std::vector<Member>> fresh;
+  if (has_data && provider) {
+    auto once = provider->Discover();
+    if (once.ok()) fresh = std::move(*once);
+  }
   std::vector<Member> discovered;
   if (has_data && local.stored && local.stored->members.FindByName(c.name) != nullptr) {
-    discovered = local.stored->members.members();
+    // The bucket holds the peers' addresses as discovery gave them at our first decision; peers move
+    // since (a cloud group replaces instances under new addresses), and asking only the old ones, a
+    // removal of our member is never seen and etcd is restarted on it for ever. An answer that lists
+    // us is newer.
+    discovered = fresh && FindSelf(*fresh, c) != nullptr ? *fresh : local.stored->members.members();
   } else if (!c.bucket.empty() && !has_data) {
     Backoff backoff(clock_, kDiscoveryPollInterval, kDiscoveryPollInterval, deadline, options_.stop.fd);
     auto sealed = ReadSealed(c, provider != nullptr, backoff, options_.stop);
@@ -289,9 +299,8 @@ Result<InitJob::Local> InitJob::GatherLocal(Clock::TimePoint deadline) {
       spdlog::info("using the member set sealed in --bucket {} ({} members)", c.bucket, (*sealed)->size());
       discovered = (*sealed)->members();
     }
-  } else if (has_data && provider) {
-    auto once = provider->Discover();
-    if (once.ok()) discovered = std::move(*once);
+  } else if (fresh) {
+    discovered = std::move(*fresh);
   }
   if (discovered.empty() && !has_data) {
     Backoff backoff(clock_, kDiscoveryPollInterval, kDiscoveryPollInterval, deadline, options_.stop.fd);

@@ -46,6 +46,8 @@ struct RunResult {
   bool etcd35 = false;
   bool init_mode = false;
   bool cloud = false;
+  // A node started `new` in rule 3's init-mode window (DESIGN §4 rule 3, §10): reported, not failed.
+  bool init_window = false;
 };
 
 RunResult RunSeed(const RunOptions& options);

@@ -571,7 +571,24 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
         bool kept_past = std::any_of(nodes.begin(), nodes.end(), [&](const std::unique_ptr<Node>& k) {
           return HoldsData(*k) && k->data_incarnation == static_cast<int>(inc) && k->log_past_bootstrap;
         });
-        if (voters - lost >= voters / 2 + 1 || kept_past) {
+        // Rule 3's init-mode window (DESIGN §4): with a majority lost, a holder with no agent
+        // answering is judged by its view, and a view that still shows no member started hides a
+        // log past the bootstrap. Counted and reported, not failed: the rule chose it over waiting
+        // for ever in every init-mode bootstrap where one node started first.
+        bool window = kept_past && std::all_of(nodes.begin(), nodes.end(), [&](const std::unique_ptr<Node>& k) {
+          if (!HoldsData(*k) || k->data_incarnation != static_cast<int>(inc) || !k->log_past_bootstrap) return true;
+          bool agent = k->proc && k->agent_served;
+          bool view_past = k->view && std::any_of(k->view->members.begin(), k->view->members.end(),
+                                                  [](const ClusterMember& v) { return v.started(); });
+          return !agent && !view_past;
+        });
+        if (voters - lost < voters / 2 + 1 && window) {
+          Event(fmt::format("{}: a majority lost its data and the kept log past the bootstrap is behind a view "
+                            "that shows no start and no agent: rule 3's init-mode window",
+                            n.name));
+          result_.init_window = true;
+          refounded = true;
+        } else if (voters - lost >= voters / 2 + 1 || kept_past) {
           Fail(what + (kept_past ? ", over a kept log past the bootstrap" : ""));
         } else {
           Event(fmt::format("{}: a majority lost its data, and no kept log went past the bootstrap", n.name));
