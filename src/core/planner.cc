@@ -295,22 +295,26 @@ Decision PlanReplace(const PlanInput& in, const ClusterView& c, const ClusterMem
   return d;
 }
 
-// Rule 9's other face: voters whose instance departed (silent and in no instance of the whole group)
-// never come back. When those left could not make a quorum even if every one came back, no member
-// can be added or removed any more (each change commits only with a quorum of the voters counted
-// before it): a majority is lost, and a join would only run into --timeout.
+// Rule 9's fact about one member: its instance departed (silent, and in no instance of the whole
+// group; PlanInput::silent_outsiders holds only such members).
+bool Departed(const PlanInput& in, const ClusterMember& m) {
+  return in.expected_is_whole_group &&
+         std::find(in.silent_outsiders.begin(), in.silent_outsiders.end(), m.id) != in.silent_outsiders.end();
+}
+
+// Rule 9's other face: voters whose instance departed never come back. When those left could not
+// make a quorum even if every one came back, no member can be added or removed any more (each change
+// commits only with a quorum of the voters counted before it): a majority is lost, and a join would
+// only run into --timeout.
 std::optional<Decision> MajorityDeparted(const PlanInput& in, const ClusterView& c) {
-  if (!in.expected_is_whole_group || in.silent_outsiders.empty()) return std::nullopt;
   std::vector<std::string> departed;
   size_t voters = 0;
   for (const auto& m : c.members) {
     if (m.is_learner) continue;
     ++voters;
-    if (std::find(in.silent_outsiders.begin(), in.silent_outsiders.end(), m.id) != in.silent_outsiders.end()) {
-      departed.push_back(NameFor(m, in.expected));
-    }
+    if (Departed(in, m)) departed.push_back(NameFor(m, in.expected));
   }
-  if (voters - departed.size() >= voters / 2 + 1) return std::nullopt;
+  if (departed.empty() || voters - departed.size() >= voters / 2 + 1) return std::nullopt;
   return Wait(WaitKind::kMajorityLost,
               fmt::format("{} of the {} voters of cluster {} ({}) left with {} instance{} for good, so no member can "
                           "be added or removed any more: a majority is lost; {}",
@@ -319,28 +323,23 @@ std::optional<Decision> MajorityDeparted(const PlanInput& in, const ClusterView&
                           MajorityLostAdvice(in, c, nullptr)));
 }
 
-// Whether the cluster has a member of a departed instance (rule 9): a newcomer takes such a seat
-// before it joins beside it, whatever the cluster's size. A departed learner would keep etcd's one
-// learner seat for ever ("too many learner members"); a departed voter would stay on while two
-// newcomers, each seeing a seat free, both join, and the cluster outgrows its size (MemberAdd
-// checks none); and etcd 3.4 refuses any add while a voter is not connected.
+// Whether the cluster has a member of a departed instance: a newcomer takes such a seat before it
+// joins beside it, whatever the cluster's size. A departed learner would keep etcd's one learner seat
+// for ever ("too many learner members"); a departed voter would stay on while two newcomers, each
+// seeing a seat free, both join, and the cluster outgrows its size (MemberAdd checks none); and etcd
+// 3.4 refuses any add while a voter is not connected.
 bool HasDeparted(const PlanInput& in, const ClusterView& c) {
-  if (!in.expected_is_whole_group) return false;
-  return std::any_of(c.members.begin(), c.members.end(), [&](const ClusterMember& m) {
-    for (const auto& e : in.expected.members()) {
-      if (SharesUrl(e.peer_urls, m.peer_urls)) return false;
-    }
-    return std::find(in.silent_outsiders.begin(), in.silent_outsiders.end(), m.id) != in.silent_outsiders.end();
-  });
+  return std::any_of(c.members.begin(), c.members.end(), [&](const ClusterMember& m) { return Departed(in, m); });
 }
 
 // Rule 9: a cluster that does not list us, full or holding a departed member's seat (HasDeparted), on
 // a platform whose scaling group replaces a failed instance by a new one (new ID, new address, empty
 // disk). The member of the instance that is gone would keep its seat for ever and this newcomer would
 // wait as extra; so when discovery listed the whole group, a member in none of its instances whose
-// peer URLs are silent has departed, and the newcomer takes its seat: remove it, join as a learner. One at a time (no learner may be catching up)
-// and only while a majority of the voters left after the removal answers, as `member remove` checks.
-// nullopt: the rule does not apply, the newcomer is extra.
+// peer URLs are silent has departed, and the newcomer takes its seat: remove it, join as a learner.
+// One at a time (no learner may be catching up) and only while a majority of the voters left after
+// the removal answers, as `member remove` checks. nullopt: the rule does not apply, the newcomer is
+// extra.
 std::optional<Decision> PlanDeparted(const PlanInput& in, const ClusterView& c) {
   if (!in.expected_is_whole_group) return std::nullopt;
   std::vector<const ClusterMember*> outside;
@@ -353,8 +352,7 @@ std::optional<Decision> PlanDeparted(const PlanInput& in, const ClusterView& c) 
   const ClusterMember* departed = nullptr;
   std::vector<std::string> answering;
   for (const ClusterMember* m : outside) {
-    bool silent = std::find(in.silent_outsiders.begin(), in.silent_outsiders.end(), m->id) != in.silent_outsiders.end();
-    if (!silent) {
+    if (!Departed(in, *m)) {
       answering.push_back(fmt::format("{} ({})", NameFor(*m, in.expected), JoinStrings(m->peer_urls, ",")));
     } else if (departed == nullptr || (m->is_learner && !departed->is_learner) ||
                (m->is_learner == departed->is_learner && m->id < departed->id)) {

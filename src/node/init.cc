@@ -278,7 +278,7 @@ Result<InitJob::Local> InitJob::GatherLocal(Clock::TimePoint deadline) {
   }
 
   const bool has_data = local.has_data;
-  // With data, one try of discovery and no wait: the stored bucket stands in when it fails.
+  // With data, one call of discovery and no retry: the stored bucket stands in when it fails.
   std::optional<std::vector<Member>> fresh;
   if (has_data && provider) {
     auto once = provider->Discover();

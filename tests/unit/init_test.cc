@@ -399,6 +399,18 @@ class WholeGroup : public DiscoveryProvider {
   std::string Describe() const override { return "the test's whole group"; }
 };
 
+// A provider whose every call fails, as an API that is down does.
+class FailingDiscovery : public DiscoveryProvider {
+ public:
+  Result<std::vector<Member>> Discover() override { return Status::Unavailable("the test's API is down"); }
+  std::string Describe() const override { return "the test's failing discovery"; }
+};
+
+const RegisterProvider kFailing("test-failing", [](ProviderParams& params) -> Result<std::unique_ptr<DiscoveryProvider>> {
+  if (Status s = params.CheckAllTaken({}); !s.ok()) return s;
+  return std::unique_ptr<DiscoveryProvider>(new FailingDiscovery());
+});
+
 const RegisterProvider kWholeGroup("test-whole-group", [](ProviderParams& params) -> Result<std::unique_ptr<DiscoveryProvider>> {
   if (Status s = params.CheckAllTaken({}); !s.ok()) return s;
   return std::unique_ptr<DiscoveryProvider>(new WholeGroup());
@@ -447,6 +459,39 @@ TEST_CASE("init: rule 9: a seat another newcomer took first is not joined beside
   CAPTURE(out.status().message());
   CHECK(Contains(out.status().message(), "member 4444 was already removed (another node may have taken its seat)"));
   CHECK(rig.cluster.CountCalls("MemberAdd") == 0);
+}
+
+TEST_CASE("init: with data, an answer of discovery that lists us is newer than the bucket's addresses") {
+  // The bucket was written when n2 was at another address; the group has replaced it since. Asking
+  // only the old address, a removal of our member would never be seen (rule 1b).
+  InitRig rig;
+  REQUIRE(MakeDirs(rig.config.data_dir + "/member/wal").ok());
+  std::ofstream(rig.config.data_dir + "/member/wal/0.wal") << "not read by the planner's restart rule";
+  auto old = MemberSet::Create({{"n1", {kN1}, {"http://127.0.0.1:2379"}},
+                                {"n2", {"http://127.0.0.9:2380"}, {"http://127.0.0.9:2379"}},
+                                {"n3", {kN3}, {"http://127.0.0.3:2379"}}},
+                               "tok");
+  REQUIRE(old.ok());
+  REQUIRE(MakeDirs(rig.config.state_dir).ok());
+  REQUIRE(SaveBucket(rig.config.state_dir, Bucket{*old, {"new", ""}}).ok());
+  rig.config.initial_cluster.clear();
+  rig.config.discovery = "provider=test-whole-group";
+  SUBCASE("discovery answers: its addresses") {
+    auto out = rig.Run();
+    REQUIRE_MESSAGE(out.ok(), out.status().message());
+    CHECK(out->decision.action == Action::kRestart);
+    CHECK(Contains(rig.EtcdConfig(), "n2=" + kN2));
+    CHECK_FALSE(Contains(rig.EtcdConfig(), "127.0.0.9"));
+  }
+  SUBCASE("discovery fails: the bucket stands in, and the restart does not wait on it") {
+    rig.config.discovery = "provider=test-failing";
+    auto started = rig.clock.Now();
+    auto out = rig.Run();
+    REQUIRE_MESSAGE(out.ok(), out.status().message());
+    CHECK(out->decision.action == Action::kRestart);
+    CHECK(Contains(rig.EtcdConfig(), "n2=http://127.0.0.9:2380"));
+    CHECK(rig.clock.Now() == started);
+  }
 }
 
 TEST_CASE("init: rule 9 takes no seat from a member that answers, nor from a list that may be partial") {
