@@ -16,7 +16,7 @@ std::string NamesOf(const std::vector<Member>& members) {
 
 }  // namespace
 
-Result<std::unique_ptr<DiscoveryProvider>> ProviderFromConfig(const Config& config) {
+Result<std::unique_ptr<DiscoveryProvider>> ProviderFromConfig(const Config& config, Clock::TimePoint deadline) {
   int sources = !config.discovery.empty() + !config.initial_cluster.empty() + !config.discovery_srv.empty();
   if (sources == 0) {
     return Status::InvalidArgument(
@@ -39,7 +39,7 @@ Result<std::unique_ptr<DiscoveryProvider>> ProviderFromConfig(const Config& conf
   ProviderContext context{{config.name, config.initial_advertise_peer_urls, config.advertise_client_urls},
                           config.initial_cluster_token,
                           config.cluster_size,
-                          RealClock().Now() + config.timeout};
+                          deadline};
   if (context.self.client_urls.empty() && !context.self.peer_urls.empty()) {
     context.self.client_urls.push_back(DefaultClientUrl(*ParseUrl(context.self.peer_urls.front())));
   }

@@ -14,7 +14,9 @@
 namespace quorate {
 
 // The provider the flags name: --discovery, --initial-cluster or --discovery-srv (exactly one).
-Result<std::unique_ptr<DiscoveryProvider>> ProviderFromConfig(const Config& config);
+// `deadline` (real time) bounds its calls; give the one DiscoverExpected waits to, so a try cut short
+// by it is known as such and the reason reported is what the provider answered before.
+Result<std::unique_ptr<DiscoveryProvider>> ProviderFromConfig(const Config& config, Clock::TimePoint deadline);
 
 // Asks the provider, paced by `backoff` (its deadline is --timeout's), until it returns the expected
 // number of members. InvalidArgument at once for the operator's own bad spec (a wrong answer is

@@ -197,6 +197,16 @@ AgentReport AskAgent(const std::string& target, const std::string& from_name, co
   return ReportFromAnswer(target, resp);
 }
 
+AgentState AnswerWithLog(AgentState& kept, const Result<bool>& past) {
+  if (past.ok()) {
+    kept.log_past_bootstrap = kept.log_past_bootstrap || *past;
+    return kept;
+  }
+  AgentState answer = kept;
+  if (!past.status().IsNotFound()) answer.log_past_bootstrap = true;
+  return answer;
+}
+
 AgentReport ReportFromAnswer(const std::string& target, const agent::v1::DescribeResponse& resp) {
   AgentReport report;
   // The token is compared and shown in reasons; a peer cannot slip a line break into either.

@@ -30,6 +30,14 @@ struct AgentState {
   bool log_past_bootstrap = false;  // see AgentReport
 };
 
+// What the agent answers about its log, given the last read of the WAL (`past`: whether it holds an
+// entry of a term past the bootstrap's). A log only grows, so a read saying so is kept in `kept` and
+// the WAL is not read again. Only what the log says is kept: an etcd just launched on empty data has
+// written no WAL yet (NotFound: no entry, so not past the bootstrap), and a log that cannot be read
+// now is answered as past, the side that makes a peer wait, but read again at the next ask. Keeping
+// that answer made a late peer wait for ever, as if a majority were lost (CI, member-remove).
+AgentState AnswerWithLog(AgentState& kept, const Result<bool>& past);
+
 class AgentServer {
  public:
   // Listens on `listen` ("ip:port"; port 0 picks one). `state` is called on every Describe, from

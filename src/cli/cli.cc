@@ -70,11 +70,12 @@ struct Command {
 };
 
 int Discover(const Config& config, const Words&) {
-  auto provider = ProviderFromConfig(config);
+  const Clock::TimePoint deadline = std::chrono::steady_clock::now() + config.timeout;
+  auto provider = ProviderFromConfig(config, deadline);
   if (!provider.ok()) return Fail(provider.status());
   Result<std::vector<Member>> members = Status::Internal("unset");
   if (config.cluster_size) {
-    members = DiscoverExpected(**provider, config, std::chrono::steady_clock::now() + config.timeout);
+    members = DiscoverExpected(**provider, config, deadline);
   } else {
     // One look, unlike init: what it finds missing (no records yet) is a runtime failure, exit 1.
     members = (*provider)->Discover();
@@ -103,9 +104,10 @@ int ClusterInit(const Config& config, const Words&) {
   if (config.bucket.empty()) {
     return Fail(Status::InvalidArgument("--bucket is required: where to write the member bucket (file:///dir or s3://...)"));
   }
-  auto provider = ProviderFromConfig(config);
+  const Clock::TimePoint deadline = std::chrono::steady_clock::now() + config.timeout;
+  auto provider = ProviderFromConfig(config, deadline);
   if (!provider.ok()) return Fail(provider.status());
-  auto members = DiscoverExpected(**provider, config, std::chrono::steady_clock::now() + config.timeout);
+  auto members = DiscoverExpected(**provider, config, deadline);
   if (!members.ok()) {
     return Fail(members.status());
   }

@@ -115,8 +115,10 @@ HttpResult HttpSend(const HttpRequest& request) {
     result.why = std::move(why);
     return result;
   };
-  const auto budget = std::chrono::duration_cast<milliseconds>(deadline - start + std::chrono::microseconds(500));
-  if (budget <= milliseconds(0)) return fail(HttpFailure::kNoConnection, "not tried: no time was left");
+  // Not tried only once the deadline has passed, and otherwise rounded up, so that a caller seeing a
+  // failure the deadline caused also sees the deadline passed (and reports what came before instead).
+  if (start >= deadline) return fail(HttpFailure::kNoConnection, "not tried: no time was left");
+  const auto budget = std::chrono::ceil<milliseconds>(deadline - start);
   const bool https = request.base_url.rfind("https://", 0) == 0;
 
   // The certificate and key matter only for https; an http client ignores them.

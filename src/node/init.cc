@@ -262,7 +262,8 @@ Result<InitJob::Local> InitJob::GatherLocal(Clock::TimePoint deadline) {
   std::unique_ptr<DiscoveryProvider> provider;
   bool has_discovery = !c.discovery.empty() || !c.initial_cluster.empty() || !c.discovery_srv.empty();
   if (has_discovery || c.bucket.empty()) {
-    auto created = ProviderFromConfig(c);
+    // The provider's calls are sockets, on real time whatever clock_ is.
+    auto created = ProviderFromConfig(c, std::chrono::steady_clock::now() + c.timeout);
     if (!created.ok()) return created.status();
     provider = std::move(*created);
   }
@@ -380,8 +381,7 @@ Status InitJob::ServeAgent(const Local& local, const PlanInput& input) {
     AgentState& s = state_->agent_state;
     // A log only grows: read the WAL until it shows a leader's entry (rule 3's fact), then no more.
     if ((s.data_state == DataState::kHasData || s.data_state == DataState::kRunning) && !s.log_past_bootstrap) {
-      auto past = ReadWalPastBootstrap(config_.data_dir);
-      s.log_past_bootstrap = !past.ok() || *past;
+      return AnswerWithLog(s, ReadWalPastBootstrap(config_.data_dir));
     }
     return s;
   });

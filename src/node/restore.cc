@@ -152,9 +152,10 @@ Status RestoreNode(const Config& c) {
   if (!keys.ok()) return keys.status();
 
   // The members to restore for, with the new token: what discovery (or --initial-cluster) says.
-  auto provider = ProviderFromConfig(c);
+  const Clock::TimePoint deadline = std::chrono::steady_clock::now() + c.timeout;
+  auto provider = ProviderFromConfig(c, deadline);
   if (!provider.ok()) return provider.status();
-  auto discovered = DiscoverExpected(**provider, c, std::chrono::steady_clock::now() + c.timeout);
+  auto discovered = DiscoverExpected(**provider, c, deadline);
   if (!discovered.ok()) return discovered.status();
   for (Member& m : *discovered) {
     if (m.name != c.name) continue;

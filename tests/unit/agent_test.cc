@@ -62,6 +62,25 @@ class SilentListener {
 
 }  // namespace
 
+TEST_CASE("an agent keeps only what its log said: no WAL yet is not past the bootstrap, an unreadable one is past for one answer") {
+  AgentState kept = SomeState();
+  kept.data_state = DataState::kRunning;
+
+  // etcd just launched on empty data: no WAL file yet, no entry.
+  CHECK_FALSE(AnswerWithLog(kept, Status::NotFound("member/wal holds no WAL file")).log_past_bootstrap);
+  CHECK_FALSE(kept.log_past_bootstrap);
+
+  // A read that fails now makes a peer wait, but the next read decides again.
+  CHECK(AnswerWithLog(kept, Status::DataLoss("cannot read 0000.wal")).log_past_bootstrap);
+  CHECK_FALSE(kept.log_past_bootstrap);
+  CHECK_FALSE(AnswerWithLog(kept, false).log_past_bootstrap);
+
+  // A leader's entry, once read, stays: a log only grows.
+  CHECK(AnswerWithLog(kept, true).log_past_bootstrap);
+  CHECK(kept.log_past_bootstrap);
+  CHECK(AnswerWithLog(kept, false).log_past_bootstrap);
+}
+
 TEST_CASE("an agent tells its peers its state, as it changes") {
   std::mutex mu;
   AgentState state = SomeState();
