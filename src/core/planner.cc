@@ -377,19 +377,22 @@ std::optional<Decision> PlanDeparted(const PlanInput& in, const ClusterView& c) 
                               IdToHex(departed->id), name, IdToHex(c.cluster_id), NameFor(m, in.expected)));
     }
   }
-  size_t voters_after = 0;
+  // The removal commits under the voters counted before it, the departed one among them (silent, so
+  // it adds no vote): with an even count that is one more than a majority of the voters left after.
+  size_t voters = 0;
   size_t live = 0;
   for (const auto& m : c.members) {
-    if (&m == departed || m.is_learner) continue;
-    ++voters_after;
-    if (VoterAnswers(in, m)) ++live;
+    if (m.is_learner) continue;
+    ++voters;
+    if (&m != departed && VoterAnswers(in, m)) ++live;
   }
-  const size_t majority = voters_after / 2 + 1;
+  const size_t majority = voters / 2 + 1;
   if (live < majority) {
     return Wait(WaitKind::kPeersNotReady,
                 fmt::format("member {} ({}) of cluster {} is in no instance of the group and silent, but only {} of "
-                            "the {} voters left after removing it answer, short of a majority of {}: not removing it",
-                            IdToHex(departed->id), name, IdToHex(c.cluster_id), live, voters_after, majority));
+                            "its {} voters answer, short of the majority of {} that commits its removal: not "
+                            "removing it",
+                            IdToHex(departed->id), name, IdToHex(c.cluster_id), live, voters, majority));
   }
   std::vector<Member> entries;
   for (const auto& m : c.members) {
@@ -398,10 +401,10 @@ std::optional<Decision> PlanDeparted(const PlanInput& in, const ClusterView& c) 
   entries.push_back(Entry(in.self.name, in.self.peer_urls));
   Decision d = Start(Action::kJoin, "existing", InitialClusterOf(entries),
                      fmt::format("member {} ({}, {}) of cluster {} is in no instance of the group and its peer URLs "
-                                 "are silent: its instance has departed; {} of the {} voters left after removing it "
-                                 "answer, so {} removes it and joins as a learner in its place",
+                                 "are silent: its instance has departed; {} of the cluster's {} voters answer, a majority "
+                                 "without it, so {} removes it and joins as a learner in its place",
                                  IdToHex(departed->id), name, JoinStrings(departed->peer_urls, ","),
-                                 IdToHex(c.cluster_id), live, voters_after, in.self.name));
+                                 IdToHex(c.cluster_id), live, voters, in.self.name));
   d.add_member = true;
   d.remove_id = departed->id;
   return d;

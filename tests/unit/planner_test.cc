@@ -971,7 +971,7 @@ TEST_CASE("rule 9: a newcomer of a whole group takes the seat of a silent member
   CHECK(d.initial_cluster == "n2=http://127.0.0.2:2380,n3=http://127.0.0.3:2380,n1=http://127.0.0.1:2380");
   CHECK(d.cluster_id == t.cluster.cluster_id());
   CHECK(Contains(d.reason, "n4"));
-  CHECK(Contains(d.reason, "2 of the 2 voters left after removing it answer"));
+  CHECK(Contains(d.reason, "2 of the cluster's 3 voters answer, a majority without it"));
 
   SUBCASE("etcd's strict MemberAdd does not count the member being removed as a voter that is down") {
     t.in.member_add_needs_every_voter = true;
@@ -1007,13 +1007,33 @@ TEST_CASE("rule 9 does not apply: the newcomer waits as extra") {
 
 TEST_CASE("rule 9 keeps quorum and goes one member at a time") {
   Churn t;
-  SUBCASE("a majority of the voters left after the removal must answer") {
+  SUBCASE("a majority of the voters must answer without the departed one") {
     PeerNamed(t.in, "n3").cluster.reset();
     Decision d = Plan(t.in);
     CHECK(d.action == Action::kWait);
     CHECK(d.wait == WaitKind::kPeersNotReady);
-    CHECK(Contains(d.reason, "only 1 of the 2 voters left after removing it answer"));
+    CHECK(Contains(d.reason, "only 1 of its 3 voters answer, short of the majority of 2"));
     CHECK_FALSE(d.remove_id.has_value());
+  }
+  SUBCASE("an even count: the removal commits under the voters before it, not the ones left after") {
+    // Four voters (n2, n3, n5 and the departed n4), n5 silent too: 2 answer. After the removal 2 of 3
+    // would be a majority, but the removal itself needs 3 of the 4 and would only run into --timeout.
+    MemberSet cluster = MakeSetOf({2, 3, 4, 5});
+    PlanInput in = MakeInput(MakeSetOf({1, 2, 3, 5}));
+    in.expected_is_whole_group = true;
+    in.silent_outsiders = {cluster.IdOf(MemberNo(4))};
+    GiveAllViews(in, ViewOf(cluster, {2, 3, 4, 5}));
+    PeerNamed(in, "n5").cluster.reset();
+    Decision d = Plan(in);
+    CHECK(d.wait == WaitKind::kPeersNotReady);
+    CHECK(Contains(d.reason, "only 2 of its 4 voters answer, short of the majority of 3"));
+    CHECK_FALSE(d.remove_id.has_value());
+
+    GiveAllViews(in, ViewOf(cluster, {2, 3, 4, 5}));
+    Decision go = Plan(in);
+    REQUIRE(go.action == Action::kJoin);
+    CHECK(*go.remove_id == cluster.IdOf(MemberNo(4)));
+    CHECK(Contains(go.reason, "3 of the cluster's 4 voters answer"));
   }
   SUBCASE("a learner still catching up holds the next replacement") {
     ClusterView v = ViewOf(t.cluster, {2, 3, 4});
@@ -1043,8 +1063,8 @@ TEST_CASE("rule 9 keeps quorum and goes one member at a time") {
     Decision d = Plan(in);
     REQUIRE(d.action == Action::kJoin);
     CHECK(*d.remove_id == std::min(id4, id5));
-    // 3 of the 4 voters left answer: a majority, so the removal keeps quorum.
-    CHECK(Contains(d.reason, "3 of the 4 voters left after removing it answer"));
+    // 3 of the 5 voters answer: a majority without the departed ones, so the removal commits.
+    CHECK(Contains(d.reason, "3 of the cluster's 5 voters answer"));
   }
 }
 
