@@ -27,6 +27,8 @@ std::string Join(const std::vector<std::string>& v) { return fmt::format("{}", f
 // How long the member list of rule 1b may take: a cluster without quorum refuses it at once (no
 // leader), so this bounds only a slow one.
 constexpr auto kQuorumViewTimeout = std::chrono::seconds(2);
+// How long a node with data gives its one call of discovery (DESIGN §3).
+constexpr auto kDiscoveryBudgetWithData = std::chrono::seconds(5);
 
 // True when a peer's view is of the cluster our WAL names and does not list our member: only the
 // quorum view tells a removal from a view still being rebuilt (rule 1b).
@@ -259,17 +261,20 @@ void InitJob::SetRunning(bool running) {
 Result<InitJob::Local> InitJob::GatherLocal(Clock::TimePoint deadline) {
   const Config& c = config_;
   // With --bucket the sealed member set may stand in for discovery entirely.
+  Local local;
+  local.has_data = HasEtcdData(c.data_dir);
   std::unique_ptr<DiscoveryProvider> provider;
   bool has_discovery = !c.discovery.empty() || !c.initial_cluster.empty() || !c.discovery_srv.empty();
   if (has_discovery || c.bucket.empty()) {
-    // The provider's calls are sockets, on real time whatever clock_ is.
-    auto created = ProviderFromConfig(c, std::chrono::steady_clock::now() + c.timeout);
+    // The provider's calls are sockets, on real time whatever clock_ is. A node with data calls it
+    // once and can do without it: an API that hangs or throttles (a provider retries throttling up
+    // to its deadline) must not hold a restart for --timeout.
+    const auto budget = local.has_data ? std::min<Clock::Duration>(c.timeout, kDiscoveryBudgetWithData) : c.timeout;
+    auto created = ProviderFromConfig(c, std::chrono::steady_clock::now() + budget);
     if (!created.ok()) return created.status();
     provider = std::move(*created);
   }
 
-  Local local;
-  local.has_data = HasEtcdData(c.data_dir);
   // With local data the stored bucket is enough: a restart must not depend on discovery being up.
   Status stored_corrupt;
   if (auto loaded = LoadBucket(c.state_dir); loaded.ok()) {

@@ -406,8 +406,12 @@ class FailingDiscovery : public DiscoveryProvider {
   std::string Describe() const override { return "the test's failing discovery"; }
 };
 
+// The time the last provider created as "test-failing" was given for its calls.
+std::chrono::steady_clock::duration failing_budget{};
+
 const RegisterProvider kFailing("test-failing", [](ProviderParams& params) -> Result<std::unique_ptr<DiscoveryProvider>> {
   if (Status s = params.CheckAllTaken({}); !s.ok()) return s;
+  failing_budget = params.context().deadline - std::chrono::steady_clock::now();
   return std::unique_ptr<DiscoveryProvider>(new FailingDiscovery());
 });
 
@@ -491,6 +495,11 @@ TEST_CASE("init: with data, an answer of discovery that lists us is newer than t
     CHECK(out->decision.action == Action::kRestart);
     CHECK(Contains(rig.EtcdConfig(), "n2=http://127.0.0.9:2380"));
     CHECK(rig.clock.Now() == started);
+    // An API that hangs or throttles holds the restart 5 s at most, not --timeout.
+    rig.config.timeout = std::chrono::minutes(5);
+    REQUIRE(rig.Run().ok());
+    CHECK(failing_budget <= seconds(5));
+    CHECK(failing_budget > seconds(1));
   }
 }
 
