@@ -126,7 +126,7 @@ TEST_CASE("an agent that is not there is a report, within the timeout") {
     int port = MustStart({}, [] { return AgentState{}; })->port();  // freed again at once
     auto start = Clock::now();
     AgentReport r = AskAgent(Local(port), "n2", {}, milliseconds(300));
-    CHECK(Clock::now() - start < seconds(2));
+    CHECK(Clock::now() - start < seconds(10));
     CHECK_FALSE(r.reachable);
     CHECK(r.error == "agent " + Local(port) + " not answering: Connection refused");
   }
@@ -136,7 +136,7 @@ TEST_CASE("an agent that is not there is a report, within the timeout") {
     AgentReport r = AskAgent(Local(silent.port()), "n2", {}, milliseconds(300));
     auto took = Clock::now() - start;
     CHECK(took >= milliseconds(250));
-    CHECK(took < seconds(2));
+    CHECK(took < seconds(10));
     CHECK_FALSE(r.reachable);
     CHECK(r.error == "agent " + Local(silent.port()) + " did not answer within 300 ms");
   }
@@ -167,9 +167,9 @@ TEST_CASE("an agent destroyed mid-call answers no more and does not hang its own
 
   auto start = Clock::now();
   server.reset();
-  CHECK(Clock::now() - start < seconds(2));
+  CHECK(Clock::now() - start < seconds(4));
   AgentReport cut = asking.get();
-  CHECK(Clock::now() - start < seconds(2));
+  CHECK(Clock::now() - start < seconds(4));
   CHECK_FALSE(cut.reachable);
   CHECK(cut.error.find(target) != std::string::npos);
 
