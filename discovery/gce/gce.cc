@@ -201,6 +201,13 @@ Result<InstancePage> ParseAggregatedInstances(const std::string& json) {
             if (v.is_string()) i.labels[k] = v.get<std::string>();
           }
         }
+        if (auto tags = item.find("tags"); tags != item.end() && tags->is_object()) {
+          if (auto names = tags->find("items"); names != tags->end() && names->is_array()) {
+            for (const auto& t : *names) {
+              if (t.is_string()) i.tags.push_back(t.get<std::string>());
+            }
+          }
+        }
         auto metadata = item.find("metadata");
         if (metadata != item.end() && metadata->is_object()) {
           auto entries = metadata->find("items");
@@ -319,16 +326,12 @@ Result<std::optional<Member>> MemberOf(const Options& o, const Instance& instanc
 }
 
 std::string InstancesFilter(const Options& o) {
-  std::vector<std::string> terms;
-  if (!o.tag_value.empty()) terms.push_back(fmt::format("tags.items = \"{}\"", o.tag_value));
-  if (!o.label_key.empty()) {
-    terms.push_back(o.label_value.empty() ? fmt::format("labels.{}:*", o.label_key)
-                                          : fmt::format("labels.{} = \"{}\"", o.label_key, o.label_value));
-  }
-  if (terms.size() == 1) return terms[0];
-  std::string filter;
-  for (const auto& t : terms) filter += (filter.empty() ? "(" : " AND (") + t + ")";
-  return filter;
+  // Labels only: the API documents its filter on a field or a nested one (labels.KEY), not on a list
+  // such as tags.items, so a network tag is matched here, on the instances listed (as go-discover
+  // does), rather than trusted to a filter form the API may refuse or read otherwise.
+  if (o.label_key.empty()) return "";
+  return o.label_value.empty() ? fmt::format("labels.{}:*", o.label_key)
+                               : fmt::format("labels.{} = \"{}\"", o.label_key, o.label_value);
 }
 
 std::string AggregatedInstancesTarget(const Options& o, const std::string& page_token) {
@@ -568,6 +571,7 @@ class GceProvider : public DiscoveryProvider {
         if (!Counts(i.status)) continue;
         if (group_ && !CreatedBy(i, *group_)) continue;
         if (zones_ && !std::regex_match(i.zone, *zones_)) continue;
+        if (!o_.tag_value.empty() && std::find(i.tags.begin(), i.tags.end(), o_.tag_value) == i.tags.end()) continue;
         auto member = MemberOf(o_, i);
         if (!member.ok()) return member.status();
         if (*member) members.push_back(std::move(**member));

@@ -69,6 +69,7 @@ struct Instance {
   std::string network_ip, nat_ip;  // networkInterfaces[0]'s, and its accessConfigs[0]'s
   std::string created_by;          // the metadata item the group sets on its instances
   std::map<std::string, std::string> labels;
+  std::vector<std::string> tags;  // the network tags, tags.items
 };
 struct InstancePage {
   std::vector<Instance> instances;

@@ -177,18 +177,18 @@ TEST_CASE("gce: keys as go-discover spells them, the environment for what they l
   std::remove(bad_pem.c_str());
 }
 
-TEST_CASE("gce: aggregated/instances asks for the tag and label in one filter, page by page") {
+TEST_CASE("gce: aggregated/instances asks for the label in its filter (a tag is matched on the answer), page by page") {
   Options o;
   o.project = "my-proj";
   o.tag_value = "etcd";
-  CHECK(InstancesFilter(o) == "tags.items = \"etcd\"");
+  CHECK(InstancesFilter(o) == "");
   o.label_key = "role";
-  CHECK(InstancesFilter(o) == "(tags.items = \"etcd\") AND (labels.role:*)");
+  CHECK(InstancesFilter(o) == "labels.role:*");
   o.label_value = "etcd";
-  CHECK(InstancesFilter(o) == "(tags.items = \"etcd\") AND (labels.role = \"etcd\")");
+  CHECK(InstancesFilter(o) == "labels.role = \"etcd\"");
   CHECK(AggregatedInstancesTarget(o, "") ==
         "/compute/v1/projects/my-proj/aggregated/instances?maxResults=500&returnPartialSuccess=true&filter="
-        "%28tags.items%20%3D%20%22etcd%22%29%20AND%20%28labels.role%20%3D%20%22etcd%22%29");
+        "labels.role%20%3D%20%22etcd%22");
   o.tag_value.clear();
   o.label_key.clear();
   CHECK(AggregatedInstancesTarget(o, "a+b/c=") ==
@@ -397,6 +397,8 @@ struct FakeGoogle {
                           {"status", status},
                           {"zone", "https://www.googleapis.com/compute/v1/projects/proj/zones/us-central1-a"},
                           {"networkInterfaces", {{{"networkIP", ip}}}},
+                          // The group's instances carry the network tag etcd; the other one does not.
+                          {"tags", {{"items", {mig == "etcd" ? "etcd" : "web", "ssh"}}}},
                           {"metadata",
                            {{"items",
                              {{{"key", "created-by"},
@@ -448,7 +450,9 @@ struct FakeGoogle {
     server.Get("/compute/v1/projects/proj/aggregated/instances", [this](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard lock(mu);
       const std::string page = req.get_param_value("pageToken");
-      asked.push_back("list page=" + page + " " + req.get_header_value("Authorization"));
+      const std::string filter = req.get_param_value("filter");
+      asked.push_back("list page=" + page + (filter.empty() ? "" : " filter=" + filter) + " " +
+                      req.get_header_value("Authorization"));
       if (throttles > 0) {
         --throttles;
         res.status = 429;
@@ -588,7 +592,9 @@ TEST_CASE("gce: the provider reads the group's size and every page with the meta
   CHECK(refused.status().message().find("HTTP 401") != std::string::npos);
   auto again = (*fresh)->Discover();
   REQUIRE_MESSAGE(again.ok(), again.status().message());
-  CHECK(Names(*again) == std::vector<std::string>{"etcd-1", "etcd-3", "other-1"});
+  // Matched on the instances listed: the API's filter holds no tag term.
+  CHECK(Names(*again) == std::vector<std::string>{"etcd-1", "etcd-3"});
+  for (const std::string& asked : g.Asked()) CHECK(asked.find("filter=") == std::string::npos);
 
   // An answer without Metadata-Flavor: Google is not from a metadata server.
   g.flavorless = true;
