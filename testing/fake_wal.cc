@@ -46,4 +46,14 @@ Status WriteWal(const std::string& data_dir, MemberId member_id, ClusterId clust
   return Status::Ok();
 }
 
+Status AppendWalEntry(const std::string& data_dir, uint64_t term, uint64_t index) {
+  std::string path = data_dir + "/member/wal/0000000000000000-0000000000000000.wal";
+  std::string entry = "\x10" + Varint(term) + "\x18" + Varint(index);       // raftpb.Entry: Term, Index
+  std::string record = "\x08\x02\x1a" + Varint(entry.size()) + entry;  // type 2 (entry), data (crc 0: left out)
+  std::ofstream out(path, std::ios::binary | std::ios::app);
+  out << Frame(record);
+  if (!out.flush()) return Status::Internal("cannot append to " + path);
+  return Status::Ok();
+}
+
 }  // namespace quorate

@@ -15,4 +15,8 @@ std::string WalHead(MemberId member_id, ClusterId cluster_id);
 // Writes <data_dir>/member/wal/0000000000000000-0000000000000000.wal with that head.
 Status WriteWal(const std::string& data_dir, MemberId member_id, ClusterId cluster_id);
 
+// Appends to that file the entry record of a raft entry of `term` at `index`, as a leader's
+// entry reaches a member's log (a term of 2 or more is past the bootstrap's).
+Status AppendWalEntry(const std::string& data_dir, uint64_t term, uint64_t index);
+
 }  // namespace quorate

@@ -221,6 +221,7 @@ struct InitJob::State {
   // for its data even when the majority stops answering later.
   std::optional<std::pair<MemberId, std::string>> removed;
   std::unique_ptr<AgentServer> agent;
+  std::shared_ptr<void> agent_served;  // the serve_agent seam's handle, in place of `agent`
 };
 
 // What this node knows before asking any peer: its data, its stored bucket, the expected members.
@@ -380,8 +381,8 @@ Status InitJob::ServeAgent(const Local& local, const PlanInput& input) {
   }
   bool agent_needed =
       options_.agent_mode == AgentMode::kAlways || (!local.has_data && local.expected.size() > 1);
-  if (state_->agent || !agent_needed || c.agent_listen.empty()) return Status::Ok();
-  auto agent = AgentServer::Start(c.agent_listen, c.peer_tls, [this] {
+  if (state_->agent || state_->agent_served || !agent_needed || c.agent_listen.empty()) return Status::Ok();
+  auto answer = [this] {
     std::lock_guard lock(state_->mu);
     AgentState& s = state_->agent_state;
     // A log only grows: read the WAL until it shows a leader's entry (rule 3's fact), then no more.
@@ -389,7 +390,12 @@ Status InitJob::ServeAgent(const Local& local, const PlanInput& input) {
       return AnswerWithLog(s, ReadWalPastBootstrap(config_.data_dir));
     }
     return s;
-  });
+  };
+  if (options_.serve_agent) {
+    state_->agent_served = options_.serve_agent(answer);
+    return Status::Ok();
+  }
+  auto agent = AgentServer::Start(c.agent_listen, c.peer_tls, answer);
   if (!agent.ok()) return agent.status().Prefixed("--agent-listen");
   state_->agent = std::move(*agent);
   return Status::Ok();

@@ -11,6 +11,7 @@
 #include <string>
 
 // The commands that run the job also discover on their own (`discover`, `cluster-init`).
+#include "agent/agent.h"
 #include "discovery/discovery.h"
 #include "etcd/etcd_client.h"
 #include "node/apply.h"
@@ -63,6 +64,9 @@ struct InitOptions {
   std::function<Result<EtcdVersion>(const std::string& etcd_path)> etcd_version;
   // Where the backup before a membership change (with --backup-to) streams etcd's snapshot from.
   SnapshotSourceFactory snapshot_sources;
+  // Serves the agent on --agent-listen with `answer` (called on every Describe, from any thread)
+  // until the handle it returns is dropped; null is the real gRPC AgentServer.
+  std::function<std::shared_ptr<void>(std::function<AgentState()> answer)> serve_agent;
   // Every wait of the job (peers, discovery, the bucket, membership retries) ends at once on a stop;
   // Run() then returns Cancelled, saying whether a membership change was left half done.
   StopSource stop;

@@ -122,6 +122,7 @@ World::World(const RunOptions& options) : options_(options), rng_(options.seed *
     c.initial_cluster_token = kToken;
     c.timeout = seconds(60);
     c.etcd_path = "etcd";
+    c.agent_listen = n->host + ":2382";
     nodes.push_back(std::move(n));
   }
 }
@@ -223,7 +224,6 @@ void World::StartProc(int i) {
   proc->node = i;
   proc->gen = n.gens++;
   proc->launcher = MakeSimLauncher(*this, i);
-  n.agent_served = false;
   n.expected_cluster_id = 0;
   ++result_.quorate_starts;
   Event(n.name + (init_mode_ ? ": pod starts (quorate init)" : ": quorate starts"));
@@ -245,6 +245,22 @@ InitOptions World::InitSeams(Node& n, Proc& p, Peers& peers) {
   options.is_own_address = [host = n.host](const PeerUrl& url) -> Result<bool> { return url.host == host; };
   options.etcd_files_required = false;
   options.etcd_version = [this](const std::string&) -> Result<EtcdVersion> { return EtcdVersionOfSim(); };
+  // The job's own answer function is what peers reach; it stops answering when the job ends (its
+  // state, and so this handle, goes with it, a crash's unwinding included).
+  options.serve_agent = [&n, gen = p.gen](std::function<AgentState()> answer) {
+    {
+      std::lock_guard lock(n.agent_mu);
+      n.agent_answer = std::move(answer);
+      n.agent_gen = gen;
+    }
+    return std::shared_ptr<void>(static_cast<void*>(&n), [gen](void* node) {
+      Node& served = *static_cast<Node*>(node);
+      std::lock_guard lock(served.agent_mu);
+      if (served.agent_gen != gen) return;
+      served.agent_answer = nullptr;
+      served.agent_gen = -1;
+    });
+  };
   return options;
 }
 
@@ -343,7 +359,6 @@ void World::PodMain(Node& n, Proc& p) {
   {
     InitJob job(n.config, InitSeams(n, p, *peers));
     auto outcome = job.Run();
-    n.agent_served = false;
     if (!Decided(n, outcome)) return;
     spec.argv.insert(spec.argv.end(), outcome->etcd_flags.begin(), outcome->etcd_flags.end());
   }
@@ -433,15 +448,39 @@ int World::LiveIncarnation(ClusterId id) {
   return -1;
 }
 
+// etcd writes its WAL a moment after its launch (before its peer port answers): the agent beside
+// it answers meanwhile from a data dir with no WAL yet. The file is written then, or when etcd ends
+// first.
 void World::WriteWal(Node& n, MemberId id, ClusterId cluster_id, int incarnation) {
-  if (Status s = quorate::WriteWal(n.data_dir, id, cluster_id); !s.ok()) Fail("sim: " + s.message());
-  std::string path = n.data_dir + "/member/wal/0000000000000000-0000000000000000.wal";
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0) n.wals.emplace_back(st.st_ino, path);
+  n.wal_pending = {id, cluster_id};
+  At(now_ + milliseconds(1 + static_cast<int>(Rng(options_.seed ^ n.wals.size() ^ (uint64_t{id} << 8)).Below(15))),
+     [this, i = n.index, child = n.etcd.child] {
+       if (nodes[i]->etcd.child == child) FlushWal(*nodes[i]);
+     });
   n.data_incarnation = incarnation;
   n.data_member = id;
   n.log_past_bootstrap = false;
   n.data_refounded = false;
+}
+
+void World::FlushWal(Node& n) {
+  if (!n.wal_pending) return;
+  auto [id, cluster_id] = *n.wal_pending;
+  n.wal_pending.reset();
+  if (Status s = quorate::WriteWal(n.data_dir, id, cluster_id); !s.ok()) Fail("sim: " + s.message());
+  std::string path = n.data_dir + "/member/wal/0000000000000000-0000000000000000.wal";
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) n.wals.emplace_back(st.st_ino, path);
+}
+
+std::optional<AgentState> World::AgentAnswerOf(Node& k) {
+  std::function<AgentState()> answer;
+  {
+    std::lock_guard lock(k.agent_mu);
+    if (k.proc && k.agent_gen == k.proc->gen) answer = k.agent_answer;
+  }
+  if (!answer) return std::nullopt;
+  return answer();
 }
 
 Result<std::unique_ptr<ChildProcess>> World::StartEtcd(int i, const LaunchSpec& spec) {
@@ -577,7 +616,7 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
         // for ever in every init-mode bootstrap where one node started first.
         bool window = kept_past && std::all_of(nodes.begin(), nodes.end(), [&](const std::unique_ptr<Node>& k) {
           if (!HoldsData(*k) || k->data_incarnation != static_cast<int>(inc) || !k->log_past_bootstrap) return true;
-          bool agent = k->proc && k->agent_served;
+          bool agent = AgentAnswerOf(*k).has_value();
           bool view_past = k->view && std::any_of(k->view->members.begin(), k->view->members.end(),
                                                   [](const ClusterMember& v) { return v.started(); });
           return !agent && !view_past;
@@ -666,6 +705,7 @@ void World::SignalEtcd(int i, const std::shared_ptr<Child>& child, int signal) {
 void World::ExitEtcd(int i, ExitStatus status, const std::string& why) {
   Node& n = *nodes[i];
   if (!n.etcd.running) return;
+  FlushWal(n);
   Event(fmt::format("{}: etcd exits ({}): {}", n.name, status.ToString(), why));
   n.etcd.running = false;
   n.etcd.connected = false;
@@ -730,7 +770,12 @@ void World::ModelTick() {
       n.etcd.connected = true;
       n.etcd.connected_since = now_;
     }
-    n.log_past_bootstrap = true;  // a leader's entries reach every member on the quorum's side
+    if (!n.log_past_bootstrap) {
+      // A leader's entries reach every member on the quorum's side, into its WAL.
+      FlushWal(n);
+      if (Status s = AppendWalEntry(n.data_dir, 2, c.members.size() + 1); !s.ok()) Fail("sim: " + s.message());
+      n.log_past_bootstrap = true;
+    }
     n.data_refounded = false;
     if (!it->started()) {
       it->name = n.name;
@@ -763,7 +808,6 @@ int World::NodeByClientUrl(const std::string& url) const {
 
 PeerFacts World::Ask(int from, const Member& peer) {
   PeerFacts facts{peer.name, {false, "deadline exceeded", DataState::kUnknown, "", 0}, std::nullopt, {}, std::nullopt};
-  nodes[from]->agent_served = true;
   auto url = ParseUrl(peer.peer_urls.front());
   int k = url.ok() ? NodeByHost(url->host) : -1;
   if (k < 0) return facts;
@@ -772,14 +816,10 @@ PeerFacts World::Ask(int from, const Member& peer) {
                       nodes[from]->asks[k]++)
                       .Next();
   bool dropped = FaultsOn() && static_cast<double>(draw >> 11) * 0x1.0p-53 < drop_rate_;
-  const Node& p = *nodes[k];
+  Node& p = *nodes[k];
   if (dropped || !Reach(from, k)) return facts;
-  if (p.proc && p.agent_served) {
-    DataState state = p.proc->etcd_running ? DataState::kRunning
-                      : HoldsData(p)       ? DataState::kHasData
-                                           : DataState::kEmpty;
-    facts.agent = {true, "", state, p.config.initial_cluster_token, p.expected_cluster_id,
-                   HoldsData(p) && p.log_past_bootstrap};
+  if (auto s = AgentAnswerOf(p)) {
+    facts.agent = {true, "", s->data_state, s->token, s->cluster_id, s->log_past_bootstrap};
   } else {
     facts.agent = {false, "connection refused", DataState::kUnknown, "", 0};
   }
@@ -964,6 +1004,7 @@ void World::ReplaceInstance(int i) {
   n.peer_url = "http://" + n.host + ":2380";
   n.client_url = "http://" + n.host + ":2379";
   n.config.name = n.name;
+  n.config.agent_listen = n.host + ":2382";
   Event(fmt::format("{}: the new instance, at {}", n.name, n.host));
 }
 

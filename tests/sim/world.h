@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <semaphore>
 #include <string>
@@ -114,7 +115,13 @@ struct Node {
   std::unique_ptr<Proc> proc;
   int gens = 0;
   bool restart_pending = false;
-  std::atomic<bool> agent_served{false};
+  // The real agent's answer while a quorate process of this node serves it (InitOptions::serve_agent),
+  // and that process's generation: Ask calls it as a peer's AskAgent reaches the AgentServer.
+  std::mutex agent_mu;
+  std::function<AgentState()> agent_answer;
+  int agent_gen = -1;
+  // etcd on empty data writes its WAL a moment after its launch; until then, its member and cluster.
+  std::optional<std::pair<MemberId, ClusterId>> wal_pending;
   ClusterId expected_cluster_id = 0;
   EtcdState etcd;
   int data_incarnation = -1;  // the cluster incarnation whose WAL the data dir holds
@@ -213,6 +220,9 @@ class World {
   void ExitEtcd(int node, ExitStatus status, const std::string& why);
   std::optional<std::string> BootEtcd(Node& n, const std::map<std::string, std::string>& flags);
   void WriteWal(Node& n, MemberId id, ClusterId cluster_id, int incarnation);
+  void FlushWal(Node& n);
+  // The agent's answer of node k's current quorate process; nullopt when none serves it.
+  std::optional<AgentState> AgentAnswerOf(Node& k);
   int LiveIncarnation(ClusterId id);
   bool HoldsData(const Node& n) const;
   void ModelTick();

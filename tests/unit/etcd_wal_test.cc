@@ -10,6 +10,7 @@
 
 #include "etcd/etcd_wal.h"
 #include "quorate/fs.h"
+#include "testing/fake_wal.h"
 #include "testing/fifo_trap.h"
 
 namespace quorate {
@@ -144,6 +145,18 @@ TEST_CASE("a WAL tells whether the member's raft log went past its bootstrap") {
   CHECK_FALSE(*past);
   std::ofstream(path, std::ios::binary) << led;
   REQUIRE(truncate(path.c_str(), 64000000) == 0);
+  past = ReadWalPastBootstrap(dir);
+  REQUIRE(past.ok());
+  CHECK(*past);
+
+  // The simulator's WAL reads as etcd's does: the head alone and a bootstrap entry are not past, a
+  // leader's entry of term 2 is.
+  REQUIRE(WriteWal(dir, 0x11, 0x22).ok());
+  REQUIRE(AppendWalEntry(dir, 1, 1).ok());
+  past = ReadWalPastBootstrap(dir);
+  REQUIRE(past.ok());
+  CHECK_FALSE(*past);
+  REQUIRE(AppendWalEntry(dir, 2, 4).ok());
   past = ReadWalPastBootstrap(dir);
   REQUIRE(past.ok());
   CHECK(*past);

@@ -116,6 +116,44 @@ struct InitRig {
 
 bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+TEST_CASE("init: the agent answers from the job's state and its etcd's WAL, keeping only what the log said") {
+  InitRig rig;
+  rig.AgentsAgree();
+  rig.config.agent_listen = "127.0.0.1:2382";
+  InitOptions options = rig.Options();
+  options.agent_mode = InitOptions::AgentMode::kAlways;
+  std::function<AgentState()> answer;
+  bool served = true;
+  options.serve_agent = [&](std::function<AgentState()> a) {
+    answer = std::move(a);
+    return std::shared_ptr<void>(&served, [](void* flag) { *static_cast<bool*>(flag) = false; });
+  };
+  {
+    InitJob job(rig.config, options);
+    auto out = job.Run();
+    REQUIRE_MESSAGE(out.ok(), out.status().message());
+    REQUIRE(answer);
+    CHECK(answer().data_state == DataState::kEmpty);
+    CHECK(answer().token == "tok");
+
+    // etcd launched on empty data, its WAL not written yet: running, not past the bootstrap.
+    job.SetRunning(true);
+    CHECK(answer().data_state == DataState::kRunning);
+    CHECK_FALSE(answer().log_past_bootstrap);
+    REQUIRE(WriteWal(rig.config.data_dir, out->member_id, out->cluster_id).ok());
+    CHECK_FALSE(answer().log_past_bootstrap);
+    // A leader's entry reached its log: past, and kept.
+    REQUIRE(AppendWalEntry(rig.config.data_dir, 2, 4).ok());
+    CHECK(answer().log_past_bootstrap);
+    job.SetRunning(false);
+    CHECK(answer().data_state == DataState::kHasData);
+    CHECK(answer().log_past_bootstrap);
+    CHECK(served);
+  }
+  // The job is gone, and its agent with it.
+  CHECK_FALSE(served);
+}
+
 TEST_CASE("init: every member empty and agreeing starts a new cluster with the computed member ID") {
   InitRig rig;
   rig.AgentsAgree();
