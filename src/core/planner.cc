@@ -390,8 +390,8 @@ std::optional<Decision> PlanDeparted(const PlanInput& in, const ClusterView& c) 
   if (live < majority) {
     return Wait(WaitKind::kPeersNotReady,
                 fmt::format("member {} ({}) of cluster {} is in no instance of the group and silent, but only {} of "
-                            "its {} voters answer, short of the majority of {} that commits its removal: not "
-                            "removing it",
+                            "the cluster's {} voters answer, short of the majority of {} that commits its removal: "
+                            "not removing it",
                             IdToHex(departed->id), name, IdToHex(c.cluster_id), live, voters, majority));
   }
   std::vector<Member> entries;

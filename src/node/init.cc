@@ -261,9 +261,9 @@ void InitJob::SetRunning(bool running) {
 
 Result<InitJob::Local> InitJob::GatherLocal(Clock::TimePoint deadline) {
   const Config& c = config_;
-  // With --bucket the sealed member set may stand in for discovery entirely.
   Local local;
   local.has_data = HasEtcdData(c.data_dir);
+  // With --bucket the sealed member set may stand in for discovery entirely.
   std::unique_ptr<DiscoveryProvider> provider;
   bool has_discovery = !c.discovery.empty() || !c.initial_cluster.empty() || !c.discovery_srv.empty();
   if (has_discovery || c.bucket.empty()) {

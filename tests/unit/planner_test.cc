@@ -1012,7 +1012,7 @@ TEST_CASE("rule 9 keeps quorum and goes one member at a time") {
     Decision d = Plan(t.in);
     CHECK(d.action == Action::kWait);
     CHECK(d.wait == WaitKind::kPeersNotReady);
-    CHECK(Contains(d.reason, "only 1 of its 3 voters answer, short of the majority of 2"));
+    CHECK(Contains(d.reason, "only 1 of the cluster's 3 voters answer, short of the majority of 2"));
     CHECK_FALSE(d.remove_id.has_value());
   }
   SUBCASE("an even count: the removal commits under the voters before it, not the ones left after") {
@@ -1026,7 +1026,7 @@ TEST_CASE("rule 9 keeps quorum and goes one member at a time") {
     PeerNamed(in, "n5").cluster.reset();
     Decision d = Plan(in);
     CHECK(d.wait == WaitKind::kPeersNotReady);
-    CHECK(Contains(d.reason, "only 2 of its 4 voters answer, short of the majority of 3"));
+    CHECK(Contains(d.reason, "only 2 of the cluster's 4 voters answer, short of the majority of 3"));
     CHECK_FALSE(d.remove_id.has_value());
 
     GiveAllViews(in, ViewOf(cluster, {2, 3, 4, 5}));
