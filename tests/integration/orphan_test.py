@@ -7,8 +7,8 @@ leaves no etcd behind."""
 import os
 import signal
 
-from harness import (Cluster, check, log, log_since, log_size, main, require, run_together, stop_together,
-                     wait_healthy, wait_until)
+from harness import (Cluster, check, keys_on, log, log_since, log_size, main, require, run_together,
+                     stop_together, wait_healthy, wait_until)
 
 
 def etcds_on(data_dir):
@@ -56,6 +56,9 @@ def test():
     n1.start_etcd()
     orphan = n1.etcd.pid
     wait_healthy(c, nodes=c.nodes[1:])
+    # Running, as an orphan left behind is: serving from its data, so it holds its WAL's lock (an etcd
+    # still starting up holds nothing yet, and no check could tell it from no etcd at all).
+    wait_until(lambda: keys_on(c, n1, "/") is not None, 30, f"the orphan etcd (pid {orphan}) to serve n1's data")
     check(etcds_on(n1.data_dir) == [orphan], f"etcds on n1's data dir before the new quorate: {etcds_on(n1.data_dir)}")
     offset = log_size(n1)
     n1.run()

@@ -5,7 +5,8 @@ new token: the survivor's keys, all of them, are in the new cluster."""
 import os
 
 from backup_test import put_keys, quorate
-from harness import Cluster, check, keys_on, log, main, require, run_together, stop_together, wait_healthy
+from harness import (Cluster, check, keys_on, log, main, require, run_together, stop_together, wait_healthy,
+                     wait_until)
 
 
 def test():
@@ -17,6 +18,9 @@ def test():
     wait_healthy(c)
     put_keys(c, "/k/", 500)
     c.etcdctl("put", "/last", "written just before the loss")
+    # A put is acknowledged once a quorum has it, which may be n2 and n3 alone: n1, the survivor to
+    # be, must hold it too before it stops (entries apply in order, so the 500 keys with it).
+    wait_until(lambda: "/last" in keys_on(c, n1, "/last"), 30, "n1 to hold /last")
     store = os.path.join(c.dir, "store")
     os.makedirs(store)
     recover = ["recover", "--name", "n1", "--data-dir", n1.data_dir, "--backup-to", f"file://{store}"]
