@@ -2,7 +2,7 @@
 StatefulSet scripts that start one pod after another stay stuck), and all are started again at the
 same moment. Each decides to restart on its data, the cluster comes back with the same cluster ID and
 member IDs, and every key written before is read back from every member."""
-from harness import (Cluster, check, keys_on, log, log_since, log_size, main, member_ids, require, run_together,
+from harness import (Cluster, check, keys_caught_up, log, log_since, log_size, main, member_ids, require, run_together,
                      stop_together, wait_healthy)
 
 KEYS = 60
@@ -37,7 +37,7 @@ def test():
     for n in c.nodes:
         text = log_since(n, offsets[n.name])
         check("decision: restart" in text, f"{n.name} did not restart on its data:\n{text[-2000:]}")
-        got = keys_on(c, n, "/k/")
+        got = keys_caught_up(c, n, "/k/", lambda k: k == want)
         check(got == want, f"{n.name} lost keys: {len(got)} of {len(want)}, missing "
               f"{sorted(set(want) - set(got))[:10]}")
     stop_together(c.nodes)

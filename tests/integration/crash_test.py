@@ -5,8 +5,8 @@ import json
 import os
 import signal
 
-from harness import (Cluster, check, keys_on, log, log_since, log_size, main, member_ids, parse_prometheus, require,
-                     run_together, stop_together, wait_healthy, wait_until)
+from harness import (Cluster, check, keys_caught_up, log, log_since, log_size, main, member_ids, parse_prometheus,
+                     require, run_together, stop_together, wait_healthy, wait_until)
 
 
 def test():
@@ -34,8 +34,9 @@ def test():
     after = member_ids(c)
     check(after == before, f"member IDs changed after the crash: {before} -> {after}")
     check(set(c.cluster_ids().values()) == cluster_before, f"cluster ID changed: {c.cluster_ids()}")
-    got = keys_on(c, n1, "/k/")
-    check(got == {f"/k/{i}": f"v{i}" for i in range(20)}, f"n1's keys after the crash: {got}")
+    want = {f"/k/{i}": f"v{i}" for i in range(20)}
+    got = keys_caught_up(c, n1, "/k/", lambda k: k == want)
+    check(got == want, f"n1's keys after the crash: {got}")
     st = json.loads(c.etcdctl("endpoint", "status", "-w", "json", endpoints=n1.client_url).stdout)[0]["Status"]
     check(format(st["header"]["member_id"], "x") == before["n1"], f"n1 answers as another member: {st}")
 

@@ -2,8 +2,8 @@
 is wiped, and all three start together. The two with data restart on it and form quorum; n2 is
 replaced (old ID removed, re-added as a learner, promoted). There is never a second cluster: every
 member's own endpoint is asked for its cluster ID the whole time, and only the original is seen."""
-from harness import (Cluster, ClusterIdWatch, check, keys_on, log, log_since, log_size, main, member_ids, require,
-                     run_together, stop_together, wait_healthy, wait_until)
+from harness import (Cluster, ClusterIdWatch, check, keys_caught_up, log, log_since, log_size, main, member_ids,
+                     require, run_together, stop_together, wait_healthy, wait_until)
 
 
 def test():
@@ -60,7 +60,7 @@ def test():
     check(f"removed stale member {before['n2']}" in text and f"added n2 as learner {after['n2']}" in text
           and f"promoted n2 ({after['n2']})" in text, f"n2's replace steps are missing:\n{text[-3000:]}")
     for n in c.nodes:
-        got = keys_on(c, n, "/k/")
+        got = keys_caught_up(c, n, "/k/", lambda k: k == want)
         check(got == want, f"{n.name} holds {len(got)} of {len(want)} keys")
     stop_together(c.nodes)
 

@@ -622,6 +622,22 @@ def keys_on(cluster, node, prefix="/"):
             for kv in json.loads(r.stdout).get("kvs", [])}
 
 
+def keys_caught_up(cluster, node, prefix, holds, timeout=30):
+    """The node's own keys under `prefix` (keys_on) once `holds(keys)`: writes are acknowledged by a
+    quorum that may not include this node, and a member that just started applies the leader's
+    entries a moment after it answers. The last read when it never holds, for the caller's check to
+    show: a key lost for good is still a failure."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            got = keys_on(cluster, node, prefix)
+        except Exception:  # not serving yet
+            got = {}
+        if holds(got) or time.time() >= deadline:
+            return got
+        time.sleep(0.1)
+
+
 def all_ready(nodes):
     return all(n.http("/readyz")[0] == 200 for n in nodes)
 

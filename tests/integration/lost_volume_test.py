@@ -5,7 +5,7 @@ nodes' endpoints and sees no failed write beyond a short leader change."""
 import json
 import re
 
-from harness import (Cluster, ClusterIdWatch, Writer, check, keys_on, log, log_since, log_size, main, member_ids,
+from harness import (Cluster, ClusterIdWatch, Writer, check, keys_caught_up, log, log_since, log_size, main, member_ids,
                      require, run_together, stop_together, to_hex, wait_healthy, wait_until)
 
 MAX_FAILED_WRITES = 2
@@ -77,8 +77,9 @@ def test():
     check(len(writer.ok) >= 20, f"the writer got only {len(writer.ok)} writes through")
 
     # n3's own store (serializable read) holds the keys from before and every write that succeeded.
-    got = set(keys_on(c, n3))
-    missing = ({f"/k/{i:02d}" for i in range(30)} | set(writer.ok)) - got
+    wanted = {f"/k/{i:02d}" for i in range(30)} | set(writer.ok)
+    got = set(keys_caught_up(c, n3, "/", lambda k: wanted <= set(k)))
+    missing = wanted - got
     check(not missing, f"n3 lacks {len(missing)} keys, e.g. {sorted(missing)[:5]}")
     stop_together(c.nodes)
 
