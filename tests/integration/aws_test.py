@@ -21,7 +21,7 @@ import re
 import urllib.error
 import urllib.request
 
-from harness import (QUORATE, Cluster, check, free_port, keys_on, log, main, require, run, skip, start_moto,
+from harness import (QUORATE, Cluster, check, free_port, keys_caught_up, log, main, require, run, skip, start_moto,
                      started_voters, wait_healthy, wait_until)
 from imds import Imds
 
@@ -157,7 +157,8 @@ def test():
     wait_healthy(c)
     names = sorted(m["name"] for m in c.member_list()["members"])
     check(victim.name not in names, f"the departed {victim.name} keeps its seat: {names}")
-    check(keys_on(c, newcomer).get("/before-churn") == "kept", "the newcomer's copy lacks the key written before")
+    kept = keys_caught_up(c, newcomer, "/", lambda k: k.get("/before-churn") == "kept")
+    check(kept.get("/before-churn") == "kept", "the newcomer's copy lacks the key written before")
     with open(newcomer.log_path, errors="replace") as f:
         text = f.read()
     check("its instance has departed" in text, "the newcomer's log does not say the instance departed")

@@ -17,7 +17,7 @@ import os
 import sys
 import urllib.request
 
-from harness import (QUORATE, Cluster, check, free_port, keys_on, log, main, require, run, spawn, started_voters,
+from harness import (QUORATE, Cluster, check, free_port, keys_caught_up, log, main, require, run, spawn, started_voters,
                      wait_healthy, wait_listening, wait_until)
 
 EMULATOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gce", "emulator.py")
@@ -111,7 +111,8 @@ def test():
     wait_healthy(c)
     names = sorted(m["name"] for m in c.member_list()["members"])
     check(victim.name not in names, f"the departed {victim.name} keeps its seat: {names}")
-    check(keys_on(c, newcomer).get("/before-churn") == "kept", "the key written before the churn is gone")
+    kept = keys_caught_up(c, newcomer, "/", lambda k: k.get("/before-churn") == "kept")
+    check(kept.get("/before-churn") == "kept", "the key written before the churn is gone")
     with open(newcomer.log_path, errors="replace") as f:
         check("its instance has departed" in f.read(), "the newcomer's log does not say the instance departed")
     log(f"{newcomer.name} ({newcomer.ip}) took the seat of departed {victim.name}: members {names}")

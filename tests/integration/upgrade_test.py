@@ -8,7 +8,7 @@ import json
 import os
 import signal
 
-from harness import (QUORATE, Writer, check, healthy_cluster_on, http_get, keys_on, log, log_since, log_size, main,
+from harness import (QUORATE, Writer, check, healthy_cluster_on, http_get, keys_caught_up, log, log_since, log_size, main,
                      member_ids, require_etcd34_and_35, run, stop_together, wait_healthy, wait_log, wait_until)
 
 # etcd hands leadership over on SIGTERM, so a restart costs at most one election's worth of writes.
@@ -76,7 +76,7 @@ def test():
     expected = {f"/k/{i:02d}": f"v{i}" for i in range(20)}
     expected.update({k: str(int(k.split("/")[-1])) for k in writer.ok})
     for n in c.nodes:
-        got = keys_on(c, n, "/")
+        got = keys_caught_up(c, n, "/", lambda k: set(expected) <= set(k))
         missing = sorted(set(expected) - set(got))
         check(not missing, f"{n.name} lost {len(missing)} acknowledged keys, e.g. {missing[:5]}")
         with open(os.path.join(n.data_dir, "quorate", "bucket.json")) as f:
