@@ -50,7 +50,7 @@ def test():
     os.kill(n1.quorate.pid, signal.SIGKILL)
     n1.quorate.wait()
     n1.quorate = None
-    wait_until(lambda: not etcds_on(n1.data_dir), 10, f"n1's etcd (pid {etcd}) to exit after its quorate died")
+    wait_until(lambda: not etcds_on(n1.data_dir), 30, f"n1's etcd (pid {etcd}) to exit after its quorate died")
 
     # (2) An orphan an older quorate would have left: etcd on n1's data dir with quorate's config.
     n1.start_etcd()
@@ -62,7 +62,7 @@ def test():
     check(etcds_on(n1.data_dir) == [orphan], f"etcds on n1's data dir before the new quorate: {etcds_on(n1.data_dir)}")
     offset = log_size(n1)
     n1.run()
-    n1.etcd.wait(timeout=20)
+    n1.etcd.wait(timeout=40)
     log(f"the orphan etcd (pid {orphan}) exited: {n1.etcd.returncode}")
     n1.etcd = None
     wait_healthy(c, timeout=15)
