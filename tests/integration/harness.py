@@ -491,7 +491,7 @@ class Dns:
                            "--local=/quorate.test/", "--bind-interfaces", "--listen-address=127.0.0.1",
                            "--port=53", "--user=root", "--log-facility=-"],
                           self.log_path, prefix=self.netns.prefix)
-        wait_until(self._listening, 10, "dnsmasq to listen on 127.0.0.1:53")
+        wait_until(self._listening, 30, "dnsmasq to listen on 127.0.0.1:53")
 
     def _listening(self):
         check(self.proc.poll() is None, f"dnsmasq exited; see {self.log_path}")

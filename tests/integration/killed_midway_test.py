@@ -108,7 +108,7 @@ def test():
         wait_log(n3, "etcd started (pid", 45, since=offset)
         if label == "3b":
             wal = os.path.join(n3.data_dir, "member", "wal")
-            wait_until(lambda: any(f.endswith(".wal") for f in os.listdir(wal)), 10, "n3's WAL", interval=0.01)
+            wait_until(lambda: any(f.endswith(".wal") for f in os.listdir(wal)), 30, "n3's WAL", interval=0.01)
         os.killpg(n3.quorate.pid, signal.SIGKILL)  # quorate and its etcd: one process group
         n3.quorate.wait()
         n3.quorate = None

@@ -63,7 +63,7 @@ def test():
     r = remove(c, "n5", "n4", check_rc=0)
     want = [f"Member {before['n5']} (n5) removed from cluster {cid}", f"Member {before['n4']} (n4) removed from cluster {cid}"]
     check(r.stdout.splitlines() == want, f"member remove printed {r.stdout!r}, want {want}")
-    wait_until(lambda: started_voters(c, 3, n1.client_url), 10, "3 started voters")
+    wait_until(lambda: started_voters(c, 3, n1.client_url), 30, "3 started voters")
 
     # n4 and n5: etcd stopped for good, quorate alive and not ready, the decision said once.
     for n in (n4, n5):

@@ -65,7 +65,7 @@ def test():
     n1.etcd.wait(timeout=40)
     log(f"the orphan etcd (pid {orphan}) exited: {n1.etcd.returncode}")
     n1.etcd = None
-    wait_healthy(c, timeout=15)
+    wait_healthy(c, timeout=60)
     text = log_since(n1, offset)
     check(f"etcd pid {orphan}" in text and "stopping it" in text,
           f"n1's log does not name the orphan it stopped:\n{text[-3000:]}")

@@ -47,7 +47,7 @@ def test():
     codes = stop_together([n2, n3])
     check(all(rc == 0 for rc in codes.values()), f"exit codes of n2, n3 on SIGTERM: {codes}")
     offset = log_size(n1)
-    etcd = wait_until(n1.etcd_pid, 10, "n1's etcd pid")
+    etcd = wait_until(n1.etcd_pid, 30, "n1's etcd pid")
     # The data goes first: killed first, etcd could be restarted on it (the first restart is
     # immediate) before the test got to remove it, on a loaded machine.
     shutil.rmtree(os.path.join(n1.data_dir, "member"))
