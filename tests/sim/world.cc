@@ -224,7 +224,6 @@ void World::StartProc(int i) {
   proc->node = i;
   proc->gen = n.gens++;
   proc->launcher = MakeSimLauncher(*this, i);
-  n.expected_cluster_id = 0;
   ++result_.quorate_starts;
   Event(n.name + (init_mode_ ? ": pod starts (quorate init)" : ": quorate starts"));
   Proc* p = proc.get();
@@ -473,6 +472,11 @@ void World::FlushWal(Node& n) {
   if (::stat(path.c_str(), &st) == 0) n.wals.emplace_back(st.st_ino, path);
 }
 
+bool World::AgentServes(Node& k) {
+  std::lock_guard lock(k.agent_mu);
+  return k.proc && k.agent_answer && k.agent_gen == k.proc->gen;
+}
+
 std::optional<AgentState> World::AgentAnswerOf(Node& k) {
   std::function<AgentState()> answer;
   {
@@ -616,7 +620,7 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
         // for ever in every init-mode bootstrap where one node started first.
         bool window = kept_past && std::all_of(nodes.begin(), nodes.end(), [&](const std::unique_ptr<Node>& k) {
           if (!HoldsData(*k) || k->data_incarnation != static_cast<int>(inc) || !k->log_past_bootstrap) return true;
-          bool agent = AgentAnswerOf(*k).has_value();
+          bool agent = AgentServes(*k);
           bool view_past = k->view && std::any_of(k->view->members.begin(), k->view->members.end(),
                                                   [](const ClusterMember& v) { return v.started(); });
           return !agent && !view_past;
@@ -893,10 +897,6 @@ Result<std::vector<Member>> World::Discover(int i, bool* whole_group) {
         members.push_back({"gone", {"http://10.0.9.99:2380"}, {"http://10.0.9.99:2379"}});
         break;
     }
-  }
-  if (members.size() == nodes.size()) {
-    auto set = MemberSet::Create(members, n.config.initial_cluster_token);
-    if (set.ok()) n.expected_cluster_id = set->cluster_id();
   }
   return members;
 }

@@ -122,7 +122,6 @@ struct Node {
   int agent_gen = -1;
   // etcd on empty data writes its WAL a moment after its launch; until then, its member and cluster.
   std::optional<std::pair<MemberId, ClusterId>> wal_pending;
-  ClusterId expected_cluster_id = 0;
   EtcdState etcd;
   int data_incarnation = -1;  // the cluster incarnation whose WAL the data dir holds
   MemberId data_member = 0;
@@ -223,6 +222,7 @@ class World {
   void FlushWal(Node& n);
   // The agent's answer of node k's current quorate process; nullopt when none serves it.
   std::optional<AgentState> AgentAnswerOf(Node& k);
+  bool AgentServes(Node& k);
   int LiveIncarnation(ClusterId id);
   bool HoldsData(const Node& n) const;
   void ModelTick();
