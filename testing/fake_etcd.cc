@@ -1,6 +1,7 @@
 #include "testing/fake_etcd.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -72,6 +73,11 @@ void FakeEtcdClient::SetCaughtUp(MemberId id, bool caught_up) {
 void FakeEtcdClient::FailAddsUnhealthy(int n) {
   std::lock_guard lock(mu_);
   unhealthy_adds_ = n;
+}
+
+void FakeEtcdClient::TimeOutNextRemove(std::function<void()> meanwhile) {
+  std::lock_guard lock(mu_);
+  remove_timeout_ = std::move(meanwhile);
 }
 
 void FakeEtcdClient::AfterChange(std::function<void(const std::string&)> hook) {
@@ -197,6 +203,15 @@ Result<MemberListing> FakeEtcdClient::MemberAdd(const std::vector<std::string>& 
 
 Status FakeEtcdClient::MemberRemove(MemberId id) {
   Record(fmt::format("MemberRemove {}", IdToHex(id)));
+  std::function<void()> timeout;
+  {
+    std::lock_guard lock(mu_);
+    timeout = std::exchange(remove_timeout_, nullptr);
+  }
+  if (timeout) {
+    timeout();
+    return Status::Unavailable("etcdserver: request timed out");
+  }
   {
     std::lock_guard lock(mu_);
     auto it = FindLocked(id);

@@ -29,6 +29,9 @@ class FakeEtcdClient : public EtcdClient {
 
   // The next `n` MemberAdd calls fail as etcd does while a voter is not connected to the leader.
   void FailAddsUnhealthy(int n);
+  // The next MemberRemove times out without removing anything; `meanwhile` (what other nodes do
+  // while it waits) runs before it answers.
+  void TimeOutNextRemove(std::function<void()> meanwhile);
   // Without quorum there is no leader: a linearizable read fails, a plain MemberList still answers.
   void SetQuorum(bool has_quorum);
   // Runs after every change is applied, outside the lock, with the call's name ("MemberRemove",
@@ -69,6 +72,7 @@ class FakeEtcdClient : public EtcdClient {
   ClusterId cluster_id_;
   std::vector<ClusterMember> members_;
   std::set<MemberId> caught_up_;
+  std::function<void()> remove_timeout_;
   int unhealthy_adds_ = 0;
   bool has_quorum_ = true;
   int adds_ = 0;

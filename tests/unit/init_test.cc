@@ -503,6 +503,29 @@ TEST_CASE("init: rule 9: a seat another newcomer took first is not joined beside
   CHECK(rig.cluster.CountCalls("MemberAdd") == 0);
 }
 
+TEST_CASE("init: rule 9: a removal whose retry finds the member gone decides again rather than join beside") {
+  // Our MemberRemove timed out; meanwhile another newcomer (n5, outside our list of the group, but
+  // answering) removed n4 and took its seat. The retry's NotFound could be our own removal: only the
+  // membership tells, and it is full.
+  InitRig rig;
+  rig.config.timeout = seconds(2);
+  rig.config.initial_cluster.clear();
+  rig.config.discovery = "provider=test-whole-group";
+  ChurnedCluster(rig);
+  const std::string n5 = "http://127.0.0.5:2380";
+  rig.cluster.TimeOutNextRemove([&] {
+    REQUIRE(rig.cluster.MemberRemove(0x4444).ok());
+    rig.cluster.AddStarted(0x5555, "n5", {n5}, {"http://127.0.0.5:2379"});
+    rig.peers.SetRunning(n5, true);
+  });
+  auto out = rig.Run();
+  REQUIRE_FALSE(out.ok());
+  CAPTURE(out.status().message());
+  CHECK(Contains(out.status().message(), "does not list n1"));
+  CHECK(rig.cluster.CountCalls("MemberAdd") == 0);
+  CHECK(rig.cluster.Members().size() == 3);
+}
+
 TEST_CASE("init: with data, an answer of discovery that lists us is newer than the bucket's addresses") {
   // The bucket was written when n2 was at another address; the group has replaced it since. Asking
   // only the old address, a removal of our member would never be seen (rule 1b).
