@@ -464,6 +464,14 @@ void ChurnedCluster(InitRig& rig) {
   rig.cluster.AddStarted(0x4444, "n4", {kN4}, {"http://127.0.0.4:2379"});
 }
 
+// The same, seen by n1 through discovery of the whole group, with a short --timeout for the waits.
+void ChurnedGroup(InitRig& rig) {
+  rig.config.timeout = seconds(2);
+  rig.config.initial_cluster.clear();
+  rig.config.discovery = "provider=test-whole-group";
+  ChurnedCluster(rig);
+}
+
 }  // namespace
 
 TEST_CASE("init: rule 9: a newcomer of a whole group removes the silent member of a departed instance and joins") {
@@ -488,10 +496,7 @@ TEST_CASE("init: rule 9: a seat another newcomer took first is not joined beside
   // The views still list n4, but another newcomer removed it between our decision and our call:
   // MemberRemove finds no such member, and adding ourselves anyway would outgrow the cluster.
   InitRig rig;
-  rig.config.timeout = seconds(2);
-  rig.config.initial_cluster.clear();
-  rig.config.discovery = "provider=test-whole-group";
-  ChurnedCluster(rig);
+  ChurnedGroup(rig);
   const ClusterView before = rig.cluster.View();
   rig.peers.SetStaleView(kN2, before);
   rig.peers.SetStaleView(kN3, before);
@@ -508,10 +513,7 @@ TEST_CASE("init: rule 9: a removal whose retry finds the member gone decides aga
   // answering) removed n4 and took its seat. The retry's NotFound could be our own removal: only the
   // membership tells, and it is full.
   InitRig rig;
-  rig.config.timeout = seconds(2);
-  rig.config.initial_cluster.clear();
-  rig.config.discovery = "provider=test-whole-group";
-  ChurnedCluster(rig);
+  ChurnedGroup(rig);
   const std::string n5 = "http://127.0.0.5:2380";
   rig.cluster.TimeOutNextRemove([&] {
     REQUIRE(rig.cluster.MemberRemove(0x4444).ok());
