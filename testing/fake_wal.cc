@@ -36,10 +36,13 @@ std::string WalHead(MemberId member_id, ClusterId cluster_id) {
   return Frame(crc) + Frame(record);
 }
 
+std::string WalFile(const std::string& data_dir) {
+  return data_dir + "/member/wal/0000000000000000-0000000000000000.wal";
+}
+
 Status WriteWal(const std::string& data_dir, MemberId member_id, ClusterId cluster_id) {
-  std::string dir = data_dir + "/member/wal";
-  if (Status s = MakeDirs(dir); !s.ok()) return s;
-  std::string path = dir + "/0000000000000000-0000000000000000.wal";
+  if (Status s = MakeDirs(data_dir + "/member/wal"); !s.ok()) return s;
+  const std::string path = WalFile(data_dir);
   std::ofstream out(path, std::ios::binary);
   out << WalHead(member_id, cluster_id);
   if (!out.flush()) return Status::Internal("cannot write " + path);
@@ -47,7 +50,7 @@ Status WriteWal(const std::string& data_dir, MemberId member_id, ClusterId clust
 }
 
 Status AppendWalEntry(const std::string& data_dir, uint64_t term, uint64_t index) {
-  std::string path = data_dir + "/member/wal/0000000000000000-0000000000000000.wal";
+  const std::string path = WalFile(data_dir);
   std::string entry = "\x10" + Varint(term) + "\x18" + Varint(index);       // raftpb.Entry: Term, Index
   std::string record = "\x08\x02\x1a" + Varint(entry.size()) + entry;  // type 2 (entry), data (crc 0: left out)
   std::ofstream out(path, std::ios::binary | std::ios::app);

@@ -12,7 +12,11 @@ namespace quorate {
 
 std::string WalHead(MemberId member_id, ClusterId cluster_id);
 
-// Writes <data_dir>/member/wal/0000000000000000-0000000000000000.wal with that head.
+// The first WAL file of a data dir, as etcd names it:
+// <data_dir>/member/wal/0000000000000000-0000000000000000.wal.
+std::string WalFile(const std::string& data_dir);
+
+// Writes WalFile(data_dir) with that head.
 Status WriteWal(const std::string& data_dir, MemberId member_id, ClusterId cluster_id);
 
 // Appends to that file the entry record of a raft entry of `term` at `index`, as a leader's

@@ -401,8 +401,8 @@ std::optional<Decision> PlanDeparted(const PlanInput& in, const ClusterView& c) 
   entries.push_back(Entry(in.self.name, in.self.peer_urls));
   Decision d = Start(Action::kJoin, "existing", InitialClusterOf(entries),
                      fmt::format("member {} ({}, {}) of cluster {} is in no instance of the group and its peer URLs "
-                                 "are silent: its instance has departed; {} of the cluster's {} voters answer, a majority "
-                                 "without it, so {} removes it and joins as a learner in its place",
+                                 "are silent: its instance has departed; {} of the cluster's {} voters answer, a "
+                                 "majority without it, so {} removes it and joins as a learner in its place",
                                  IdToHex(departed->id), name, JoinStrings(departed->peer_urls, ","),
                                  IdToHex(c.cluster_id), live, voters, in.self.name));
   d.add_member = true;

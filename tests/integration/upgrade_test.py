@@ -8,8 +8,8 @@ import json
 import os
 import signal
 
-from harness import (QUORATE, Writer, check, healthy_cluster_on, http_get, keys_caught_up, log, log_since, log_size, main,
-                     member_ids, require_etcd34_and_35, run, stop_together, wait_healthy, wait_log, wait_until)
+from harness import (QUORATE, Writer, check, healthy_cluster_on, http_get, keys_caught_up, log, log_since, log_size,
+                     main, member_ids, require_etcd34_and_35, run, stop_together, wait_healthy, wait_log, wait_until)
 
 # etcd hands leadership over on SIGTERM, so a restart costs at most one election's worth of writes.
 MAX_FAILED_WRITES_PER_RESTART = 3

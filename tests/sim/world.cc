@@ -467,7 +467,7 @@ void World::FlushWal(Node& n) {
   auto [id, cluster_id] = *n.wal_pending;
   n.wal_pending.reset();
   if (Status s = quorate::WriteWal(n.data_dir, id, cluster_id); !s.ok()) Fail("sim: " + s.message());
-  std::string path = n.data_dir + "/member/wal/0000000000000000-0000000000000000.wal";
+  const std::string path = WalFile(n.data_dir);
   struct stat st;
   if (::stat(path.c_str(), &st) == 0) n.wals.emplace_back(st.st_ino, path);
 }

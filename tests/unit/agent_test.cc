@@ -62,7 +62,7 @@ class SilentListener {
 
 }  // namespace
 
-TEST_CASE("an agent keeps only what its log said: no WAL yet is not past the bootstrap, an unreadable one is past for one answer") {
+TEST_CASE("an agent keeps only what its log said: no WAL yet is not past, an unreadable one is past for one answer") {
   AgentState kept = SomeState();
   kept.data_state = DataState::kRunning;
 

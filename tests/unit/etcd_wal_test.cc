@@ -137,7 +137,7 @@ TEST_CASE("a WAL tells whether the member's raft log went past its bootstrap") {
   std::string dir = tmpl;
   CHECK(ReadWalPastBootstrap(dir).status().IsNotFound());
   REQUIRE(MakeDirs(dir + "/member/wal").ok());
-  const std::string path = dir + "/member/wal/0000000000000000-0000000000000000.wal";
+  const std::string path = WalFile(dir);
   std::ofstream(path, std::ios::binary) << alone;
   REQUIRE(truncate(path.c_str(), 64000000) == 0);  // preallocated as etcd does
   auto past = ReadWalPastBootstrap(dir);
