@@ -80,7 +80,8 @@ class Supervisor {
   // As if SIGTERM had been received. Also before Run(), which then returns at once.
   void Stop();
   SupervisorStats stats() const;
-  // Ok while the child runs; otherwise Unavailable saying so and how it last ended. For /healthz.
+  // Ok while the child runs or is first being started; otherwise Unavailable saying so and how it
+  // last ended. For /healthz.
   Status Alive() const;
 
  private:
