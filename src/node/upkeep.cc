@@ -13,6 +13,7 @@ namespace quorate {
 namespace {
 
 constexpr auto kEtcdCallTimeout = std::chrono::seconds(2);
+constexpr const char* kNotRunning = "etcd is not running";
 
 }  // namespace
 
@@ -40,6 +41,14 @@ void Upkeep::SetSelf(const Member& self, const std::vector<std::string>& peer_cl
 void Upkeep::SetEtcdRunning(bool running) {
   std::lock_guard lock(mu_);
   etcd_running_ = running;
+  if (!running) SetReadyLocked(Status::Unavailable(kNotRunning));
+}
+
+void Upkeep::SetReadyLocked(Status ready) {
+  if (ready.message() != ready_.message()) {
+    spdlog::info("readiness: {}", ready.ok() ? "ready (healthy voter)" : ready.message());
+  }
+  ready_ = std::move(ready);
 }
 
 void Upkeep::SetVersionChange(const std::string& change) {
@@ -130,12 +139,10 @@ void Upkeep::Loop() {
       std::lock_guard lock(mu_);
       running = etcd_running_;
     }
-    Status ready = running ? Tick() : Status::Unavailable("etcd is not running");
+    Status ready = running ? Tick() : Status::Unavailable(kNotRunning);
     std::lock_guard lock(mu_);
-    if (ready.message() != ready_.message()) {
-      spdlog::info("readiness: {}", ready.ok() ? "ready (healthy voter)" : ready.message());
-    }
-    ready_ = ready;
+    // A round that began before etcd exited must not put its answer back over the exit.
+    SetReadyLocked(etcd_running_ ? std::move(ready) : Status::Unavailable(kNotRunning));
   }
 }
 

@@ -140,5 +140,21 @@ TEST_CASE("upkeep: while etcd is stopped the loop makes no round and is not read
   CHECK(rig.cluster.Calls().empty());
 }
 
+TEST_CASE("upkeep: an etcd that exits is not ready at once, not only at the next round") {
+  UpkeepRig rig(/*learner=*/false);
+  UpkeepOptions options{std::chrono::milliseconds(5), &RealClock(), rig.cluster.Factory()};
+  Upkeep upkeep(rig.config, rig.metrics, options);
+  upkeep.SetSelf(rig.self, rig.peer_clients);
+  upkeep.Start();
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!upkeep.Ready().ok() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  upkeep.Stop();  // no round from here on: what Ready() says next comes from the exit alone
+  REQUIRE(upkeep.Ready().ok());
+  upkeep.SetEtcdRunning(false);
+  CHECK(upkeep.Ready().message() == "etcd is not running");
+}
+
 }  // namespace
 }  // namespace quorate
