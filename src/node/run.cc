@@ -162,7 +162,11 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   };
   // Decide again before every restart: the data dir may have been lost or the membership changed.
   options.before_restart = [&](LaunchSpec& spec) {
-    auto again = job.Run();
+    // Our etcd has exited and been reaped, so whatever holds the data dir's WAL now is a stray: one
+    // an older quorate left still starting up when this one began (it held no lock to be seen then),
+    // or one started by hand while ours was down. Left there, every restart fails on its lock.
+    Status stray = StopStrayEtcd(config.data_dir);
+    auto again = stray.ok() ? job.Run() : Result<InitOutcome>(stray);
     if (!again.ok() && again.status().IsCancelled()) {
       // The supervisor was told to stop; deferring the restart lets it see that and return.
       spdlog::info("{}: {}; quorate exits", SignalName(stop_signal), again.status().message());

@@ -108,8 +108,8 @@ Status Stop(pid_t pid, const std::string& data_dir, Clock::Duration grace, Clock
                     pid, command, data_dir, SignalName(sig), std::strerror(errno)));
   };
   spdlog::warn(
-      "etcd pid {} ({}) still runs on data dir {}, left by an earlier quorate: stopping it (SIGTERM, SIGKILL "
-      "after {}s) before starting ours",
+      "etcd pid {} ({}) runs on data dir {} and is not ours (left by an earlier quorate, or started by hand): "
+      "stopping it (SIGTERM, SIGKILL after {}s) before starting ours",
       pid, command, data_dir, std::chrono::duration_cast<std::chrono::seconds>(grace).count());
   Status s = signal(SIGTERM);
   auto exited = s.ok() ? Exited(pidfd, clock.Now() + grace, clock) : Result<bool>(s);

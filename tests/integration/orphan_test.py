@@ -2,7 +2,8 @@
 itself (the parent-death signal), nothing runs on that data dir unsupervised. (2) What an older
 quorate would have left: an etcd started by hand on that data dir with quorate's config, still
 running when a new `quorate run` starts there. The new quorate stops it (one line naming its pid),
-is healthy within seconds with exactly one etcd on the data dir, its own child, and its SIGTERM
+is healthy within seconds with exactly one etcd on the data dir, its own child. (3) An etcd started
+by hand while quorate's is down: quorate stops it before restarting its own. quorate's SIGTERM
 leaves no etcd behind."""
 import os
 import signal
@@ -57,7 +58,7 @@ def test():
     orphan = n1.etcd.pid
     wait_healthy(c, nodes=c.nodes[1:])
     # Running, as an orphan left behind is: serving from its data, so it holds its WAL's lock (an etcd
-    # still starting up holds nothing yet, and no check could tell it from no etcd at all).
+    # still starting up holds nothing yet: quorate meets it only before its first restart, as in (3)).
     wait_until(lambda: keys_on(c, n1, "/") is not None, 30, f"the orphan etcd (pid {orphan}) to serve n1's data")
     check(etcds_on(n1.data_dir) == [orphan], f"etcds on n1's data dir before the new quorate: {etcds_on(n1.data_dir)}")
     offset = log_size(n1)
@@ -70,6 +71,35 @@ def test():
     check(f"etcd pid {orphan}" in text and "stopping it" in text,
           f"n1's log does not name the orphan it stopped:\n{text[-3000:]}")
     check("address already in use" not in text, f"n1's new etcd met the orphan's ports:\n{text[-3000:]}")
+    running = etcds_on(n1.data_dir)
+    check(len(running) == 1 and parent_of(running[0]) == n1.quorate.pid,
+          f"etcds on n1's data dir: {running}, wanted one child of quorate pid {n1.quorate.pid}")
+
+    # (3) A stray that takes the data dir while quorate's etcd is down: n1's quorate is held
+    # (SIGSTOP) so it cannot restart its etcd, which is killed, and an etcd started by hand takes the
+    # data dir. Once continued, quorate stops that one before its restart, which would otherwise fail
+    # on the stray's WAL lock and ports for ever.
+    ours = n1.etcd_pid()
+    os.kill(n1.quorate.pid, signal.SIGSTOP)
+    try:
+        os.kill(ours, signal.SIGKILL)
+        wait_until(lambda: not etcds_on(n1.data_dir), 30, f"n1's etcd (pid {ours}) to die")
+        n1.start_etcd()
+        stray = n1.etcd.pid
+        wait_until(lambda: keys_on(c, n1, "/") is not None, 30, f"the etcd started by hand (pid {stray}) to serve")
+        offset = log_size(n1)
+    finally:
+        os.kill(n1.quorate.pid, signal.SIGCONT)
+    n1.etcd.wait(timeout=40)
+    log(f"the etcd started by hand (pid {stray}) exited: {n1.etcd.returncode}")
+    n1.etcd = None
+    # quorate's own etcd back on the data dir; /readyz alone could still be a 200 from before the
+    # kill, answered before the continued quorate has seen its etcd's exit.
+    wait_until(lambda: n1.etcd_pid() not in (None, ours), 60, "n1's quorate to restart its etcd")
+    wait_healthy(c, timeout=60)
+    text = log_since(n1, offset)
+    check(f"etcd pid {stray}" in text and "stopping it" in text,
+          f"n1's log does not name the stray it stopped before its restart:\n{text[-3000:]}")
     running = etcds_on(n1.data_dir)
     check(len(running) == 1 and parent_of(running[0]) == n1.quorate.pid,
           f"etcds on n1's data dir: {running}, wanted one child of quorate pid {n1.quorate.pid}")
