@@ -82,11 +82,15 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   // Set once they exist: until then quorate is deciding how to start etcd, alive and not ready.
   std::atomic<Supervisor*> supervising{nullptr};
   std::atomic<Upkeep*> upkeeping{nullptr};
+  // True while init decides again before a restart: alive for the same reason as the first decision
+  // (it may wait for peers or a quorum up to --timeout, far longer than a liveness probe's patience,
+  // and a restart of quorate then would cut a membership change short).
+  std::atomic<bool> redeciding{false};
   StatusChecks checks;
   checks.live = [&] {
     std::lock_guard lock(held_mu);
     Supervisor* s = supervising.load();
-    return !held.empty() || s == nullptr ? Status::Ok() : s->Alive();
+    return !held.empty() || redeciding || s == nullptr ? Status::Ok() : s->Alive();
   };
   checks.ready = [&] {
     std::lock_guard lock(held_mu);
@@ -165,9 +169,11 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     // Our etcd has exited and been reaped, so whatever holds the data dir's WAL now is a stray: one
     // an older quorate left still starting up when this one began (it held no lock to be seen then),
     // or one started by hand while ours was down. Left there, every restart fails on its lock.
+    redeciding = true;
     Status stray = StopStrayEtcd(config.data_dir);
     auto again = stray.ok() ? job.Run() : Result<InitOutcome>(stray);
     if (!again.ok() && again.status().IsCancelled()) {
+      redeciding = false;
       // The supervisor was told to stop; deferring the restart lets it see that and return.
       spdlog::info("{}: {}; quorate exits", SignalName(stop_signal), again.status().message());
       return Status::Unavailable(again.status().message());
@@ -184,6 +190,7 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
         metrics.RecordDecision(Action::kWait);
       }
       held = now_held;
+      redeciding = false;  // under the lock: a hold takes over with no gap a probe could see
     }
     if (hold) return Status::Unavailable(again.status().message());
     if (!again.ok()) return again.status();

@@ -14,6 +14,7 @@ namespace {
 
 constexpr auto kEtcdCallTimeout = std::chrono::seconds(2);
 constexpr const char* kNotRunning = "etcd is not running";
+constexpr const char* kNotAnsweredYet = "etcd has not answered yet";
 
 }  // namespace
 
@@ -21,7 +22,8 @@ Upkeep::Upkeep(const Config& config, Metrics& metrics, UpkeepOptions options)
     : config_(config),
       metrics_(metrics),
       options_(std::move(options)),
-      clock_(options_.clock != nullptr ? *options_.clock : RealClock()) {
+      clock_(options_.clock != nullptr ? *options_.clock : RealClock()),
+      ready_(Status::Unavailable(kNotAnsweredYet)) {
   if (!options_.etcd_clients) options_.etcd_clients = MakeEtcdClient;
 }
 
@@ -41,14 +43,8 @@ void Upkeep::SetSelf(const Member& self, const std::vector<std::string>& peer_cl
 void Upkeep::SetEtcdRunning(bool running) {
   std::lock_guard lock(mu_);
   etcd_running_ = running;
-  if (!running) SetReadyLocked(Status::Unavailable(kNotRunning));
-}
-
-void Upkeep::SetReadyLocked(Status ready) {
-  if (ready.message() != ready_.message()) {
-    spdlog::info("readiness: {}", ready.ok() ? "ready (healthy voter)" : ready.message());
-  }
-  ready_ = std::move(ready);
+  // Not logged: the start or exit has its own line, and rounds log what they find from here on.
+  ready_ = Status::Unavailable(running ? kNotAnsweredYet : kNotRunning);
 }
 
 void Upkeep::SetVersionChange(const std::string& change) {
@@ -142,7 +138,11 @@ void Upkeep::Loop() {
     Status ready = running ? Tick() : Status::Unavailable(kNotRunning);
     std::lock_guard lock(mu_);
     // A round that began before etcd exited must not put its answer back over the exit.
-    SetReadyLocked(etcd_running_ ? std::move(ready) : Status::Unavailable(kNotRunning));
+    if (!etcd_running_) ready = Status::Unavailable(kNotRunning);
+    if (ready.message() != ready_.message()) {
+      spdlog::info("readiness: {}", ready.ok() ? "ready (healthy voter)" : ready.message());
+    }
+    ready_ = std::move(ready);
   }
 }
 

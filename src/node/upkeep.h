@@ -38,8 +38,9 @@ class Upkeep {
   // membership calls, so the voters are asked first). The client is remade only when these change.
   void SetSelf(const Member& self, const std::vector<std::string>& peer_client_urls);
   // Rounds are made only while etcd runs (true at first): one against a stopped etcd would only
-  // wait out its call timeouts, and hold up a stop. Stopped makes Ready() Unavailable at once, not at
-  // the next round: a readiness probe must not see a healthy voter in an etcd that has exited.
+  // wait out its call timeouts, and hold up a stop. Either way Ready() is Unavailable at once, not
+  // after the next round: a readiness probe must not see a healthy voter in an etcd that has exited,
+  // or in one just started that no round has checked yet.
   void SetEtcdRunning(bool running);
   // etcd now runs another binary than at its last start ("3.4.23 to 3.5.30", InitOutcome's
   // version_change): the first round that finds this member a healthy voter again says the change is
@@ -56,8 +57,6 @@ class Upkeep {
 
  private:
   void Loop();
-  // Sets what Ready() answers, with a log line when that changes; mu_ held.
-  void SetReadyLocked(Status ready);
 
   const Config& config_;
   Metrics& metrics_;
@@ -69,7 +68,7 @@ class Upkeep {
   std::shared_ptr<EtcdClient> client_;
   bool etcd_running_ = true;
   std::string version_change_;
-  Status ready_ = Status::Unavailable("etcd has not answered yet");
+  Status ready_;
   int stop_fd_ = -1;
   std::thread thread_;
 };

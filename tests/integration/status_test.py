@@ -1,14 +1,15 @@
 """Issue 3 §8, the status endpoints of `quorate run`: /healthz is 200 while quorate and etcd run;
 /readyz is 503 until the member is a healthy voter and 200 after (seen at bootstrap, before etcd
 answers, and on a replaced member while it is a learner); /metrics is Prometheus text (every sample
-`name{labels} value`, each family with HELP and TYPE) whose values match what happened."""
+`name{labels} value`, each family with HELP and TYPE) whose values match what happened; while quorate
+decides again before a restart (here waiting for a quorum), /healthz stays 200."""
 import json
 import os
 import signal
 import urllib.request
 
-from harness import (Cluster, Sampler, check, log, main, member_ids, parse_prometheus, require, run_together,
-                     stop_together, wait_healthy, wait_until)
+from harness import (Cluster, Sampler, check, log, log_size, main, member_ids, parse_prometheus, require,
+                     run_together, stop_together, wait_healthy, wait_log, wait_until)
 
 LABELS = frozenset()
 
@@ -141,6 +142,19 @@ def test():
     check(m[("quorate_last_error_timestamp_seconds", LABELS)] > 0, "no last error after etcd was killed")
     errors = [dict(labels)["message"] for (name, labels), v in m.items() if name == "quorate_last_error_info"]
     check(len(errors) == 1 and "etcd exited" in errors[0], f"quorate_last_error_info: {errors}")
+
+    log("n1's data lost with n2 and n3 down: deciding again waits for a quorum, alive and not ready")
+    stop_together([n2, n3])
+    offset = log_size(n1)
+    pid = n1.etcd_pid()
+    n1.wipe()
+    os.kill(pid, signal.SIGKILL)
+    # The wait lasts until --timeout (a minute): a liveness probe failing meanwhile would restart
+    # quorate in the middle of the decision.
+    wait_log(n1, "waiting: ", 30, since=offset)
+    health, ready = n1.http("/healthz"), n1.http("/readyz")
+    check(health[0] == 200, f"n1 /healthz while it decides again: {health}")
+    check(ready[0] == 503, f"n1 /readyz while it decides again: {ready}")
     stop_together(c.nodes)
     check(all(n.http("/healthz")[0] == 0 for n in c.nodes), "a status server outlived its quorate")
 

@@ -140,7 +140,7 @@ TEST_CASE("upkeep: while etcd is stopped the loop makes no round and is not read
   CHECK(rig.cluster.Calls().empty());
 }
 
-TEST_CASE("upkeep: an etcd that exits is not ready at once, not only at the next round") {
+TEST_CASE("upkeep: an etcd that exits, or starts again, is not ready at once, not only after the next round") {
   UpkeepRig rig(/*learner=*/false);
   UpkeepOptions options{std::chrono::milliseconds(5), &RealClock(), rig.cluster.Factory()};
   Upkeep upkeep(rig.config, rig.metrics, options);
@@ -154,6 +154,8 @@ TEST_CASE("upkeep: an etcd that exits is not ready at once, not only at the next
   REQUIRE(upkeep.Ready().ok());
   upkeep.SetEtcdRunning(false);
   CHECK(upkeep.Ready().message() == "etcd is not running");
+  upkeep.SetEtcdRunning(true);  // started again: not ready until a round finds it a healthy voter
+  CHECK(upkeep.Ready().message() == "etcd has not answered yet");
 }
 
 }  // namespace
