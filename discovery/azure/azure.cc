@@ -25,7 +25,22 @@ constexpr char kScaleSetNicVersion[] = "2018-10-01";
 constexpr char kComputeVersion[] = "2023-09-01";
 constexpr char kImdsInstanceVersion[] = "2021-02-01";
 constexpr char kImdsTokenVersion[] = "2018-02-01";
-constexpr char kArmResource[] = "https://management.azure.com/";
+// Azure's clouds as terraform's azurerm spells their `environment`: ARM, the identity platform, and
+// the resource a token for that ARM names.
+struct AzureCloud {
+  const char* name;
+  const char* endpoint;
+  const char* authority_host;
+  const char* arm_resource;
+};
+constexpr AzureCloud kClouds[] = {
+    {"public", "https://management.azure.com:443", "https://login.microsoftonline.com:443",
+     "https://management.azure.com/"},
+    {"usgovernment", "https://management.usgovcloudapi.net:443", "https://login.microsoftonline.us:443",
+     "https://management.usgovcloudapi.net/"},
+    {"china", "https://management.chinacloudapi.cn:443", "https://login.chinacloudapi.cn:443",
+     "https://management.chinacloudapi.cn/"},
+};
 // A page of NICs is at most a few hundred KB; VMs with their instance view a few MB.
 constexpr size_t kMaxAnswerBytes = 8 << 20;
 constexpr int kMaxPages = 100;
@@ -163,6 +178,18 @@ Result<Options> TakeOptions(ProviderParams& params) {
   o.name_tag = params.Take("name_tag").value_or("");
   o.scheme = params.Take("scheme").value_or("http");
   const std::string addr_type = params.Take("addr_type").value_or("private_v4");
+  const std::string environment = params.Take("environment").value_or("public");
+  const AzureCloud* cloud = nullptr;
+  for (const auto& c : kClouds) {
+    if (environment == c.name) cloud = &c;
+  }
+  if (cloud == nullptr) {
+    return Status::InvalidArgument(fmt::format("{} '{}' is not public, usgovernment or china",
+                                               params.Label("environment"), Printable(environment, 40)));
+  }
+  o.endpoint = cloud->endpoint;
+  o.authority_host = cloud->authority_host;
+  o.arm_resource = cloud->arm_resource;
   auto endpoint = BaseUrl(params, "endpoint", o.endpoint);
   if (!endpoint.ok()) return endpoint.status();
   auto authority = BaseUrl(params, "authority_host", o.authority_host);
@@ -179,8 +206,8 @@ Result<Options> TakeOptions(ProviderParams& params) {
   o.peer_port = *peer;
   o.client_port = *client;
   if (Status s = params.CheckAllTaken({"tenant_id", "client_id", "subscription_id", "secret_access_key", "tag_name",
-                                       "tag_value", "resource_group", "vm_scale_set", "endpoint", "authority_host",
-                                       "imds_endpoint", "ca_file", "addr_type", "name_tag", "scheme", "peer_port",
+                                       "tag_value", "resource_group", "vm_scale_set", "environment", "endpoint",
+                                       "authority_host", "imds_endpoint", "ca_file", "addr_type", "name_tag", "scheme", "peer_port",
                                        "client_port"});
       !s.ok()) {
     return s;
@@ -657,7 +684,7 @@ class AzureProvider : public DiscoveryProvider {
     // In the body, never the URL: the secret stays out of access logs and of our messages.
     request.body = fmt::format("grant_type=client_credentials&client_id={}&client_secret={}&scope={}",
                                sigv4::UriEncode(o_.client_id, false), sigv4::UriEncode(o_.secret, false),
-                               sigv4::UriEncode(std::string(kArmResource) + ".default", false));
+                               sigv4::UriEncode(o_.arm_resource + ".default", false));
     auto body = Answer(request,
                        fmt::format("{}: the client secret of client {} at {}/{}", Describe(), o_.client_id,
                                    o_.authority_host, o_.tenant_id),
@@ -671,7 +698,7 @@ class AzureProvider : public DiscoveryProvider {
 
   Result<std::string> ManagedIdentityToken() {
     std::string target = fmt::format("/metadata/identity/oauth2/token?api-version={}&resource={}", kImdsTokenVersion,
-                                     sigv4::UriEncode(kArmResource, false));
+                                     sigv4::UriEncode(o_.arm_resource, false));
     if (!o_.client_id.empty()) target += "&client_id=" + sigv4::UriEncode(o_.client_id, false);
     HttpRequest request = Request(o_.imds_endpoint, "GET", target);
     request.headers = {{"Metadata", "true"}};

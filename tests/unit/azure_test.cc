@@ -191,6 +191,21 @@ TEST_CASE("azure: keys as go-discover spells them, ARM_* for the credentials the
   REQUIRE_MESSAGE(vmss.ok(), vmss.status().message());
   CHECK(vmss->endpoint == "https://management.azure.com:443");
   CHECK(vmss->authority_host == "https://login.microsoftonline.com:443");
+  CHECK(vmss->arm_resource == "https://management.azure.com/");
+  // A sovereign cloud: its ARM, identity platform and token resource; a given endpoint keeps the
+  // cloud's resource (the token is for that cloud's ARM, whatever address reaches it).
+  auto gov = OptionsOf("provider=azure environment=usgovernment subscription_id=sub-1 resource_group=rg vm_scale_set=e");
+  REQUIRE_MESSAGE(gov.ok(), gov.status().message());
+  CHECK(gov->endpoint == "https://management.usgovcloudapi.net:443");
+  CHECK(gov->authority_host == "https://login.microsoftonline.us:443");
+  CHECK(gov->arm_resource == "https://management.usgovcloudapi.net/");
+  auto china = OptionsOf(
+      "provider=azure environment=china endpoint=https://127.0.0.1:8443 subscription_id=s resource_group=rg "
+      "vm_scale_set=e");
+  REQUIRE_MESSAGE(china.ok(), china.status().message());
+  CHECK(china->endpoint == "https://127.0.0.1:8443");
+  CHECK(china->authority_host == "https://login.chinacloudapi.cn:443");
+  CHECK(china->arm_resource == "https://management.chinacloudapi.cn/");
   CHECK(vmss->imds_endpoint == "http://169.254.169.254:80");
   CHECK(vmss->secret.empty());  // the managed identity
   CHECK(vmss->peer_port == 2380);
@@ -239,6 +254,7 @@ TEST_CASE("azure: keys as go-discover spells them, ARM_* for the credentials the
            "provider=azure subscription_id=s resource_group=rg vm_scale_set=etcd tenant_id=t",
            "provider=azure subscription_id=s resource_group=rg vm_scale_set=etcd endpoint=https://h/path",
            "provider=azure subscription_id=s resource_group=rg vm_scale_set=etcd authority_host=login",
+           "provider=azure subscription_id=s resource_group=rg vm_scale_set=etcd environment=AzureCloud",
            "provider=azure subscription_id=s resource_group=rg vm_scale_set=etcd peer_port=0",
            "provider=azure subscription_id=s resource_group=rg vm_scale_set=etcd scheme=ftp",
            "provider=azure subscription_id=s resource_group=r/g vm_scale_set=etcd",
@@ -535,6 +551,18 @@ TEST_CASE("azure: a Flexible scale set: its resource group's VMs filtered by the
   CHECK(log[3] == fmt::format("GET {}/Microsoft.Network/networkInterfaces Bearer tok-1 2023-09-01 ", group));
 }
 
+TEST_CASE("azure: in a sovereign cloud the client secret is exchanged for a token of that cloud's ARM") {
+  ClearEnv();
+  FakeAzure fake;
+  fake.ScaleSetOfThree();
+  auto provider =
+      Provider(fake.Spec("environment=china tenant_id=tenant-1 client_id=app-1 secret_access_key=s3cret-value "
+                         "subscription_id=sub-1 resource_group=etcd-rg vm_scale_set=etcd"));
+  REQUIRE(provider->Discover().ok());
+  REQUIRE_FALSE(fake.Log().empty());
+  CHECK(fake.Log().front() == "token client_credentials app-1 https://management.chinacloudapi.cn/.default");
+}
+
 TEST_CASE("azure: a wrong client secret is named, never shown") {
   ClearEnv();
   FakeAzure fake;
@@ -564,6 +592,11 @@ TEST_CASE("azure: the managed identity and vm_scale_set=auto from IMDS; tags acr
   CHECK(log[0] == "imds instance true 2021-02-01");
   CHECK(log[1] == "imds token true https://management.azure.com/ user-assigned-1");
   CHECK(log[2].find("Bearer tok-1") != std::string::npos);
+  // In a sovereign cloud the managed identity's token is for that cloud's ARM.
+  fake.ClearLog();
+  REQUIRE(Provider(fake.Spec("environment=usgovernment vm_scale_set=auto client_id=user-assigned-1"))->Discover().ok());
+  REQUIRE(fake.Log().size() > 1);
+  CHECK(fake.Log()[1] == "imds token true https://management.usgovcloudapi.net/ user-assigned-1");
 
   const std::string all = "/subscriptions/sub-1/providers/Microsoft.Network/networkInterfaces";
   const std::string vm = "/subscriptions/sub-1/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/";
