@@ -420,9 +420,11 @@ class Cluster:
         """The sealed set, as the first node sees it."""
         return self.discover(["--name", self.nodes[0].name, "--initial-advertise-peer-urls", self.nodes[0].peer_url])
 
-    def race(self, seats, discovery, rounds, timeout="2s"):
+    def race(self, seats, discovery, rounds, timeout="5s"):
         """Every node runs `quorate discover` at once for `seats` seats, `rounds` times; discovery(r)
-        gives round r's flags. Yields, per round, the sealed sets seen and the stderr of those that failed."""
+        gives round r's flags. Yields, per round, the sealed sets seen and the stderr of those that failed.
+        The extra node waits out `timeout` (a seat may free); the others need it to cover the lag
+        between the first and the last of the processes started, seconds on a loaded machine."""
         for r in range(rounds):
             procs = [subprocess.Popen(
                 [QUORATE, "discover", "-w", "json", "--name", n.name, "--initial-advertise-peer-urls", n.peer_url,
