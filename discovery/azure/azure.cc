@@ -207,8 +207,8 @@ Result<Options> TakeOptions(ProviderParams& params) {
   o.client_port = *client;
   if (Status s = params.CheckAllTaken({"tenant_id", "client_id", "subscription_id", "secret_access_key", "tag_name",
                                        "tag_value", "resource_group", "vm_scale_set", "environment", "endpoint",
-                                       "authority_host", "imds_endpoint", "ca_file", "addr_type", "name_tag", "scheme", "peer_port",
-                                       "client_port"});
+                                       "authority_host", "imds_endpoint", "ca_file", "addr_type", "name_tag", "scheme",
+                                       "peer_port", "client_port"});
       !s.ok()) {
     return s;
   }

@@ -194,7 +194,8 @@ TEST_CASE("azure: keys as go-discover spells them, ARM_* for the credentials the
   CHECK(vmss->arm_resource == "https://management.azure.com/");
   // A sovereign cloud: its ARM, identity platform and token resource; a given endpoint keeps the
   // cloud's resource (the token is for that cloud's ARM, whatever address reaches it).
-  auto gov = OptionsOf("provider=azure environment=usgovernment subscription_id=sub-1 resource_group=rg vm_scale_set=e");
+  auto gov =
+      OptionsOf("provider=azure environment=usgovernment subscription_id=sub-1 resource_group=rg vm_scale_set=e");
   REQUIRE_MESSAGE(gov.ok(), gov.status().message());
   CHECK(gov->endpoint == "https://management.usgovcloudapi.net:443");
   CHECK(gov->authority_host == "https://login.microsoftonline.us:443");
