@@ -24,12 +24,13 @@ struct Options {
   // Either NICs tagged tag_name=tag_value anywhere in the subscription, or a scale set's.
   std::string tag_name, tag_value;
   std::string resource_group, vm_scale_set;  // vm_scale_set "auto": this VM's, read from IMDS
-  // Base URLs, scheme://host:port with the port spelt out; the defaults are `environment`'s.
-  std::string endpoint = "https://management.azure.com:443";
-  std::string authority_host = "https://login.microsoftonline.com:443";
+  // Base URLs, scheme://host:port with the port spelt out; TakeOptions defaults ARM's and the
+  // authority's to `environment`'s.
+  std::string endpoint;
+  std::string authority_host;
   // What the token is asked for: the ARM of the cloud (`environment`), also when `endpoint` points
   // elsewhere (a private link, a test).
-  std::string arm_resource = "https://management.azure.com/";
+  std::string arm_resource;
   std::string imds_endpoint = "http://169.254.169.254:80";
   std::string ca_file;   // the CA bundle ARM and the authority must chain to; empty: the system's
   std::string name_tag;  // the NIC tag naming the member; empty: the VM's computer name or name
