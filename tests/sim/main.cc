@@ -36,7 +36,7 @@ struct Regression {
 constexpr auto kRun = quorate::sim::RunOptions::Mode::kRun;
 constexpr auto kInit = quorate::sim::RunOptions::Mode::kInit;
 
-// Seeds on which the simulator found a bug in quorate, kept once it was fixed (README "Simulation").
+// Seeds on which the simulator found a bug in quorate, kept once it was fixed (docs/testing.md, "Simulation").
 constexpr Regression kRegressions[] = {
     // A removal seen while etcd ran held etcd stopped only while a majority kept saying so
     // (src/node/init.cc now remembers it; init_test has the unit case).
