@@ -1,7 +1,7 @@
-"""A StatefulSet life-cycle harness: acts out what Kubernetes does with the manifests in deploy/k8s/, with
+"""A StatefulSet life-cycle harness: acts out what Kubernetes does with the manifests in k8s/, with
 local processes instead of containers.
 
-What is real: the manifests (read from deploy/k8s/<variant>, not retyped: each container's command, args,
+What is real: the manifests (read from k8s/<variant>, not retyped: each container's command, args,
 env with the downward API and $(VAR) expansion, volume mounts, probes, grace period, replicas, the
 PVC retention policy), quorate, etcd 3.4, and a dnsmasq answering the pods' StatefulSet DNS names.
 What is emulated: the API server (tests/k8s/apiserver_emulator.py, which the k8s provider talks to
@@ -34,7 +34,7 @@ import harness
 from harness import check, fail, log, run, spawn, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-K8S = os.path.normpath(os.path.join(HERE, "..", "..", "deploy", "k8s"))
+K8S = os.path.normpath(os.path.join(HERE, "..", "..", "k8s"))
 EMULATOR = os.path.join(HERE, "apiserver_emulator.py")
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 API_PORT = 6443
@@ -44,7 +44,7 @@ CLUSTER_DOMAIN = "cluster.local"
 
 
 def load_variant(variant):
-    """The objects `kubectl apply -k deploy/k8s/<variant>` would create, by (kind, name)."""
+    """The objects `kubectl apply -k k8s/<variant>` would create, by (kind, name)."""
     objects = {}
 
     def load(directory):
@@ -402,7 +402,7 @@ class Pod:
 
 
 class StatefulSetCluster:
-    """The objects of deploy/k8s/<variant> applied to the emulated API server, and the StatefulSet
+    """The objects of k8s/<variant> applied to the emulated API server, and the StatefulSet
     controller: pods by ordinal, created in parallel (podManagementPolicy: Parallel), recreated
     after a delete, added and removed on scale (with the PVC retention policy)."""
 
@@ -457,7 +457,7 @@ class StatefulSetCluster:
         return path
 
     def create_tls_secret(self, name):
-        """The Secret deploy/k8s/README.md asks for: ca.crt, and tls.crt/tls.key good for server and client
+        """The Secret k8s/README.md asks for: ca.crt, and tls.crt/tls.key good for server and client
         auth, naming every pod of the headless Service and the client Service. And 127.0.0.1: etcd
         checks a peer's certificate against the address it connects from (a wildcard name by the
         address's PTR record), and these pods all connect from 127.0.0.1, not from their pod IP."""

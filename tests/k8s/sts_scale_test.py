@@ -1,5 +1,5 @@
-"""StatefulSet life cycle, deploy/k8s/run: scale 3→5 (the new pods join as raft learners and are promoted)
-and 5→3 the documented way (deploy/k8s/README.md: `quorate member remove` the highest ordinals first, then
+"""StatefulSet life cycle, k8s/run: scale 3→5 (the new pods join as raft learners and are promoted)
+and 5→3 the documented way (k8s/README.md: `quorate member remove` the highest ordinals first, then
 `kubectl scale`), with a writer writing throughout: no write fails, one cluster all along. The
 removed members' pods keep etcd stopped until they go, and with their volumes deleted by the
 retention policy, a second 3→5 brings them back as new members."""

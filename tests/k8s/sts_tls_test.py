@@ -1,4 +1,4 @@
-"""StatefulSet life cycle, deploy/k8s/tls: with the Secret etcd-tls made as deploy/k8s/README.md describes (one
+"""StatefulSet life cycle, k8s/tls: with the Secret etcd-tls made as k8s/README.md describes (one
 wildcard certificate for every pod, server and client auth), every pod created at once bootstraps one
 cluster over mutual TLS, with the IDs `quorate discover` predicts for the https peer URLs, and the
 client port refuses a client without a certificate."""

@@ -1,4 +1,4 @@
-"""Every manifest under deploy/k8s/ validates against the real Kubernetes API schemas (npm
+"""Every manifest under k8s/ validates against the real Kubernetes API schemas (npm
 kubernetes-models), and the validator does fail a manifest that Kubernetes would refuse."""
 import os
 import shutil
@@ -7,7 +7,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-K8S = os.path.join(HERE, "..", "..", "deploy", "k8s")
+K8S = os.path.join(HERE, "..", "..", "k8s")
 
 
 def validate(directory):
@@ -22,7 +22,7 @@ def main():
     good = validate(K8S)
     print(good.stdout, good.stderr, sep="")
     if good.returncode != 0:
-        print("FAIL: deploy/k8s/ does not validate")
+        print("FAIL: k8s/ does not validate")
         return 1
     for kind in ("StatefulSet", "Service", "Role", "RoleBinding", "ServiceAccount", "PodDisruptionBudget"):
         if f": {kind} " not in good.stdout:

@@ -1,4 +1,4 @@
-// Validates every Kubernetes object under deploy/k8s/ against the real API schemas (npm kubernetes-models,
+// Validates every Kubernetes object under k8s/ against the real API schemas (npm kubernetes-models,
 // generated from Kubernetes' OpenAPI), and every kustomization's resources against the tree, the way
 // `kubectl apply -k` would read them. Prints one line per object; exits 1 on the first bad file and
 // names the field at fault.
