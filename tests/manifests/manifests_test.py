@@ -1,4 +1,4 @@
-"""Every manifest under k8s/ validates against the real Kubernetes API schemas (npm
+"""Every kustomize manifest under k8s/ (base/ and each variant; the chart is chart_test.py's) validates against the real Kubernetes API schemas (npm
 kubernetes-models), and the validator does fail a manifest that Kubernetes would refuse."""
 import os
 import shutil
@@ -10,8 +10,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 K8S = os.path.join(HERE, "..", "..", "k8s")
 
 
-def validate(directory):
-    return subprocess.run(["node", os.path.join(HERE, "validate.mjs"), directory], capture_output=True, text=True,
+VARIANTS = ("base", "run", "init-container", "tls")
+
+
+def validate(*directories):
+    return subprocess.run(["node", os.path.join(HERE, "validate.mjs"), *directories], capture_output=True, text=True,
                           cwd=HERE)
 
 
@@ -19,7 +22,7 @@ def main():
     if shutil.which("node") is None or not os.path.isdir(os.path.join(HERE, "node_modules", "kubernetes-models")):
         print("SKIP: node or tests/manifests/node_modules missing (scripts/deps installs them)")
         return 77
-    good = validate(K8S)
+    good = validate(*(os.path.join(K8S, v) for v in VARIANTS))
     print(good.stdout, good.stderr, sep="")
     if good.returncode != 0:
         print("FAIL: k8s/ does not validate")
