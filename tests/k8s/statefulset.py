@@ -1,7 +1,8 @@
-"""A StatefulSet life-cycle harness: acts out what Kubernetes does with the manifests in k8s/, with
-local processes instead of containers.
+"""A StatefulSet life-cycle harness: acts out what Kubernetes does with the manifests in k8s/ or the
+objects the chart in k8s/chart renders, with local processes instead of containers.
 
-What is real: the manifests (read from k8s/<variant>, not retyped: each container's command, args,
+What is real: the manifests (read from k8s/<variant>, or rendered by the real helm from k8s/chart
+with a test's values; not retyped: each container's command, args,
 env with the downward API and $(VAR) expansion, volume mounts, probes, grace period, replicas, the
 PVC retention policy), quorate, etcd 3.4, and a dnsmasq answering the pods' StatefulSet DNS names.
 What is emulated: the API server (tests/k8s/apiserver_emulator.py, which the k8s provider talks to
@@ -35,6 +36,7 @@ from harness import check, fail, log, run, spawn, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 K8S = os.path.normpath(os.path.join(HERE, "..", "..", "k8s"))
+HELM = os.path.normpath(os.path.join(HERE, "..", "..", "third_party", "helm", "helm"))
 EMULATOR = os.path.join(HERE, "apiserver_emulator.py")
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 API_PORT = 6443
@@ -61,6 +63,20 @@ def load_variant(variant):
                         objects[(obj["kind"], obj["metadata"]["name"])] = obj
     load(os.path.join(K8S, variant))
     return objects
+
+
+def load_chart(values, release="etcd"):
+    """The objects `helm install <release> k8s/chart -f values` would create, by (kind, name),
+    the `helm test` pod aside."""
+    if not os.access(HELM, os.X_OK):
+        harness.skip(f"{HELM} missing (scripts/deps unpacks helm there)")
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+        yaml.safe_dump(values, f)
+        f.flush()
+        rendered = run([HELM, "template", release, os.path.join(K8S, "chart"), "--namespace", NAMESPACE,
+                        "-f", f.name], check_rc=0).stdout
+    return {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(rendered)
+            if o and "helm.sh/hook" not in o["metadata"].get("annotations", {})}
 
 
 def expand(text, env):
@@ -402,16 +418,17 @@ class Pod:
 
 
 class StatefulSetCluster:
-    """The objects of k8s/<variant> applied to the emulated API server, and the StatefulSet
-    controller: pods by ordinal, created in parallel (podManagementPolicy: Parallel), recreated
-    after a delete, added and removed on scale (with the PVC retention policy)."""
+    """The objects of k8s/<variant> (or of the chart, rendered with chart_values) applied to the
+    emulated API server, and the StatefulSet controller: pods by ordinal, created in parallel
+    (podManagementPolicy: Parallel), recreated after a delete, added and removed on scale (with the
+    PVC retention policy), and given a new template by an upgrade."""
 
-    def __init__(self, variant="run", replicas=None):
+    def __init__(self, variant="run", replicas=None, chart_values=None):
         harness.require("etcd")
         harness.require("curl")
         harness.require("unshare")
-        self.variant = variant
-        self.objects = load_variant(variant)
+        self.variant = "chart" if chart_values is not None else variant
+        self.objects = load_chart(chart_values) if chart_values is not None else load_variant(variant)
         self.sts = next(o for (kind, _), o in self.objects.items() if kind == "StatefulSet")
         if replicas is not None:
             self.sts["spec"]["replicas"] = replicas
@@ -538,6 +555,13 @@ class StatefulSetCluster:
                 if p.ordinal < self.replicas:
                     self._create_pod(p.ordinal)
         return [self.pods[p.name] for p in pods if p.name in self.pods]
+
+    def upgrade(self, objects):
+        """`helm upgrade` to these objects: the StatefulSet's new pod template (replicas stay as they
+        are), which pods get when they are next created; nothing is rolled."""
+        sts = next(o for (kind, _), o in objects.items() if kind == "StatefulSet")
+        check(sts["metadata"]["name"] == self.sts_name, f"the upgrade renders StatefulSet {sts['metadata']['name']}")
+        self.sts["spec"]["template"] = sts["spec"]["template"]
 
     def delete_pvc(self, claim, pod_name):
         """`kubectl delete pvc` while its pod runs: the pvc-protection finalizer holds it until the
