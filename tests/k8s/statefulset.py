@@ -418,17 +418,17 @@ class Pod:
 
 
 class StatefulSetCluster:
-    """The objects of k8s/<variant> (or of the chart, rendered with chart_values) applied to the
-    emulated API server, and the StatefulSet controller: pods by ordinal, created in parallel
+    """The objects of k8s/<variant> (or those given: the chart's rendering, a test's own) applied to
+    the emulated API server, and the StatefulSet controller: pods by ordinal, created in parallel
     (podManagementPolicy: Parallel), recreated after a delete, added and removed on scale (with the
     PVC retention policy), and given a new template by an upgrade."""
 
-    def __init__(self, variant="run", replicas=None, chart_values=None):
+    def __init__(self, variant="run", replicas=None, objects=None):
         harness.require("etcd")
         harness.require("curl")
         harness.require("unshare")
-        self.variant = "chart" if chart_values is not None else variant
-        self.objects = load_chart(chart_values) if chart_values is not None else load_variant(variant)
+        self.variant = variant
+        self.objects = objects if objects is not None else load_variant(variant)
         self.sts = next(o for (kind, _), o in self.objects.items() if kind == "StatefulSet")
         if replicas is not None:
             self.sts["spec"]["replicas"] = replicas

@@ -14,16 +14,13 @@ import harness
 import statefulset
 import sts_delete_all_test
 import sts_lost_volume_test
+import sts_scale_test
 from harness import check, log
 
 
 def scale_up_and_down(c, three):
     log("helm upgrade --set replicaCount=5")
-    c.scale(5)
-    five = c.wait_ready(5, timeout=120)
-    check(all(five[n] == three[n] for n in three), f"the first members changed: {three} -> {five}")
-    for p in c.pod_list()[3:]:
-        check(c.decisions(p)[:1] == ["join"], f"{p.name} decided {c.decisions(p)}")
+    sts_scale_test.scale_up(c, three)
     sts_lost_volume_test.lose_volume(c)
     mid = c.wait_ready(5)
     log("NOTES.txt's scale-down: quorate member remove etcd-4 etcd-3, then helm upgrade --set replicaCount=3")
@@ -64,7 +61,7 @@ def test():
     if not harness.KEEP:
         harness._cleanups.append(lambda: shutil.rmtree(store, ignore_errors=True))
     values = {"backup": {"enabled": True, "storeUrl": f"file://{store}", "schedule": "1h"}}
-    c = statefulset.StatefulSetCluster(chart_values=values)
+    c = statefulset.StatefulSetCluster("chart", objects=statefulset.load_chart(values))
     check(c.sts_name == "etcd" and c.sts["spec"]["serviceName"] == "etcd-headless",
           f"the chart renders {c.sts_name} behind {c.sts['spec']['serviceName']}")
     pods = sts_delete_all_test.delete_all_and_recreate(c)

@@ -8,6 +8,17 @@ import statefulset
 from harness import check, log
 
 
+def scale_up(c, three):
+    """3→5: the new pods join as learners and are promoted; the first members stay. Their IDs."""
+    c.scale(5)
+    five = c.wait_ready(5, timeout=120)
+    check(all(five[n] == three[n] for n in three), f"the first members changed: {three} -> {five}")
+    for p in c.pod_list()[3:]:
+        check(c.decisions(p)[:1] == ["join"], f"{p.name} decided {c.decisions(p)}")
+        check("promoted" in p.log_tail(100000), f"{p.name} never logged its promotion")
+    return five
+
+
 def test():
     c = statefulset.StatefulSetCluster("run")
     pods = c.create()
@@ -18,12 +29,7 @@ def test():
     watch.start()
 
     log("kubectl scale statefulset etcd --replicas=5")
-    c.scale(5)
-    five = c.wait_ready(5, timeout=120)
-    check(all(five[n] == three[n] for n in three), f"the first members changed: {three} -> {five}")
-    for p in c.pod_list()[3:]:
-        check(c.decisions(p)[:1] == ["join"], f"{p.name} decided {c.decisions(p)}")
-        check("promoted" in p.log_tail(100000), f"{p.name} never logged its promotion")
+    five = scale_up(c, three)
 
     log("documented scale-down: quorate member remove etcd-4 etcd-3, then kubectl scale --replicas=3")
     first = c.pod_list()[0]
