@@ -6,13 +6,12 @@ plain etcd configured by its ETCD_* environment with token etcd-cluster-k8s) is 
 chart with the migration values; the StatefulSet's rolling update replaces one pod at a time,
 highest ordinal first. Each new pod's quorate finds Bitnami's data and no member bucket, and
 restarts etcd on it: same cluster ID, same member IDs, every key, no member added or removed, no
-write refused. Then every pod deleted at once comes back as with any quorate cluster.
+write refused. Then every pod deleted at once comes back with its member ID and data.
 
 One difference from Bitnami's pods: etcd listens on the pod's IP, not 0.0.0.0, since the harness's
 pods share one network namespace. Listen URLs are not part of a member's identity."""
 import harness
 import statefulset
-import sts_delete_all_test
 from harness import check, log
 
 REPLICAS = 3
@@ -104,8 +103,11 @@ def test():
         for i in range(50):
             check(c.get(f"/bitnami/{i}", p) == str(i), f"{p.name} lost /bitnami/{i}")
 
-    log("every pod of the migrated cluster deleted at once")
-    sts_delete_all_test.delete_all_and_recreate(c)
+    log("every pod of the migrated cluster deleted at once: now each has quorate's member bucket")
+    pods = c.delete_pods([p.name for p in c.pod_list()])
+    check(c.wait_ready() == before, "the member IDs changed when every pod was deleted")
+    check(all(set(c.decisions(p)) == {"restart"} for p in pods), f"decisions {[c.decisions(p) for p in pods]}")
+    check(c.get("/bitnami/49", pods[0]) == "49", "the data did not survive")
 
 
 if __name__ == "__main__":
