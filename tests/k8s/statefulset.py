@@ -79,6 +79,17 @@ def load_chart(values, release="etcd"):
             if o and "helm.sh/hook" not in o["metadata"].get("annotations", {})}
 
 
+def peer_scheme(sts):
+    """http or https, as the StatefulSet's pods advertise their peer URLs (TLS uses the Secret
+    etcd-tls)."""
+    pod = sts["spec"]["template"]["spec"]
+    for c in pod.get("initContainers", []) + pod["containers"]:
+        for var in c.get("env", []):
+            if var["name"] == "ETCD_INITIAL_ADVERTISE_PEER_URLS":
+                return var["value"].split("://")[0]
+    fail("no container of the StatefulSet sets ETCD_INITIAL_ADVERTISE_PEER_URLS")
+
+
 def expand(text, env):
     """Kubernetes' $(VAR) expansion: a variable defined earlier is replaced, $$ escapes, and an
     unknown reference stays as it is."""
@@ -262,7 +273,7 @@ class Pod:
         self._thread = None
         svc = cluster.sts["spec"]["serviceName"]
         self.fqdn = f"{self.name}.{svc}.{NAMESPACE}.svc.{CLUSTER_DOMAIN}"
-        scheme = "https" if cluster.variant == "tls" else "http"
+        scheme = cluster.scheme
         # What the manifests advertise; harness.ClusterIdWatch and the writers use these.
         self.peer_url = f"{scheme}://{self.fqdn}:2380"
         self.client_url = f"{scheme}://{self.fqdn}:2379"
@@ -429,6 +440,7 @@ class StatefulSetCluster:
         harness.require("unshare")
         self.variant = variant
         self.objects = objects if objects is not None else load_variant(variant)
+        self.scheme = peer_scheme(next(o for (kind, _), o in self.objects.items() if kind == "StatefulSet"))
         self.sts = next(o for (kind, _), o in self.objects.items() if kind == "StatefulSet")
         if replicas is not None:
             self.sts["spec"]["replicas"] = replicas
@@ -613,7 +625,7 @@ class StatefulSetCluster:
                    check_rc=check_rc, timeout=timeout)
 
     def etcdctl_tls(self):
-        if self.variant != "tls":
+        if self.scheme != "https":
             return []
         d = self.secret_dir("etcd-tls")
         return ["--cacert", f"{d}/ca.crt", "--cert", f"{d}/tls.crt", "--key", f"{d}/tls.key"]
