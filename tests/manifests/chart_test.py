@@ -123,8 +123,13 @@ def check_rendering(name, objs):
         with open(os.path.join(CHART, "files", "alerts.yaml")) as f:
             alerts = yaml.safe_load(f)
         assert objs[("PrometheusRule", "etcd")]["spec"]["groups"] == alerts["groups"]
-        ports = [e["port"] for e in objs[("ServiceMonitor", "etcd")]["spec"]["endpoints"]]
-        assert ports == ["metrics", "status"], ports
+        monitor = objs[("ServiceMonitor", "etcd")]["spec"]
+        assert [e["port"] for e in monitor["endpoints"]] == ["metrics", "status"], monitor
+        selected = [name for (kind, name), o in objs.items() if kind == "Service" and
+                    all(o["metadata"]["labels"].get(k) == v for k, v in monitor["selector"]["matchLabels"].items())]
+        assert selected == ["etcd-headless"], f"the ServiceMonitor selects {selected}"
+        headless = {p["name"] for p in objs[("Service", "etcd-headless")]["spec"]["ports"]}
+        assert {"metrics", "status"} <= headless, headless
         assert "quorate-etcd.json" in objs[("ConfigMap", "etcd-dashboard")]["data"]
     elif name == "restore":
         assert env["QUORATE_RESTORE_FROM"].startswith("s3://") and "QUORATE_BACKUP_TO" not in env
