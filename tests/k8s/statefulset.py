@@ -66,8 +66,8 @@ def load_variant(variant):
 
 
 def load_chart(values, release="etcd"):
-    """The objects `helm install <release> k8s/chart -f values` would create, by (kind, name),
-    the `helm test` pod aside."""
+    """The objects `helm install <release> k8s/chart -f values` would create, by (kind, name), and
+    the `helm test` pod."""
     if not os.access(HELM, os.X_OK):
         harness.skip(f"{HELM} missing (scripts/deps unpacks helm there)")
     with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
@@ -75,8 +75,7 @@ def load_chart(values, release="etcd"):
         f.flush()
         rendered = run([HELM, "template", release, os.path.join(K8S, "chart"), "--namespace", NAMESPACE,
                         "-f", f.name], check_rc=0).stdout
-    return {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(rendered)
-            if o and "helm.sh/hook" not in o["metadata"].get("annotations", {})}
+    return {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(rendered) if o}
 
 
 def peer_scheme(sts):

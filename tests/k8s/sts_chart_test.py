@@ -5,7 +5,8 @@ and data; 3→5 adds learners that are promoted; a lost volume is replaced throu
 the documented way (NOTES.txt: `quorate member remove`, then a lower replicaCount); and a restore:
 a backup taken with `quorate backup save`, replicaCount 0 (the retention policy deletes the
 volumes), then `helm upgrade` with restore.fromUrl and a new initialClusterToken and replicaCount
-3: a new cluster holding every key of the backup and none written after it."""
+3: a new cluster holding every key of the backup and none written after it. And `helm test`'s
+pod, run against the cluster, writes its key and reads it back."""
 import os
 import shutil
 import tempfile
@@ -15,7 +16,18 @@ import statefulset
 import sts_delete_all_test
 import sts_lost_volume_test
 import sts_scale_test
-from harness import check, log
+from harness import check, log, run
+
+
+def helm_test(c):
+    """`helm test etcd`: the chart's test pod's command, with its environment, against the client
+    Service (its DNS name given the address of a ready member, as the Service's would route)."""
+    spec = c.objects[("Pod", "etcd-test-put-get")]["spec"]["containers"][0]
+    c.dns.set(["etcd"], c.pod_list()[0].ip)
+    env = {"PATH": c.path, **{e["name"]: e["value"] for e in spec["env"]}}
+    r = run(spec["command"], env=env)
+    check(r.returncode == 0 and "wrote and read back" in r.stdout, f"helm test failed: {r.stdout}{r.stderr}")
+    log(r.stdout.strip())
 
 
 def scale_up_and_down(c, three):
@@ -65,6 +77,7 @@ def test():
     check(c.sts_name == "etcd" and c.sts["spec"]["serviceName"] == "etcd-headless",
           f"the chart renders {c.sts_name} behind {c.sts['spec']['serviceName']}")
     pods = sts_delete_all_test.delete_all_and_recreate(c)
+    helm_test(c)
     three = c.wait_ready()
     check(all(c.decisions(p)[1:] == ["restart"] for p in pods), "a recreated pod did not restart on its data")
     scale_up_and_down(c, three)
