@@ -31,7 +31,8 @@ MATRIX = {
     "backups-s3-monitoring": {
         "backup": {"enabled": True, "storeUrl": "s3://backups/etcd?region=eu-west-1", "schedule": "1h",
                    "keySecret": {"name": "etcd-backup-key"}, "credentialsSecret": "etcd-backup-s3"},
-        "metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True},
+        "metrics": {"serviceMonitor": {"enabled": True},
+                    "prometheusRule": {"enabled": True, "rules": [{"alert": "Mine", "expr": "up == 0"}]},
                     "dashboard": {"enabled": True}}},
     "restore": {"restore": {"fromUrl": "s3://backups/etcd/backups/etcd/main/2026-11-26T08:00:00Z"},
                 "initialClusterToken": "etcd-restored-1", "backup": {"keySecret": {"name": "etcd-backup-key"}}},
@@ -122,7 +123,8 @@ def check_rendering(name, objs):
         assert {"secretRef": {"name": "etcd-backup-s3"}} in etcd["envFrom"]
         with open(os.path.join(CHART, "files", "alerts.yaml")) as f:
             alerts = yaml.safe_load(f)
-        assert objs[("PrometheusRule", "etcd")]["spec"]["groups"] == alerts["groups"]
+        groups = objs[("PrometheusRule", "etcd")]["spec"]["groups"]
+        assert groups == alerts["groups"] + [{"name": "etcd-extra", "rules": [{"alert": "Mine", "expr": "up == 0"}]}]
         monitor = objs[("ServiceMonitor", "etcd")]["spec"]
         assert [e["port"] for e in monitor["endpoints"]] == ["metrics", "status"], monitor
         selected = [name for (kind, name), o in objs.items() if kind == "Service" and
