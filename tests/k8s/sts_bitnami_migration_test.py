@@ -19,7 +19,8 @@ NS = statefulset.NAMESPACE
 LABELS = {"app.kubernetes.io/name": "etcd", "app.kubernetes.io/instance": "etcd",
           "app.kubernetes.io/component": "etcd", "app.kubernetes.io/managed-by": "Helm",
           "helm.sh/chart": "etcd-11.3.6"}
-SELECTOR = {k: LABELS[k] for k in ("app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component")}
+SELECTOR = {k: LABELS[k] for k in ("app.kubernetes.io/name", "app.kubernetes.io/instance",
+                                   "app.kubernetes.io/component")}
 # The values of k8s/chart/README.md's migration section for this release.
 MIGRATION_VALUES = {"replicaCount": REPLICAS, "persistence": {"mountPath": "/bitnami/etcd", "size": "8Gi"},
                     "dataDir": "/bitnami/etcd/data", "initialClusterToken": "etcd-cluster-k8s"}

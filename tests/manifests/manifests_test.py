@@ -1,5 +1,6 @@
-"""Every kustomize manifest under k8s/ (base/ and each variant; the chart is chart_test.py's) validates against the real Kubernetes API schemas (npm
-kubernetes-models), and the validator does fail a manifest that Kubernetes would refuse."""
+"""Every kustomize manifest under k8s/ (base/ and each variant; the chart is chart_test.py's)
+validates against the real Kubernetes API schemas (npm kubernetes-models), and the validator does
+fail a manifest that Kubernetes would refuse."""
 import os
 import shutil
 import subprocess
