@@ -1,7 +1,8 @@
-"""A StatefulSet life-cycle harness: acts out what Kubernetes does with the manifests in deploy/k8s/, with
-local processes instead of containers.
+"""A StatefulSet life-cycle harness: acts out what Kubernetes does with the manifests in k8s/ or the
+objects the chart in k8s/chart renders, with local processes instead of containers.
 
-What is real: the manifests (read from deploy/k8s/<variant>, not retyped: each container's command, args,
+What is real: the manifests (read from k8s/<variant>, or rendered by the real helm from k8s/chart
+with a test's values; not retyped: each container's command, args,
 env with the downward API and $(VAR) expansion, volume mounts, probes, grace period, replicas, the
 PVC retention policy), quorate, etcd 3.4, and a dnsmasq answering the pods' StatefulSet DNS names.
 What is emulated: the API server (tests/k8s/apiserver_emulator.py, which the k8s provider talks to
@@ -34,7 +35,8 @@ import harness
 from harness import check, fail, log, run, spawn, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-K8S = os.path.normpath(os.path.join(HERE, "..", "..", "deploy", "k8s"))
+K8S = os.path.normpath(os.path.join(HERE, "..", "..", "k8s"))
+HELM = os.path.normpath(os.path.join(HERE, "..", "..", "third_party", "helm", "helm"))
 EMULATOR = os.path.join(HERE, "apiserver_emulator.py")
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 API_PORT = 6443
@@ -44,7 +46,7 @@ CLUSTER_DOMAIN = "cluster.local"
 
 
 def load_variant(variant):
-    """The objects `kubectl apply -k deploy/k8s/<variant>` would create, by (kind, name)."""
+    """The objects `kubectl apply -k k8s/<variant>` would create, by (kind, name)."""
     objects = {}
 
     def load(directory):
@@ -61,6 +63,30 @@ def load_variant(variant):
                         objects[(obj["kind"], obj["metadata"]["name"])] = obj
     load(os.path.join(K8S, variant))
     return objects
+
+
+def load_chart(values, release="etcd"):
+    """The objects `helm install <release> k8s/chart -f values` would create, by (kind, name), and
+    the `helm test` pod."""
+    if not os.access(HELM, os.X_OK):
+        harness.skip(f"{HELM} missing (scripts/deps unpacks helm there)")
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+        yaml.safe_dump(values, f)
+        f.flush()
+        rendered = run([HELM, "template", release, os.path.join(K8S, "chart"), "--namespace", NAMESPACE,
+                        "-f", f.name], check_rc=0).stdout
+    return {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(rendered) if o}
+
+
+def peer_scheme(sts):
+    """http or https, as the StatefulSet's pods advertise their peer URLs (TLS uses the Secret
+    etcd-tls)."""
+    pod = sts["spec"]["template"]["spec"]
+    for c in pod.get("initContainers", []) + pod["containers"]:
+        for var in c.get("env", []):
+            if var["name"] == "ETCD_INITIAL_ADVERTISE_PEER_URLS":
+                return var["value"].split("://")[0]
+    fail("no container of the StatefulSet sets ETCD_INITIAL_ADVERTISE_PEER_URLS")
 
 
 def expand(text, env):
@@ -246,7 +272,7 @@ class Pod:
         self._thread = None
         svc = cluster.sts["spec"]["serviceName"]
         self.fqdn = f"{self.name}.{svc}.{NAMESPACE}.svc.{CLUSTER_DOMAIN}"
-        scheme = "https" if cluster.variant == "tls" else "http"
+        scheme = cluster.scheme
         # What the manifests advertise; harness.ClusterIdWatch and the writers use these.
         self.peer_url = f"{scheme}://{self.fqdn}:2380"
         self.client_url = f"{scheme}://{self.fqdn}:2379"
@@ -402,16 +428,18 @@ class Pod:
 
 
 class StatefulSetCluster:
-    """The objects of deploy/k8s/<variant> applied to the emulated API server, and the StatefulSet
-    controller: pods by ordinal, created in parallel (podManagementPolicy: Parallel), recreated
-    after a delete, added and removed on scale (with the PVC retention policy)."""
+    """The objects of k8s/<variant> (or those given: the chart's rendering, a test's own) applied to
+    the emulated API server, and the StatefulSet controller: pods by ordinal, created in parallel
+    (podManagementPolicy: Parallel), recreated after a delete, added and removed on scale (with the
+    PVC retention policy), and given a new template by an upgrade."""
 
-    def __init__(self, variant="run", replicas=None):
+    def __init__(self, variant="run", replicas=None, objects=None):
         harness.require("etcd")
         harness.require("curl")
         harness.require("unshare")
         self.variant = variant
-        self.objects = load_variant(variant)
+        self.objects = objects if objects is not None else load_variant(variant)
+        self.scheme = peer_scheme(next(o for (kind, _), o in self.objects.items() if kind == "StatefulSet"))
         self.sts = next(o for (kind, _), o in self.objects.items() if kind == "StatefulSet")
         if replicas is not None:
             self.sts["spec"]["replicas"] = replicas
@@ -457,7 +485,7 @@ class StatefulSetCluster:
         return path
 
     def create_tls_secret(self, name):
-        """The Secret deploy/k8s/README.md asks for: ca.crt, and tls.crt/tls.key good for server and client
+        """The Secret k8s/README.md asks for: ca.crt, and tls.crt/tls.key good for server and client
         auth, naming every pod of the headless Service and the client Service. And 127.0.0.1: etcd
         checks a peer's certificate against the address it connects from (a wildcard name by the
         address's PTR record), and these pods all connect from 127.0.0.1, not from their pod IP."""
@@ -539,6 +567,13 @@ class StatefulSetCluster:
                     self._create_pod(p.ordinal)
         return [self.pods[p.name] for p in pods if p.name in self.pods]
 
+    def upgrade(self, objects):
+        """`helm upgrade` to these objects: the StatefulSet's new pod template (replicas stay as they
+        are), which pods get when they are next created; nothing is rolled."""
+        sts = next(o for (kind, _), o in objects.items() if kind == "StatefulSet")
+        check(sts["metadata"]["name"] == self.sts_name, f"the upgrade renders StatefulSet {sts['metadata']['name']}")
+        self.sts["spec"]["template"] = sts["spec"]["template"]
+
     def delete_pvc(self, claim, pod_name):
         """`kubectl delete pvc` while its pod runs: the pvc-protection finalizer holds it until the
         pod is deleted; the recreated pod gets a new, empty volume."""
@@ -589,7 +624,7 @@ class StatefulSetCluster:
                    check_rc=check_rc, timeout=timeout)
 
     def etcdctl_tls(self):
-        if self.variant != "tls":
+        if self.scheme != "https":
             return []
         d = self.secret_dir("etcd-tls")
         return ["--cacert", f"{d}/ca.crt", "--cert", f"{d}/tls.crt", "--key", f"{d}/tls.key"]

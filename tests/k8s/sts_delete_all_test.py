@@ -1,4 +1,4 @@
-"""StatefulSet life cycle, deploy/k8s/run: one pod deleted, then every pod deleted at once (no preStop hook,
+"""StatefulSet life cycle, k8s/run: one pod deleted, then every pod deleted at once (no preStop hook,
 nothing removed from the cluster): each comes back with a new IP, its volume and the same member
 ID, restarts on its data, and the data survives."""
 import harness

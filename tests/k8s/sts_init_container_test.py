@@ -1,4 +1,4 @@
-"""StatefulSet life cycle, deploy/k8s/init-container: `quorate init` as the init container, a plain etcd
+"""StatefulSet life cycle, k8s/init-container: `quorate init` as the init container, a plain etcd
 container started on the config file init wrote, and `quorate upkeep` beside it. Parallel create
 gives one cluster with the predicted IDs; deleting every pod at once keeps the data and the IDs; a
 lost volume is replaced through a learner that upkeep promotes, the cluster writable throughout."""

@@ -1,4 +1,4 @@
-"""StatefulSet life cycle, deploy/k8s/run: a PVC deleted with its pod. The recreated pod, with an empty
+"""StatefulSet life cycle, k8s/run: a PVC deleted with its pod. The recreated pod, with an empty
 volume, replaces its member through a raft learner (old ID removed, new one promoted) while a writer
 keeps writing through the other members: the cluster stays writable throughout."""
 import harness

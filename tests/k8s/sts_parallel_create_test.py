@@ -1,4 +1,4 @@
-"""StatefulSet life cycle, deploy/k8s/run: every pod created at once bootstraps one cluster, with the member
+"""StatefulSet life cycle, k8s/run: every pod created at once bootstraps one cluster, with the member
 and cluster IDs `quorate discover` predicts, and no second cluster ever shows up."""
 import harness
 import statefulset

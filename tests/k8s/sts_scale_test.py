@@ -1,11 +1,22 @@
-"""StatefulSet life cycle, deploy/k8s/run: scale 3→5 (the new pods join as raft learners and are promoted)
-and 5→3 the documented way (deploy/k8s/README.md: `quorate member remove` the highest ordinals first, then
+"""StatefulSet life cycle, k8s/run: scale 3→5 (the new pods join as raft learners and are promoted)
+and 5→3 the documented way (k8s/README.md: `quorate member remove` the highest ordinals first, then
 `kubectl scale`), with a writer writing throughout: no write fails, one cluster all along. The
 removed members' pods keep etcd stopped until they go, and with their volumes deleted by the
 retention policy, a second 3→5 brings them back as new members."""
 import harness
 import statefulset
 from harness import check, log
+
+
+def scale_up(c, three):
+    """3→5: the new pods join as learners and are promoted; the first members stay. Their IDs."""
+    c.scale(5)
+    five = c.wait_ready(5, timeout=120)
+    check(all(five[n] == three[n] for n in three), f"the first members changed: {three} -> {five}")
+    for p in c.pod_list()[3:]:
+        check(c.decisions(p)[:1] == ["join"], f"{p.name} decided {c.decisions(p)}")
+        check("promoted" in p.log_tail(100000), f"{p.name} never logged its promotion")
+    return five
 
 
 def test():
@@ -18,12 +29,7 @@ def test():
     watch.start()
 
     log("kubectl scale statefulset etcd --replicas=5")
-    c.scale(5)
-    five = c.wait_ready(5, timeout=120)
-    check(all(five[n] == three[n] for n in three), f"the first members changed: {three} -> {five}")
-    for p in c.pod_list()[3:]:
-        check(c.decisions(p)[:1] == ["join"], f"{p.name} decided {c.decisions(p)}")
-        check("promoted" in p.log_tail(100000), f"{p.name} never logged its promotion")
+    five = scale_up(c, three)
 
     log("documented scale-down: quorate member remove etcd-4 etcd-3, then kubectl scale --replicas=3")
     first = c.pod_list()[0]

@@ -1,4 +1,4 @@
-"""StatefulSet life cycle, deploy/k8s/tls: with the Secret etcd-tls made as deploy/k8s/README.md describes (one
+"""StatefulSet life cycle, k8s/tls: with the Secret etcd-tls made as k8s/README.md describes (one
 wildcard certificate for every pod, server and client auth), every pod created at once bootstraps one
 cluster over mutual TLS, with the IDs `quorate discover` predicts for the https peer URLs, and the
 client port refuses a client without a certificate."""
@@ -6,8 +6,9 @@ import statefulset
 from harness import check, log, run
 
 
-def test():
-    c = statefulset.StatefulSetCluster("tls")
+def bootstrap_over_tls(c):
+    """Creates every pod at once with the Secret etcd-tls made first; checks the cluster, the IDs
+    and the refusal. Returns the pods' member IDs."""
     c.create_tls_secret("etcd-tls")
     pods = c.create()
     voters = c.wait_ready()
@@ -19,6 +20,11 @@ def test():
     r = run(["etcdctl", "--endpoints", pods[0].client_url, "--dial-timeout", "2s", "--command-timeout", "3s",
              "--cacert", f"{c.secret_dir('etcd-tls')}/ca.crt", "member", "list"])
     check(r.returncode != 0, f"etcd served a client without a certificate: {r.stdout}")
+    return voters
+
+
+def test():
+    bootstrap_over_tls(statefulset.StatefulSetCluster("tls"))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""Every manifest under deploy/k8s/ validates against the real Kubernetes API schemas (npm
-kubernetes-models), and the validator does fail a manifest that Kubernetes would refuse."""
+"""Every kustomize manifest under k8s/ (base/ and each variant; the chart is chart_test.py's)
+validates against the real Kubernetes API schemas (npm kubernetes-models), and the validator does
+fail a manifest that Kubernetes would refuse."""
 import os
 import shutil
 import subprocess
@@ -7,11 +8,14 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-K8S = os.path.join(HERE, "..", "..", "deploy", "k8s")
+K8S = os.path.join(HERE, "..", "..", "k8s")
 
 
-def validate(directory):
-    return subprocess.run(["node", os.path.join(HERE, "validate.mjs"), directory], capture_output=True, text=True,
+VARIANTS = ("base", "run", "init-container", "tls")
+
+
+def validate(*directories):
+    return subprocess.run(["node", os.path.join(HERE, "validate.mjs"), *directories], capture_output=True, text=True,
                           cwd=HERE)
 
 
@@ -19,10 +23,10 @@ def main():
     if shutil.which("node") is None or not os.path.isdir(os.path.join(HERE, "node_modules", "kubernetes-models")):
         print("SKIP: node or tests/manifests/node_modules missing (scripts/deps installs them)")
         return 77
-    good = validate(K8S)
+    good = validate(*(os.path.join(K8S, v) for v in VARIANTS))
     print(good.stdout, good.stderr, sep="")
     if good.returncode != 0:
-        print("FAIL: deploy/k8s/ does not validate")
+        print("FAIL: k8s/ does not validate")
         return 1
     for kind in ("StatefulSet", "Service", "Role", "RoleBinding", "ServiceAccount", "PodDisruptionBudget"):
         if f": {kind} " not in good.stdout:

@@ -1,21 +1,28 @@
-// Validates every Kubernetes object under deploy/k8s/ against the real API schemas (npm kubernetes-models,
-// generated from Kubernetes' OpenAPI), and every kustomization's resources against the tree, the way
-// `kubectl apply -k` would read them. Prints one line per object; exits 1 on the first bad file and
-// names the field at fault.
-//   node validate.mjs K8S_DIR
+// Validates every Kubernetes object in the YAML files under a directory against the real API schemas
+// (npm kubernetes-models, generated from Kubernetes' OpenAPI; cert-manager's and the Prometheus
+// operator's from their CRDs), and every kustomization's resources against the tree, the way
+// `kubectl apply -k` would read them. Prints one line per object; exits 1 if any is bad and names
+// the field at fault.
+//   node validate.mjs DIR...
 import { readFileSync, readdirSync, statSync, existsSync } from "node:fs";
-import { join, relative, dirname } from "node:path";
+import { join, relative, dirname, basename } from "node:path";
 import { parseAllDocuments } from "yaml";
 
-const root = process.argv[2];
-if (!root) {
-  console.error("usage: node validate.mjs K8S_DIR");
+const roots = process.argv.slice(2);
+if (!roots.length) {
+  console.error("usage: node validate.mjs DIR...");
   process.exit(2);
 }
 
-// apiVersion "apps/v1" → module kubernetes-models/apps/v1; the core group "v1" → kubernetes-models/v1.
+// apiVersion "apps/v1" → module kubernetes-models/apps/v1; the core group "v1" → kubernetes-models/v1;
+// the CRDs the chart creates → their own packages.
+const crdPackages = {
+  "cert-manager.io": "@kubernetes-models/cert-manager",
+  "monitoring.coreos.com": "@kubernetes-models/prometheus-operator",
+};
 async function modelFor(apiVersion, kind) {
-  const mod = await import(`kubernetes-models/${apiVersion}`).catch(() => null);
+  const pkg = crdPackages[apiVersion.split("/")[0]] ?? "kubernetes-models";
+  const mod = await import(`${pkg}/${apiVersion}`).catch(() => null);
   return mod?.[kind] ?? null;
 }
 
@@ -29,8 +36,8 @@ function yamlFiles(dir) {
 
 let objects = 0;
 const problems = [];
-for (const file of yamlFiles(root)) {
-  const where = relative(root, file);
+for (const [root, file] of roots.flatMap((root) => yamlFiles(root).map((file) => [root, file]))) {
+  const where = join(basename(root), relative(root, file));
   const docs = parseAllDocuments(readFileSync(file, "utf8"));
   for (const doc of docs) {
     if (doc.errors.length) {
