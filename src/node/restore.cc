@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -34,21 +36,38 @@ namespace fs = std::filesystem;
 constexpr const char* kMarkerFile = "restore.json";
 constexpr auto kProbeTimeout = std::chrono::seconds(2);
 constexpr auto kRestoreToolTimeout = std::chrono::minutes(10);
+// etcd preallocates its first WAL file at this size (wal.SegmentSizeBytes).
+constexpr uint64_t kWalFileBytes = 64ull << 20;
 
+RestoreStepHook& StepHook() {
+  static RestoreStepHook hook;
+  return hook;
+}
+
+void AfterStep(std::string_view step) {
+  if (StepHook()) StepHook()(step);
+}
+
+// restore.json: the backup and token of this node's restore, written as "restoring" before its
+// first step and as "restored" after its last. A marker without a state is one quorate wrote
+// before it had the first (finished, then).
 struct Marker {
   std::string from;
   std::string token;
+  bool finished = false;
 };
 
 Marker ReadMarker(const std::string& state_dir) {
   auto text = ReadFile(state_dir + "/" + kMarkerFile, 64 * 1024);
   if (!text.ok()) return {};
   auto doc = ParseForeignJson(*text);
-  if (!doc.ok() || !doc->is_object() || !(*doc)["from"].is_string() || !(*doc)["token"].is_string()) {
+  if (!doc.ok() || !doc->is_object() || !(*doc)["from"].is_string() || !(*doc)["token"].is_string() ||
+      !(doc->value("state", "restored") == "restored" || doc->value("state", "") == "restoring")) {
     spdlog::warn("restore marker {}/{} is unreadable; taken as no restore done", state_dir, kMarkerFile);
     return {};
   }
-  return {(*doc)["from"].get<std::string>(), (*doc)["token"].get<std::string>()};
+  return {(*doc)["from"].get<std::string>(), (*doc)["token"].get<std::string>(),
+          doc->value("state", "restored") == "restored"};
 }
 
 const TlsFiles& ClientTls(const Config& c) { return c.etcdctl_tls.enabled() ? c.etcdctl_tls : c.client_tls; }
@@ -141,7 +160,155 @@ Status RunRestoreTool(const std::string& tool, const std::vector<std::string>& a
   return Status::Ok();
 }
 
+
+// The bytes free to quorate on the filesystem that holds `path`, or would hold it: the nearest
+// directory above it that exists (a lost volume's data dir may not exist yet). Also its device, to
+// tell whether two paths share one filesystem.
+struct Room {
+  uint64_t free_bytes = 0;
+  dev_t device = 0;
+  std::string at;
+};
+
+Result<Room> RoomAt(const std::string& path) {
+  fs::path p = fs::absolute(path);
+  while (!PathExists(p.string()) && p.has_parent_path() && p != p.parent_path()) p = p.parent_path();
+  struct statvfs vfs {};
+  struct stat st {};
+  if (statvfs(p.c_str(), &vfs) != 0) return Status::FromErrno(errno, "statvfs " + p.string());
+  if (stat(p.c_str(), &st) != 0) return Status::FromErrno(errno, "stat " + p.string());
+  return Room{static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize, st.st_dev, p.string()};
+}
+
+// Refused before anything is written when `need` bytes do not fit in `room`.
+Status CheckFits(const Room& room, uint64_t need, const std::string& what) {
+  if (need <= room.free_bytes) return Status::Ok();
+  return Status::FailedPrecondition(fmt::format(
+      "{} needs {} bytes on the filesystem of {}, which has {} free: free space there, or give the node a "
+      "larger volume",
+      what, need, room.at, room.free_bytes));
+}
+
+// A restore writes the database twice, the checked copy under the state dir and the member etcd's
+// tool restores under the data dir, and etcd's first WAL file beside the latter. The metadata's
+// dbBytes says how large the database is; a backup without it (etcd-manager's) is read as it comes,
+// and a full disk stops it there.
+Status CheckRoomForRestore(const Config& c, const BackupMeta& meta) {
+  if (meta.db_bytes == 0) {
+    spdlog::info("restore: backup {} declares no database size; the free space is not checked beforehand", meta.url);
+    return Status::Ok();
+  }
+  auto state_room = RoomAt(c.state_dir);
+  if (!state_room.ok()) return state_room.status();
+  auto data_room = RoomAt(c.data_dir);
+  if (!data_room.ok()) return data_room.status();
+  const std::string what = fmt::format("restoring backup {} ({} bytes of database, as its metadata declares)",
+                                       meta.url, meta.db_bytes);
+  if (state_room->device == data_room->device) {
+    return CheckFits(*data_room, 2 * meta.db_bytes + kWalFileBytes, what);
+  }
+  if (Status s = CheckFits(*state_room, meta.db_bytes, what); !s.ok()) return s;
+  return CheckFits(*data_room, meta.db_bytes + kWalFileBytes, what);
+}
+
+// The local copies a restore makes of the snapshot: the checked copy (and its part while it is
+// written) and etcd's scratch output. Removed when a restore ends, well or not, and before a new
+// try, so no copy of the keyspace outlives its restore.
+struct RestorePaths {
+  std::string work;  // <state-dir>/restore: the copy and the tool's log
+  std::string db;
+  std::string part;
+  std::string scratch;  // <data-dir>/restore.tmp
+  std::string member;   // <data-dir>/member
+};
+
+RestorePaths RestorePathsOf(const Config& c) {
+  RestorePaths p;
+  p.work = c.state_dir + "/restore";
+  p.db = p.work + "/snapshot.db";
+  p.part = p.db + ".part";
+  p.scratch = c.data_dir + "/restore.tmp";
+  p.member = c.data_dir + "/member";
+  return p;
+}
+
+void RemoveRestoreCopies(const RestorePaths& p) {
+  std::error_code ec;
+  fs::remove(p.part, ec);
+  fs::remove(p.db, ec);
+  fs::remove_all(p.scratch, ec);
+}
+
+// Removes the restore's copies when it leaves before Keep(): a failure anywhere.
+class RestoreCopiesGuard {
+ public:
+  explicit RestoreCopiesGuard(const RestorePaths& paths) : paths_(paths) {}
+  ~RestoreCopiesGuard() {
+    if (!kept_) RemoveRestoreCopies(paths_);
+  }
+  void Keep() { kept_ = true; }
+
+ private:
+  const RestorePaths& paths_;
+  bool kept_ = false;
+};
+
+// Whether member/ is what a restore for `set` wrote for `self`: its WAL names the new member and
+// cluster IDs, which hash the new token. Such a member/ comes only from the one rename that puts a
+// finished restore in place.
+bool HoldsRestoredMember(const Config& c, const MemberSet& set, const Member& self) {
+  auto wal = ReadWalIdentity(c.data_dir);
+  return wal.ok() && wal->cluster_id == set.cluster_id() && wal->member_id == set.IdOf(self);
+}
+
+// Rule 7's steps on disk: the backup into a checked local copy, the old member aside, etcd's
+// restore tool into a scratch dir, its member/ into place. The caller removes the copies.
+Status RestoreMemberDir(const Config& c, const RestorePaths& p, Vfs& store, const BackupMeta& meta,
+                        const std::vector<BackupKey>& keys, const std::string& tool, const MemberSet& set,
+                        const Member& self) {
+  if (Status s = MakeDirs(p.work); !s.ok()) return s;
+  {
+    FileSink copy(p.part);
+    if (Status s = ReadBackupThrough(store, meta, keys, &copy); !s.ok()) return s;
+  }
+  AfterStep("snapshot copied");
+  if (rename(p.part.c_str(), p.db.c_str()) != 0) return Status::FromErrno(errno, "rename " + p.db);
+  AfterStep("snapshot checked");
+  spdlog::info("restore: backup {} checked (sha256 {}, revision {}) and copied to {}", meta.url, meta.sha256,
+               meta.revision, p.db);
+
+  if (PathExists(p.member)) {
+    auto moved = MoveAside(p.member, "before-restore");
+    if (!moved.ok()) return moved.status();
+    spdlog::info("restore: the old data {} moved aside to {}", p.member, *moved);
+    AfterStep("old member aside");
+  }
+
+  // What a killed earlier try left in the scratch dir is only its own output, made again here.
+  std::error_code ec;
+  fs::remove_all(p.scratch, ec);
+  AfterStep("scratch cleared");
+  if (Status s = RunRestoreTool(tool,
+                                {"snapshot", "restore", p.db, "--name", self.name, "--data-dir", p.scratch,
+                                 "--initial-cluster", set.InitialCluster(), "--initial-cluster-token",
+                                 set.token(), "--initial-advertise-peer-urls",
+                                 fmt::format("{}", fmt::join(self.peer_urls, ","))},
+                                p.work + "/restore.log");
+      !s.ok()) {
+    return s;
+  }
+  AfterStep("restore tool done");
+  if (rename((p.scratch + "/member").c_str(), p.member.c_str()) != 0) {
+    return Status::FromErrno(errno, "rename " + p.scratch + "/member to " + p.member);
+  }
+  if (Status s = SyncDir(c.data_dir); !s.ok()) return s;
+  AfterStep("member in place");
+  return Status::Ok();
+}
+
 }  // namespace
+
+void SetRestoreStepHookForTest(RestoreStepHook hook) { StepHook() = std::move(hook); }
 
 Status RestoreNode(const Config& c) {
   auto location = ParseBackupUrl(c.restore_from);
@@ -173,14 +340,17 @@ Status RestoreNode(const Config& c) {
   RestoreFacts facts;
   facts.backup_url = c.restore_from;
   facts.new_token = c.initial_cluster_token;
-  Marker marker = ReadMarker(c.state_dir);
-  facts.restored_from = marker.from;
-  facts.restored_token = marker.token;
+  const Marker marker = ReadMarker(c.state_dir);
+  const bool same_restore = marker.from == facts.backup_url && marker.token == facts.new_token;
+  if (marker.finished) {
+    facts.restored_from = marker.from;
+    facts.restored_token = marker.token;
+  }
+  facts.restoring = same_restore && !marker.finished;
   facts.has_local_data = HasEtcdData(c.data_dir);
   if (auto bucket = LoadBucket(c.state_dir); bucket.ok()) facts.old_token = bucket->members.token();
   facts.force = c.force;
-  const bool done = facts.restored_from == facts.backup_url && facts.restored_token == facts.new_token;
-  if (!done) {
+  if (!(same_restore && marker.finished)) {
     std::vector<Member> others;
     for (const Member& m : set->members()) {
       if (m.name != c.name) others.push_back(m);
@@ -200,56 +370,45 @@ Status RestoreNode(const Config& c) {
       break;
   }
 
-  // 1. The backup, read whole and checked, into a local copy; nothing has moved yet.
+  // 1. What the restore needs, before anything is written: the backup's metadata, the key it was
+  //    encrypted with, room for its copies, etcd's restore tool.
   auto meta = ReadBackup(**store, location->store_url, location->folder);
   if (!meta.ok()) return meta.status();
-  const std::string work = c.state_dir + "/restore";
-  if (Status s = MakeDirs(work); !s.ok()) return s;
-  const std::string db = work + "/snapshot.db";
-  {
-    FileSink copy(db + ".part");
-    if (Status s = ReadBackupThrough(**store, *meta, *keys, &copy); !s.ok()) return s;
+  if (!meta->key_id.empty()) {
+    if (auto key = KeyFor(*meta, *keys); !key.ok()) return key.status();
   }
-  if (rename((db + ".part").c_str(), db.c_str()) != 0) return Status::FromErrno(errno, "rename " + db);
-  spdlog::info("restore: backup {} checked (sha256 {}, revision {}) and copied to {}", meta->url, meta->sha256,
-               meta->revision, db);
-
-  // 2. The old member aside, never deleted.
-  const std::string member_dir = c.data_dir + "/member";
-  if (PathExists(member_dir)) {
-    auto moved = MoveAside(member_dir, "before-restore");
-    if (!moved.ok()) return moved.status();
-    spdlog::info("restore: the old data {} moved aside to {}", member_dir, *moved);
-  }
-
-  // 3. etcd's own restore into a scratch dir (what a killed earlier try left there is only its
-  //    own output, made again from the backup), then its member/ into place with one rename.
+  if (Status s = CheckRoomForRestore(c, *meta); !s.ok()) return s;
   auto tool = RestoreTool(c);
   if (!tool.ok()) return tool.status();
-  const std::string scratch = c.data_dir + "/restore.tmp";
-  std::error_code ec;
-  fs::remove_all(scratch, ec);
-  if (Status s = RunRestoreTool(*tool,
-                                {"snapshot", "restore", db, "--name", self->name, "--data-dir", scratch,
-                                 "--initial-cluster", set->InitialCluster(), "--initial-cluster-token",
-                                 set->token(), "--initial-advertise-peer-urls",
-                                 fmt::format("{}", fmt::join(self->peer_urls, ","))},
-                                work + "/restore.log");
-      !s.ok()) {
+
+  // 2. The marker, first as "restoring": from here on, the bucket this restore writes (the new
+  //    token's) is no old cluster's, and a node killed at any later step and started again with
+  //    the same flags takes it up (rule 7).
+  const RestorePaths paths = RestorePathsOf(c);
+  RestoreCopiesGuard copies(paths);
+  const nlohmann::json restoring = {{"from", c.restore_from}, {"token", c.initial_cluster_token},
+                                    {"state", "restoring"}, {"startedAt", NowRfc3339()}};
+  if (Status s = WriteFileAtomic(c.state_dir + "/" + kMarkerFile, JsonText(restoring, 2) + "\n"); !s.ok()) return s;
+  AfterStep("marker restoring");
+
+  // 3. The backup, checked, into member/ (the old one aside) unless an earlier try put it there.
+  if (facts.restoring && HoldsRestoredMember(c, *set, *self)) {
+    spdlog::info("restore: {} already holds member {} of cluster {}, restored by an earlier try; finishing it",
+                 paths.member, IdToHex(set->IdOf(*self)), IdToHex(set->cluster_id()));
+  } else if (Status s = RestoreMemberDir(c, paths, **store, *meta, *keys, *tool, *set, *self); !s.ok()) {
     return s;
   }
-  if (rename((scratch + "/member").c_str(), member_dir.c_str()) != 0) {
-    return Status::FromErrno(errno, "rename " + scratch + "/member to " + member_dir);
-  }
-  if (Status s = SyncDir(c.data_dir); !s.ok()) return s;
-  fs::remove(scratch, ec);
-  fs::remove(db, ec);
+  RemoveRestoreCopies(paths);
+  copies.Keep();
+  AfterStep("copies removed");
 
-  // 4. The new member bucket, then the marker: from here on this node is restored.
+  // 4. The new member bucket, then the marker as "restored": this node is restored.
   if (Status s = SaveBucket(c.state_dir, Bucket{*set, {"new", NowRfc3339()}}); !s.ok()) return s;
-  nlohmann::json record = {{"from", c.restore_from}, {"token", c.initial_cluster_token}, {"sha256", meta->sha256},
-                           {"revision", meta->revision}, {"restoredAt", NowRfc3339()}};
+  AfterStep("bucket");
+  nlohmann::json record = {{"from", c.restore_from}, {"token", c.initial_cluster_token}, {"state", "restored"},
+                           {"sha256", meta->sha256}, {"revision", meta->revision}, {"restoredAt", NowRfc3339()}};
   if (Status s = WriteFileAtomic(c.state_dir + "/" + kMarkerFile, JsonText(record, 2) + "\n"); !s.ok()) return s;
+  AfterStep("marker restored");
   spdlog::info("restore: {} restored as member {} of new cluster {} (token {}); starting etcd on it", self->name,
                IdToHex(set->IdOf(*self)), IdToHex(set->cluster_id()), set->token());
   return Status::Ok();
