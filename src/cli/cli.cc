@@ -319,7 +319,8 @@ const std::vector<Command>& Commands() {
        "(refused while the old cluster has a live quorum, unless --force); every node then restores it with "
        "run --restore-from and a new --initial-cluster-token",
        Concat({kCommon, kBackupStore,
-               {"name", "data-dir", "state-dir", "from-member", "force", "backup-compression", "write-out",
+               {"name", "data-dir", "state-dir", "from-member", "force", "backup-compression", "write-out", "etcd",
+                "timeout",
                 "peer-cert-file", "peer-key-file", "peer-trusted-ca-file", "cacert", "cert", "key", "cert-file",
                 "key-file", "trusted-ca-file"}}),
        Recover},

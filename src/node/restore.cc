@@ -1,7 +1,9 @@
 #include "node/restore.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -20,6 +22,7 @@
 #include "etcd/etcd_wal.h"
 #include "etcd/peer_probe.h"
 #include "node/backup_job.h"
+#include "node/etcd_env.h"
 #include "node/init.h"
 #include "node/process.h"
 #include "node/stray_etcd.h"
@@ -306,6 +309,141 @@ Status RestoreMemberDir(const Config& c, const RestorePaths& p, Vfs& store, cons
   return Status::Ok();
 }
 
+// A port on 127.0.0.1 that nothing listens on now, one per call of `count` (etcd takes no port 0).
+// Another process may bind one before etcd does; etcd then exits saying so, and is started again.
+Result<std::vector<int>> FreeLoopbackPorts(int count) {
+  std::vector<int> fds;
+  std::vector<int> ports;
+  Status status = Status::Ok();
+  for (int i = 0; i < count && status.ok(); ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      status = Status::FromErrno(errno, "socket");
+      break;
+    }
+    fds.push_back(fd);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      status = Status::FromErrno(errno, "a free port on 127.0.0.1");
+      break;
+    }
+    ports.push_back(ntohs(addr.sin_port));
+  }
+  for (int fd : fds) close(fd);
+  if (!status.ok()) return status;
+  return ports;
+}
+
+// Rule 8's etcd: the --etcd binary on a private copy of the survivor's member/, alone
+// (--force-new-cluster: the other members are gone, and a lone member of several never gets a
+// leader, so it would never serve), on loopback ports nobody else uses, with none of the
+// operator's ETCD_* variables (one could make it listen elsewhere or join something). Serving, it
+// has applied every entry its WAL holds as committed. Killed, and the copy removed, when it goes.
+class ReplayedCopy {
+ public:
+  ~ReplayedCopy() {
+    child_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  ReplayedCopy(const ReplayedCopy&) = delete;
+  ReplayedCopy& operator=(const ReplayedCopy&) = delete;
+
+  static Result<std::unique_ptr<ReplayedCopy>> Start(const Config& c, const std::string& etcd,
+                                                      const std::string& dir);
+  const std::string& client_url() const { return client_url_; }
+
+ private:
+  explicit ReplayedCopy(std::string dir) : dir_(std::move(dir)) {}
+  Status Copy(const Config& c);
+  // Started and serving with a leader (itself); Unavailable with etcd's log when it exits first.
+  Status Launch(const Config& c, const std::string& etcd, Clock::TimePoint deadline);
+
+  std::string dir_;
+  std::string log_path_;
+  std::string client_url_;
+  std::unique_ptr<ChildProcess> child_;
+};
+
+uint64_t BytesUnder(const std::string& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it->is_regular_file(ec)) total += it->file_size(ec);
+  }
+  return total;
+}
+
+Status ReplayedCopy::Copy(const Config& c) {
+  const std::string member = c.data_dir + "/member";
+  auto room = RoomAt(c.state_dir);
+  if (!room.ok()) return room.status();
+  if (Status s = CheckFits(*room, BytesUnder(member), "a private copy of " + member); !s.ok()) return s;
+  if (Status s = MakeDirs(dir_ + "/data"); !s.ok()) return s;
+  std::error_code ec;
+  fs::copy(member, dir_ + "/data/member", fs::copy_options::recursive, ec);
+  if (ec) return Status::FromErrno(ec.value(), fmt::format("copy {} to {}", member, dir_));
+  return Status::Ok();
+}
+
+Status ReplayedCopy::Launch(const Config& c, const std::string& etcd, Clock::TimePoint deadline) {
+  auto ports = FreeLoopbackPorts(2);
+  if (!ports.ok()) return ports.status();
+  client_url_ = fmt::format("http://127.0.0.1:{}", (*ports)[0]);
+  const std::string peer_url = fmt::format("http://127.0.0.1:{}", (*ports)[1]);
+  LaunchSpec spec;
+  spec.argv = {etcd, "--name", c.name, "--data-dir", dir_ + "/data", "--force-new-cluster",
+               "--listen-client-urls", client_url_, "--advertise-client-urls", client_url_,
+               "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
+               "--initial-cluster", c.name + "=" + peer_url};
+  spec.env = ProcessBasicsEnvironment();
+  spec.log_path = log_path_;
+  spdlog::info("recover: {}", fmt::join(spec.argv, " "));
+  auto child = RealProcessLauncher().Start(spec);
+  if (!child.ok()) return child.status();
+  child_ = std::move(*child);
+  auto client = MakeEtcdClient({{client_url_}, TlsFiles{}, kProbeTimeout});
+  Backoff backoff(RealClock(), std::chrono::milliseconds(100), std::chrono::seconds(1), deadline);
+  while (true) {
+    auto exited = child_->Poll();
+    if (!exited.ok()) return exited.status();
+    if (*exited) {
+      return Status::Unavailable(fmt::format("etcd on the copy of {}'s data exited ({}) before it served; see {}",
+                                             c.name, (*exited)->ToString(), log_path_));
+    }
+    auto status = client->EndpointStatusOf(client_url_);
+    if (status.ok() && status->leader != 0) return Status::Ok();
+    if (backoff.Wait() != Backoff::kRetry) {
+      return Status::Unavailable(fmt::format("etcd on the copy of {}'s data did not serve within --timeout; see {}",
+                                             c.name, log_path_));
+    }
+  }
+}
+
+Result<std::unique_ptr<ReplayedCopy>> ReplayedCopy::Start(const Config& c, const std::string& etcd,
+                                                          const std::string& dir) {
+  std::unique_ptr<ReplayedCopy> copy(new ReplayedCopy(dir));
+  // What a killed earlier recover left: a copy, never the original.
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (Status s = copy->Copy(c); !s.ok()) return s;
+  copy->log_path_ = c.state_dir + "/recover-etcd.log";
+  const Clock::TimePoint deadline = RealClock().Now() + c.timeout;
+  // A port taken between the look and etcd's bind makes etcd exit at once: twice more on new ports.
+  Status launched = Status::Ok();
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    launched = copy->Launch(c, etcd, deadline);
+    if (launched.ok() || copy->child_ == nullptr || !copy->child_->exit_status()) break;
+  }
+  if (!launched.ok()) return launched;
+  return copy;
+}
+
 }  // namespace
 
 void SetRestoreStepHookForTest(RestoreStepHook hook) { StepHook() = std::move(hook); }
@@ -422,13 +560,14 @@ Result<BackupMeta> RecoverFromMember(const Config& c) {
   }
   auto settings = BackupSettingsOf(c);
   if (!settings.ok()) return settings.status();
-  const std::string db = c.data_dir + "/member/snap/db";
-  if (!PathExists(db)) {
-    return Status::InvalidArgument(fmt::format("--data-dir {}: no {}; recover needs the survivor's data", c.data_dir, db));
+  if (!HasEtcdData(c.data_dir)) {
+    return Status::InvalidArgument(
+        fmt::format("--data-dir {}: no WAL in {}/member/wal; recover needs the survivor's data", c.data_dir, c.data_dir));
   }
+  auto etcd = FindProgram(c.etcd_path);
+  if (!etcd.ok()) return Status::InvalidArgument(fmt::format("--etcd: {}", etcd.status().message()));
   auto bucket = LoadBucket(c.state_dir);
   if (!bucket.ok()) return bucket.status().Prefixed("the member bucket of the old cluster");
-  auto wal = ReadWalIdentity(c.data_dir);
   if (Status s = StopStrayEtcd(c.data_dir); !s.ok()) return s;
 
   std::vector<Member> others;
@@ -443,39 +582,18 @@ Result<BackupMeta> RecoverFromMember(const Config& c) {
         fmt::join(leaders, ", "), c.name));
   }
 
-  // The database file has no hash after it as etcd's stream has: one is computed as it is read and
-  // appended, so the backup is checked end to end like any other (etcd's skip-hash-check, made safe).
-  SnapshotSource source = [&](const SnapshotSink& sink) -> Result<SnapshotHeader> {
-    int fd = open(db.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status::FromErrno(errno, "open " + db);
-    EVP_MD_CTX* hash = EVP_MD_CTX_new();
-    EVP_DigestInit_ex(hash, EVP_sha256(), nullptr);
-    std::string buffer(1 << 20, '\0');
-    Status status = Status::Ok();
-    while (status.ok()) {
-      ssize_t n = read(fd, buffer.data(), buffer.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) status = Status::FromErrno(errno, "read " + db);
-      if (n <= 0) break;
-      EVP_DigestUpdate(hash, buffer.data(), static_cast<size_t>(n));
-      status = sink({buffer.data(), static_cast<size_t>(n)});
-    }
-    unsigned char digest[32];
-    EVP_DigestFinal_ex(hash, digest, nullptr);
-    EVP_MD_CTX_free(hash);
-    close(fd);
-    if (!status.ok()) return status;
-    if (Status s = sink({reinterpret_cast<char*>(digest), sizeof digest}); !s.ok()) return s;
-    SnapshotHeader header;
-    header.endpoint = "data dir " + c.data_dir;
-    if (wal.ok()) {
-      header.cluster_id = wal->cluster_id;
-      header.member_id = wal->member_id;
-    }
-    return header;
-  };
+  // member/snap/db lacks what is only in the WAL yet (the last writes before a crash): etcd replays
+  // the WAL on a copy, and the backup is that etcd's snapshot, checked and at its revision like any.
   auto store = OpenVfs(settings->store_url, RealClock().Now() + settings->timeout);
   if (!store.ok()) return store.status().Prefixed("--backup-to");
+  auto replayed = ReplayedCopy::Start(c, *etcd, c.state_dir + "/recover");
+  if (!replayed.ok()) return replayed.status();
+  const std::string url = (*replayed)->client_url();
+  SnapshotSource source = [&](const SnapshotSink& sink) -> Result<SnapshotHeader> {
+    auto header = StreamSnapshot({{url}, TlsFiles{}, settings->timeout}, url, sink);
+    if (header.ok()) header->endpoint = fmt::format("the data dir {} of member {}, replayed by etcd", c.data_dir, c.name);
+    return header;
+  };
   SaveOptions options;
   options.cluster = settings->cluster;
   options.compression = settings->compression;
@@ -483,8 +601,10 @@ Result<BackupMeta> RecoverFromMember(const Config& c) {
   options.member_count = static_cast<int>(bucket->members.size());
   options.now = std::chrono::system_clock::now();
   auto meta = SaveBackup(**store, settings->store_url, source, options);
+  replayed->reset();
   if (!meta.ok()) return meta.status();
-  spdlog::info("recover: the data of {} stored as backup {}", c.name, meta->url);
+  spdlog::info("recover: the data of {} stored as backup {} at revision {}; the copy etcd replayed it on is removed",
+               c.name, meta->url, meta->revision);
   return meta;
 }
 

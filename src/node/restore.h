@@ -5,8 +5,9 @@
 //    has) writes the new member; a marker, written before the first step and again after the last,
 //    records the restore, so a node killed at any step and started again with the same flags
 //    converges, and one already restored just starts;
-//  - `quorate recover --from-member NAME` on the survivor: its own member/snap/db, with a sha256
-//    computed as it is read, becomes a backup in --backup-to, which the nodes then restore from.
+//  - `quorate recover --from-member NAME` on the survivor: etcd (the --etcd binary) replays the
+//    survivor's WAL on a private copy of its data dir, alone and on loopback, and that etcd's
+//    snapshot becomes a backup in --backup-to, which the nodes then restore from.
 // Both refuse while the old cluster still has a live quorum, unless --force.
 #pragma once
 
@@ -28,8 +29,10 @@ namespace quorate {
 Status RestoreNode(const Config& config);
 
 // `quorate recover --from-member NAME` on NAME: stops a stray etcd on its data dir, refuses while
-// the old cluster has a live quorum (unless --force), and stores the survivor's database as a
-// backup in --backup-to. The returned backup is what every node then gives --restore-from.
+// the old cluster has a live quorum (unless --force), and stores, as a backup in --backup-to, the
+// snapshot of an etcd started on a private copy of the data dir (every write its WAL holds as
+// committed, at its real revision); the copy is removed whatever happens. The returned backup is
+// what every node then gives --restore-from.
 Result<BackupMeta> RecoverFromMember(const Config& config);
 
 // Called with the step's name after each of the restore's file steps and renames. Unset in quorate
