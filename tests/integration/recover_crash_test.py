@@ -130,6 +130,9 @@ def test():
         out = quorate(c, "recover", "--from-member", survivor.name, "--name", survivor.name,
                       "--data-dir", survivor.data_dir, "--backup-to", f"file://{store}").stdout
         url = out.strip().splitlines()[-1]
+        scratch = os.path.join(survivor.data_dir, "quorate", "recover")
+        check(not os.path.exists(scratch), f"round {r}: recover left its copy {scratch}")
+        check(run(["pgrep", "-f", scratch], check_rc=None).returncode == 1, f"round {r}: recover left its etcd running")
         meta = backup_meta(store, url)
         check(meta["quorate"]["revision"] == revision,
               f"round {r}: the backup records revision {meta['quorate']['revision']}, etcd replays {revision}")

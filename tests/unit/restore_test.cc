@@ -28,8 +28,9 @@ BackupKey KeyFilled(unsigned char fill) {
   return BackupKeyFromBytes(bytes);
 }
 
-void WriteText(const std::string& path, const std::string& text, fs::perms perms = fs::perms::owner_read |
-                                                                                      fs::perms::owner_write) {
+constexpr fs::perms kPrivateFile = fs::perms::owner_read | fs::perms::owner_write;
+
+void WriteText(const std::string& path, const std::string& text, fs::perms perms = kPrivateFile) {
   std::ofstream(path) << text;
   fs::permissions(path, perms);
 }
