@@ -1,6 +1,7 @@
 #include "cli/cli.h"
 
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -318,7 +319,8 @@ const std::vector<Command>& Commands() {
        "(refused while the old cluster has a live quorum, unless --force); every node then restores it with "
        "run --restore-from and a new --initial-cluster-token",
        Concat({kCommon, kBackupStore,
-               {"name", "data-dir", "state-dir", "from-member", "force", "backup-compression", "write-out",
+               {"name", "data-dir", "state-dir", "from-member", "force", "backup-compression", "write-out", "etcd",
+                "timeout",
                 "peer-cert-file", "peer-key-file", "peer-trusted-ca-file", "cacert", "cert", "key", "cert-file",
                 "key-file", "trusted-ca-file"}}),
        Recover},
@@ -350,6 +352,13 @@ size_t EditDistance(const std::string& a, const std::string& b) {
 }  // namespace
 
 int RunCli(int argc, char** argv) {
+  // gRPC's own c-ares resolver ignores /etc/hosts (and Kubernetes hostAliases); peers must resolve
+  // the way etcd and the rest of the system do. An operator's explicit choice still wins.
+  setenv("GRPC_DNS_RESOLVER", "native", /*overwrite=*/0);
+  // OpenSSL writes to its socket with write(2), so a server that closed a TLS connection first
+  // (an API server, S3, etcd) would kill quorate with SIGPIPE instead of failing that one call with
+  // EPIPE. etcd is spawned with every signal back at its default.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"quorate: bootstrap etcd clusters all at once, and keep them whole", "quorate"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every command");

@@ -3,6 +3,7 @@
 
 namespace quorate {
 
+// The whole program, process set-up included (gRPC's resolver, SIGPIPE): main() is this alone.
 int RunCli(int argc, char** argv);
 
 }  // namespace quorate

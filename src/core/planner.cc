@@ -736,8 +736,10 @@ RestoreDecision PlanRestore(const RestoreFacts& f) {
                         f.new_token)};
   }
   // Rule 7b: the old token would give the restored members the old IDs, and old members that
-  // missed the restore could rejoin a cluster they do not belong to.
-  if (!f.old_token.empty() && f.old_token == f.new_token) {
+  // missed the restore could rejoin a cluster they do not belong to. A restore this node began with
+  // this backup and token passed this check before its first step; the bucket it may have written
+  // since holds the new token and is no old cluster's, so it goes on.
+  if (!f.restoring && !f.old_token.empty() && f.old_token == f.new_token) {
     return {RestoreAction::kRefuseInput,
             fmt::format("--initial-cluster-token {} is the token of the cluster this node's data comes from; a "
                         "restore needs a new one, the same on every node, so no old member can rejoin",

@@ -102,6 +102,9 @@ struct RestoreFacts {
   // This node's restore marker: the backup and token of a restore it finished; empty without one.
   std::string restored_from;
   std::string restored_token;
+  // The marker says this node began a restore of this very backup with this token and did not
+  // finish it: the bucket may be the one that restore wrote, with the new token.
+  bool restoring = false;
   bool has_local_data = false;
   std::string old_token;  // the token of the local member bucket, the cluster the data is of
   // Members of any cluster other than the one the restore makes that report a leader: a live quorum.

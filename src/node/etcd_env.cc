@@ -58,6 +58,20 @@ EtcdEnvironment SelectEtcdEnvironment(const std::vector<std::string>& argv, cons
   return out;
 }
 
+std::vector<std::pair<std::string, std::string>> ProcessBasicsEnvironment() {
+  std::vector<std::pair<std::string, std::string>> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view entry = *e;
+    size_t eq = entry.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string_view name = entry.substr(0, eq);
+    if (IsProcessBasic(name) || name == "ETCD_UNSUPPORTED_ARCH") {
+      env.emplace_back(std::string(name), std::string(entry.substr(eq + 1)));
+    }
+  }
+  return env;
+}
+
 std::vector<std::pair<std::string, std::string>> EtcdEnvironmentFor(const std::vector<std::string>& argv) {
   std::vector<std::string> parent;
   for (char** e = environ; *e != nullptr; ++e) parent.emplace_back(*e);

@@ -20,6 +20,12 @@ struct EtcdEnvironment {
 // From `parent` ("NAME=value" entries, as in environ) for etcd started with `argv`.
 EtcdEnvironment SelectEtcdEnvironment(const std::vector<std::string>& argv, const std::vector<std::string>& parent);
 
+// Only the process basics of quorate's environment (PATH, HOME, locale, Go's runtime settings),
+// and etcd 3.4's ETCD_UNSUPPORTED_ARCH without which it refuses some architectures: for an etcd
+// quorate starts for itself (recover's, on a copy), which no other ETCD_* variable of the operator's
+// may reach, since one could make it listen beyond loopback or read another config.
+std::vector<std::pair<std::string, std::string>> ProcessBasicsEnvironment();
+
 // The same from quorate's own environment, with one log line naming what was dropped, if anything.
 std::vector<std::pair<std::string, std::string>> EtcdEnvironmentFor(const std::vector<std::string>& argv);
 

@@ -1,7 +1,11 @@
 #include "node/restore.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -18,6 +22,7 @@
 #include "etcd/etcd_wal.h"
 #include "etcd/peer_probe.h"
 #include "node/backup_job.h"
+#include "node/etcd_env.h"
 #include "node/init.h"
 #include "node/process.h"
 #include "node/stray_etcd.h"
@@ -34,21 +39,38 @@ namespace fs = std::filesystem;
 constexpr const char* kMarkerFile = "restore.json";
 constexpr auto kProbeTimeout = std::chrono::seconds(2);
 constexpr auto kRestoreToolTimeout = std::chrono::minutes(10);
+// etcd preallocates its first WAL file at this size (wal.SegmentSizeBytes).
+constexpr uint64_t kWalFileBytes = 64ull << 20;
 
+RestoreStepHook& StepHook() {
+  static RestoreStepHook hook;
+  return hook;
+}
+
+void AfterStep(std::string_view step) {
+  if (StepHook()) StepHook()(step);
+}
+
+// restore.json: the backup and token of this node's restore, written as "restoring" before its
+// first step and as "restored" after its last. A marker without a state is one quorate wrote
+// before it had the first (finished, then).
 struct Marker {
   std::string from;
   std::string token;
+  bool finished = false;
 };
 
 Marker ReadMarker(const std::string& state_dir) {
   auto text = ReadFile(state_dir + "/" + kMarkerFile, 64 * 1024);
   if (!text.ok()) return {};
   auto doc = ParseForeignJson(*text);
-  if (!doc.ok() || !doc->is_object() || !(*doc)["from"].is_string() || !(*doc)["token"].is_string()) {
+  if (!doc.ok() || !doc->is_object() || !(*doc)["from"].is_string() || !(*doc)["token"].is_string() ||
+      !(doc->value("state", "restored") == "restored" || doc->value("state", "") == "restoring")) {
     spdlog::warn("restore marker {}/{} is unreadable; taken as no restore done", state_dir, kMarkerFile);
     return {};
   }
-  return {(*doc)["from"].get<std::string>(), (*doc)["token"].get<std::string>()};
+  return {(*doc)["from"].get<std::string>(), (*doc)["token"].get<std::string>(),
+          doc->value("state", "restored") == "restored"};
 }
 
 const TlsFiles& ClientTls(const Config& c) { return c.etcdctl_tls.enabled() ? c.etcdctl_tls : c.client_tls; }
@@ -141,7 +163,290 @@ Status RunRestoreTool(const std::string& tool, const std::vector<std::string>& a
   return Status::Ok();
 }
 
+
+// The bytes free to quorate on the filesystem that holds `path`, or would hold it: the nearest
+// directory above it that exists (a lost volume's data dir may not exist yet). Also its device, to
+// tell whether two paths share one filesystem.
+struct Room {
+  uint64_t free_bytes = 0;
+  dev_t device = 0;
+  std::string at;
+};
+
+Result<Room> RoomAt(const std::string& path) {
+  fs::path p = fs::absolute(path);
+  while (!PathExists(p.string()) && p.has_parent_path() && p != p.parent_path()) p = p.parent_path();
+  struct statvfs vfs {};
+  struct stat st {};
+  if (statvfs(p.c_str(), &vfs) != 0) return Status::FromErrno(errno, "statvfs " + p.string());
+  if (stat(p.c_str(), &st) != 0) return Status::FromErrno(errno, "stat " + p.string());
+  return Room{static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize, st.st_dev, p.string()};
+}
+
+// Refused before anything is written when `need` bytes do not fit in `room`.
+Status CheckFits(const Room& room, uint64_t need, const std::string& what) {
+  if (need <= room.free_bytes) return Status::Ok();
+  return Status::FailedPrecondition(fmt::format(
+      "{} needs {} bytes on the filesystem of {}, which has {} free: free space there, or give the node a "
+      "larger volume",
+      what, need, room.at, room.free_bytes));
+}
+
+// A restore writes the database twice, the checked copy under the state dir and the member etcd's
+// tool restores under the data dir, and etcd's first WAL file beside the latter. The metadata's
+// dbBytes says how large the database is; a backup without it (etcd-manager's) is read as it comes,
+// and a full disk stops it there.
+Status CheckRoomForRestore(const Config& c, const BackupMeta& meta) {
+  if (meta.db_bytes == 0) {
+    spdlog::info("restore: backup {} declares no database size; the free space is not checked beforehand", meta.url);
+    return Status::Ok();
+  }
+  auto state_room = RoomAt(c.state_dir);
+  if (!state_room.ok()) return state_room.status();
+  auto data_room = RoomAt(c.data_dir);
+  if (!data_room.ok()) return data_room.status();
+  const std::string what = fmt::format("restoring backup {} ({} bytes of database, as its metadata declares)",
+                                       meta.url, meta.db_bytes);
+  if (state_room->device == data_room->device) {
+    return CheckFits(*data_room, 2 * meta.db_bytes + kWalFileBytes, what);
+  }
+  if (Status s = CheckFits(*state_room, meta.db_bytes, what); !s.ok()) return s;
+  return CheckFits(*data_room, meta.db_bytes + kWalFileBytes, what);
+}
+
+// The local copies a restore makes of the snapshot: the checked copy (and its part while it is
+// written) and etcd's scratch output. Removed when a restore ends, well or not, and before a new
+// try, so no copy of the keyspace outlives its restore.
+struct RestorePaths {
+  std::string work;  // <state-dir>/restore: the copy and the tool's log
+  std::string db;
+  std::string part;
+  std::string scratch;  // <data-dir>/restore.tmp
+  std::string member;   // <data-dir>/member
+};
+
+RestorePaths RestorePathsOf(const Config& c) {
+  RestorePaths p;
+  p.work = c.state_dir + "/restore";
+  p.db = p.work + "/snapshot.db";
+  p.part = p.db + ".part";
+  p.scratch = c.data_dir + "/restore.tmp";
+  p.member = c.data_dir + "/member";
+  return p;
+}
+
+void RemoveRestoreCopies(const RestorePaths& p) {
+  std::error_code ec;
+  fs::remove(p.part, ec);
+  fs::remove(p.db, ec);
+  fs::remove_all(p.scratch, ec);
+}
+
+// Removes the restore's copies when it leaves before Keep(): a failure anywhere.
+class RestoreCopiesGuard {
+ public:
+  explicit RestoreCopiesGuard(const RestorePaths& paths) : paths_(paths) {}
+  ~RestoreCopiesGuard() {
+    if (!kept_) RemoveRestoreCopies(paths_);
+  }
+  void Keep() { kept_ = true; }
+
+ private:
+  const RestorePaths& paths_;
+  bool kept_ = false;
+};
+
+// Whether member/ is what a restore for `set` wrote for `self`: its WAL names the new member and
+// cluster IDs, which hash the new token. Such a member/ comes only from the one rename that puts a
+// finished restore in place.
+bool HoldsRestoredMember(const Config& c, const MemberSet& set, const Member& self) {
+  auto wal = ReadWalIdentity(c.data_dir);
+  return wal.ok() && wal->cluster_id == set.cluster_id() && wal->member_id == set.IdOf(self);
+}
+
+// Rule 7's steps on disk: the backup into a checked local copy, the old member aside, etcd's
+// restore tool into a scratch dir, its member/ into place. The caller removes the copies.
+Status RestoreMemberDir(const Config& c, const RestorePaths& p, Vfs& store, const BackupMeta& meta,
+                        const std::vector<BackupKey>& keys, const std::string& tool, const MemberSet& set,
+                        const Member& self) {
+  if (Status s = MakeDirs(p.work); !s.ok()) return s;
+  {
+    FileSink copy(p.part);
+    if (Status s = ReadBackupThrough(store, meta, keys, &copy); !s.ok()) return s;
+  }
+  AfterStep("snapshot copied");
+  if (rename(p.part.c_str(), p.db.c_str()) != 0) return Status::FromErrno(errno, "rename " + p.db);
+  AfterStep("snapshot checked");
+  spdlog::info("restore: backup {} checked (sha256 {}, revision {}) and copied to {}", meta.url, meta.sha256,
+               meta.revision, p.db);
+
+  if (PathExists(p.member)) {
+    auto moved = MoveAside(p.member, "before-restore");
+    if (!moved.ok()) return moved.status();
+    spdlog::info("restore: the old data {} moved aside to {}", p.member, *moved);
+    AfterStep("old member aside");
+  }
+
+  // What a killed earlier try left in the scratch dir is only its own output, made again here.
+  std::error_code ec;
+  fs::remove_all(p.scratch, ec);
+  AfterStep("scratch cleared");
+  if (Status s = RunRestoreTool(tool,
+                                {"snapshot", "restore", p.db, "--name", self.name, "--data-dir", p.scratch,
+                                 "--initial-cluster", set.InitialCluster(), "--initial-cluster-token",
+                                 set.token(), "--initial-advertise-peer-urls",
+                                 fmt::format("{}", fmt::join(self.peer_urls, ","))},
+                                p.work + "/restore.log");
+      !s.ok()) {
+    return s;
+  }
+  AfterStep("restore tool done");
+  if (rename((p.scratch + "/member").c_str(), p.member.c_str()) != 0) {
+    return Status::FromErrno(errno, "rename " + p.scratch + "/member to " + p.member);
+  }
+  if (Status s = SyncDir(c.data_dir); !s.ok()) return s;
+  AfterStep("member in place");
+  return Status::Ok();
+}
+
+// A port on 127.0.0.1 that nothing listens on now, one per call of `count` (etcd takes no port 0).
+// Another process may bind one before etcd does; etcd then exits saying so, and is started again.
+Result<std::vector<int>> FreeLoopbackPorts(int count) {
+  std::vector<int> fds;
+  std::vector<int> ports;
+  Status status = Status::Ok();
+  for (int i = 0; i < count && status.ok(); ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      status = Status::FromErrno(errno, "socket");
+      break;
+    }
+    fds.push_back(fd);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      status = Status::FromErrno(errno, "a free port on 127.0.0.1");
+      break;
+    }
+    ports.push_back(ntohs(addr.sin_port));
+  }
+  for (int fd : fds) close(fd);
+  if (!status.ok()) return status;
+  return ports;
+}
+
+// Rule 8's etcd: the --etcd binary on a private copy of the survivor's member/, alone
+// (--force-new-cluster: the other members are gone, and a lone member of several never gets a
+// leader, so it would never serve), on loopback ports nobody else uses, with none of the
+// operator's ETCD_* variables (one could make it listen elsewhere or join something). Serving, it
+// has applied every entry its WAL holds as committed. Killed, and the copy removed, when it goes.
+class ReplayedCopy {
+ public:
+  ~ReplayedCopy() {
+    child_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  ReplayedCopy(const ReplayedCopy&) = delete;
+  ReplayedCopy& operator=(const ReplayedCopy&) = delete;
+
+  static Result<std::unique_ptr<ReplayedCopy>> Start(const Config& c, const std::string& etcd,
+                                                      const std::string& dir);
+  const std::string& client_url() const { return client_url_; }
+
+ private:
+  explicit ReplayedCopy(std::string dir) : dir_(std::move(dir)) {}
+  Status Copy(const Config& c);
+  // Started and serving with a leader (itself); Unavailable with etcd's log when it exits first.
+  Status Launch(const Config& c, const std::string& etcd, Clock::TimePoint deadline);
+
+  std::string dir_;
+  std::string log_path_;
+  std::string client_url_;
+  std::unique_ptr<ChildProcess> child_;
+};
+
+uint64_t BytesUnder(const std::string& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it->is_regular_file(ec)) total += it->file_size(ec);
+  }
+  return total;
+}
+
+Status ReplayedCopy::Copy(const Config& c) {
+  const std::string member = c.data_dir + "/member";
+  auto room = RoomAt(c.state_dir);
+  if (!room.ok()) return room.status();
+  if (Status s = CheckFits(*room, BytesUnder(member), "a private copy of " + member); !s.ok()) return s;
+  if (Status s = MakeDirs(dir_ + "/data"); !s.ok()) return s;
+  std::error_code ec;
+  fs::copy(member, dir_ + "/data/member", fs::copy_options::recursive, ec);
+  if (ec) return Status::FromErrno(ec.value(), fmt::format("copy {} to {}", member, dir_));
+  return Status::Ok();
+}
+
+Status ReplayedCopy::Launch(const Config& c, const std::string& etcd, Clock::TimePoint deadline) {
+  auto ports = FreeLoopbackPorts(2);
+  if (!ports.ok()) return ports.status();
+  client_url_ = fmt::format("http://127.0.0.1:{}", (*ports)[0]);
+  const std::string peer_url = fmt::format("http://127.0.0.1:{}", (*ports)[1]);
+  LaunchSpec spec;
+  spec.argv = {etcd, "--name", c.name, "--data-dir", dir_ + "/data", "--force-new-cluster",
+               "--listen-client-urls", client_url_, "--advertise-client-urls", client_url_,
+               "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
+               "--initial-cluster", c.name + "=" + peer_url};
+  spec.env = ProcessBasicsEnvironment();
+  spec.log_path = log_path_;
+  spdlog::info("recover: {}", fmt::join(spec.argv, " "));
+  auto child = RealProcessLauncher().Start(spec);
+  if (!child.ok()) return child.status();
+  child_ = std::move(*child);
+  auto client = MakeEtcdClient({{client_url_}, TlsFiles{}, kProbeTimeout});
+  Backoff backoff(RealClock(), std::chrono::milliseconds(100), std::chrono::seconds(1), deadline);
+  while (true) {
+    auto exited = child_->Poll();
+    if (!exited.ok()) return exited.status();
+    if (*exited) {
+      return Status::Unavailable(fmt::format("etcd on the copy of {}'s data exited ({}) before it served; see {}",
+                                             c.name, (*exited)->ToString(), log_path_));
+    }
+    auto status = client->EndpointStatusOf(client_url_);
+    if (status.ok() && status->leader != 0) return Status::Ok();
+    if (backoff.Wait() != Backoff::kRetry) {
+      return Status::Unavailable(fmt::format("etcd on the copy of {}'s data did not serve within --timeout; see {}",
+                                             c.name, log_path_));
+    }
+  }
+}
+
+Result<std::unique_ptr<ReplayedCopy>> ReplayedCopy::Start(const Config& c, const std::string& etcd,
+                                                          const std::string& dir) {
+  std::unique_ptr<ReplayedCopy> copy(new ReplayedCopy(dir));
+  // What a killed earlier recover left: a copy, never the original.
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (Status s = copy->Copy(c); !s.ok()) return s;
+  copy->log_path_ = c.state_dir + "/recover-etcd.log";
+  const Clock::TimePoint deadline = RealClock().Now() + c.timeout;
+  // A port taken between the look and etcd's bind makes etcd exit at once: twice more on new ports.
+  Status launched = Status::Ok();
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    launched = copy->Launch(c, etcd, deadline);
+    if (launched.ok() || copy->child_ == nullptr || !copy->child_->exit_status()) break;
+  }
+  if (!launched.ok()) return launched;
+  return copy;
+}
+
 }  // namespace
+
+void SetRestoreStepHookForTest(RestoreStepHook hook) { StepHook() = std::move(hook); }
 
 Status RestoreNode(const Config& c) {
   auto location = ParseBackupUrl(c.restore_from);
@@ -173,14 +478,17 @@ Status RestoreNode(const Config& c) {
   RestoreFacts facts;
   facts.backup_url = c.restore_from;
   facts.new_token = c.initial_cluster_token;
-  Marker marker = ReadMarker(c.state_dir);
-  facts.restored_from = marker.from;
-  facts.restored_token = marker.token;
+  const Marker marker = ReadMarker(c.state_dir);
+  const bool same_restore = marker.from == facts.backup_url && marker.token == facts.new_token;
+  if (marker.finished) {
+    facts.restored_from = marker.from;
+    facts.restored_token = marker.token;
+  }
+  facts.restoring = same_restore && !marker.finished;
   facts.has_local_data = HasEtcdData(c.data_dir);
   if (auto bucket = LoadBucket(c.state_dir); bucket.ok()) facts.old_token = bucket->members.token();
   facts.force = c.force;
-  const bool done = facts.restored_from == facts.backup_url && facts.restored_token == facts.new_token;
-  if (!done) {
+  if (!(same_restore && marker.finished)) {
     std::vector<Member> others;
     for (const Member& m : set->members()) {
       if (m.name != c.name) others.push_back(m);
@@ -200,56 +508,45 @@ Status RestoreNode(const Config& c) {
       break;
   }
 
-  // 1. The backup, read whole and checked, into a local copy; nothing has moved yet.
+  // 1. What the restore needs, before anything is written: the backup's metadata, the key it was
+  //    encrypted with, room for its copies, etcd's restore tool.
   auto meta = ReadBackup(**store, location->store_url, location->folder);
   if (!meta.ok()) return meta.status();
-  const std::string work = c.state_dir + "/restore";
-  if (Status s = MakeDirs(work); !s.ok()) return s;
-  const std::string db = work + "/snapshot.db";
-  {
-    FileSink copy(db + ".part");
-    if (Status s = ReadBackupThrough(**store, *meta, *keys, &copy); !s.ok()) return s;
+  if (!meta->key_id.empty()) {
+    if (auto key = KeyFor(*meta, *keys); !key.ok()) return key.status();
   }
-  if (rename((db + ".part").c_str(), db.c_str()) != 0) return Status::FromErrno(errno, "rename " + db);
-  spdlog::info("restore: backup {} checked (sha256 {}, revision {}) and copied to {}", meta->url, meta->sha256,
-               meta->revision, db);
-
-  // 2. The old member aside, never deleted.
-  const std::string member_dir = c.data_dir + "/member";
-  if (PathExists(member_dir)) {
-    auto moved = MoveAside(member_dir, "before-restore");
-    if (!moved.ok()) return moved.status();
-    spdlog::info("restore: the old data {} moved aside to {}", member_dir, *moved);
-  }
-
-  // 3. etcd's own restore into a scratch dir (what a killed earlier try left there is only its
-  //    own output, made again from the backup), then its member/ into place with one rename.
+  if (Status s = CheckRoomForRestore(c, *meta); !s.ok()) return s;
   auto tool = RestoreTool(c);
   if (!tool.ok()) return tool.status();
-  const std::string scratch = c.data_dir + "/restore.tmp";
-  std::error_code ec;
-  fs::remove_all(scratch, ec);
-  if (Status s = RunRestoreTool(*tool,
-                                {"snapshot", "restore", db, "--name", self->name, "--data-dir", scratch,
-                                 "--initial-cluster", set->InitialCluster(), "--initial-cluster-token",
-                                 set->token(), "--initial-advertise-peer-urls",
-                                 fmt::format("{}", fmt::join(self->peer_urls, ","))},
-                                work + "/restore.log");
-      !s.ok()) {
+
+  // 2. The marker, first as "restoring": from here on, the bucket this restore writes (the new
+  //    token's) is no old cluster's, and a node killed at any later step and started again with
+  //    the same flags takes it up (rule 7).
+  const RestorePaths paths = RestorePathsOf(c);
+  RestoreCopiesGuard copies(paths);
+  const nlohmann::json restoring = {{"from", c.restore_from}, {"token", c.initial_cluster_token},
+                                    {"state", "restoring"}, {"startedAt", NowRfc3339()}};
+  if (Status s = WriteFileAtomic(c.state_dir + "/" + kMarkerFile, JsonText(restoring, 2) + "\n"); !s.ok()) return s;
+  AfterStep("marker restoring");
+
+  // 3. The backup, checked, into member/ (the old one aside) unless an earlier try put it there.
+  if (facts.restoring && HoldsRestoredMember(c, *set, *self)) {
+    spdlog::info("restore: {} already holds member {} of cluster {}, restored by an earlier try; finishing it",
+                 paths.member, IdToHex(set->IdOf(*self)), IdToHex(set->cluster_id()));
+  } else if (Status s = RestoreMemberDir(c, paths, **store, *meta, *keys, *tool, *set, *self); !s.ok()) {
     return s;
   }
-  if (rename((scratch + "/member").c_str(), member_dir.c_str()) != 0) {
-    return Status::FromErrno(errno, "rename " + scratch + "/member to " + member_dir);
-  }
-  if (Status s = SyncDir(c.data_dir); !s.ok()) return s;
-  fs::remove(scratch, ec);
-  fs::remove(db, ec);
+  RemoveRestoreCopies(paths);
+  copies.Keep();
+  AfterStep("copies removed");
 
-  // 4. The new member bucket, then the marker: from here on this node is restored.
+  // 4. The new member bucket, then the marker as "restored": this node is restored.
   if (Status s = SaveBucket(c.state_dir, Bucket{*set, {"new", NowRfc3339()}}); !s.ok()) return s;
-  nlohmann::json record = {{"from", c.restore_from}, {"token", c.initial_cluster_token}, {"sha256", meta->sha256},
-                           {"revision", meta->revision}, {"restoredAt", NowRfc3339()}};
+  AfterStep("bucket");
+  nlohmann::json record = {{"from", c.restore_from}, {"token", c.initial_cluster_token}, {"state", "restored"},
+                           {"sha256", meta->sha256}, {"revision", meta->revision}, {"restoredAt", NowRfc3339()}};
   if (Status s = WriteFileAtomic(c.state_dir + "/" + kMarkerFile, JsonText(record, 2) + "\n"); !s.ok()) return s;
+  AfterStep("marker restored");
   spdlog::info("restore: {} restored as member {} of new cluster {} (token {}); starting etcd on it", self->name,
                IdToHex(set->IdOf(*self)), IdToHex(set->cluster_id()), set->token());
   return Status::Ok();
@@ -263,13 +560,14 @@ Result<BackupMeta> RecoverFromMember(const Config& c) {
   }
   auto settings = BackupSettingsOf(c);
   if (!settings.ok()) return settings.status();
-  const std::string db = c.data_dir + "/member/snap/db";
-  if (!PathExists(db)) {
-    return Status::InvalidArgument(fmt::format("--data-dir {}: no {}; recover needs the survivor's data", c.data_dir, db));
+  if (!HasEtcdData(c.data_dir)) {
+    return Status::InvalidArgument(
+        fmt::format("--data-dir {}: no WAL in {}/member/wal; recover needs the survivor's data", c.data_dir, c.data_dir));
   }
+  auto etcd = FindProgram(c.etcd_path);
+  if (!etcd.ok()) return Status::InvalidArgument(fmt::format("--etcd: {}", etcd.status().message()));
   auto bucket = LoadBucket(c.state_dir);
   if (!bucket.ok()) return bucket.status().Prefixed("the member bucket of the old cluster");
-  auto wal = ReadWalIdentity(c.data_dir);
   if (Status s = StopStrayEtcd(c.data_dir); !s.ok()) return s;
 
   std::vector<Member> others;
@@ -284,39 +582,18 @@ Result<BackupMeta> RecoverFromMember(const Config& c) {
         fmt::join(leaders, ", "), c.name));
   }
 
-  // The database file has no hash after it as etcd's stream has: one is computed as it is read and
-  // appended, so the backup is checked end to end like any other (etcd's skip-hash-check, made safe).
-  SnapshotSource source = [&](const SnapshotSink& sink) -> Result<SnapshotHeader> {
-    int fd = open(db.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status::FromErrno(errno, "open " + db);
-    EVP_MD_CTX* hash = EVP_MD_CTX_new();
-    EVP_DigestInit_ex(hash, EVP_sha256(), nullptr);
-    std::string buffer(1 << 20, '\0');
-    Status status = Status::Ok();
-    while (status.ok()) {
-      ssize_t n = read(fd, buffer.data(), buffer.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) status = Status::FromErrno(errno, "read " + db);
-      if (n <= 0) break;
-      EVP_DigestUpdate(hash, buffer.data(), static_cast<size_t>(n));
-      status = sink({buffer.data(), static_cast<size_t>(n)});
-    }
-    unsigned char digest[32];
-    EVP_DigestFinal_ex(hash, digest, nullptr);
-    EVP_MD_CTX_free(hash);
-    close(fd);
-    if (!status.ok()) return status;
-    if (Status s = sink({reinterpret_cast<char*>(digest), sizeof digest}); !s.ok()) return s;
-    SnapshotHeader header;
-    header.endpoint = "data dir " + c.data_dir;
-    if (wal.ok()) {
-      header.cluster_id = wal->cluster_id;
-      header.member_id = wal->member_id;
-    }
-    return header;
-  };
+  // member/snap/db lacks what is only in the WAL yet (the last writes before a crash): etcd replays
+  // the WAL on a copy, and the backup is that etcd's snapshot, checked and at its revision like any.
   auto store = OpenVfs(settings->store_url, RealClock().Now() + settings->timeout);
   if (!store.ok()) return store.status().Prefixed("--backup-to");
+  auto replayed = ReplayedCopy::Start(c, *etcd, c.state_dir + "/recover");
+  if (!replayed.ok()) return replayed.status();
+  const std::string url = (*replayed)->client_url();
+  SnapshotSource source = [&](const SnapshotSink& sink) -> Result<SnapshotHeader> {
+    auto header = StreamSnapshot({{url}, TlsFiles{}, settings->timeout}, url, sink);
+    if (header.ok()) header->endpoint = fmt::format("the data dir {} of member {}, replayed by etcd", c.data_dir, c.name);
+    return header;
+  };
   SaveOptions options;
   options.cluster = settings->cluster;
   options.compression = settings->compression;
@@ -324,8 +601,10 @@ Result<BackupMeta> RecoverFromMember(const Config& c) {
   options.member_count = static_cast<int>(bucket->members.size());
   options.now = std::chrono::system_clock::now();
   auto meta = SaveBackup(**store, settings->store_url, source, options);
+  replayed->reset();
   if (!meta.ok()) return meta.status();
-  spdlog::info("recover: the data of {} stored as backup {}", c.name, meta->url);
+  spdlog::info("recover: the data of {} stored as backup {} at revision {}; the copy etcd replayed it on is removed",
+               c.name, meta->url, meta->revision);
   return meta;
 }
 

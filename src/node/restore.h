@@ -2,14 +2,18 @@
 //  - `quorate run --restore-from URL` with a new --initial-cluster-token on every node: the backup
 //    is read whole and checked (hash, key) before anything moves; member/ is moved aside, never
 //    deleted; etcd's own `snapshot restore` (etcdutl beside the etcd binary, else etcdctl, as 3.4
-//    has) writes the new member; a marker records the restore, so a node killed at any step and
-//    started again with the same flags converges, and one already restored just starts;
-//  - `quorate recover --from-member NAME` on the survivor: its own member/snap/db, with a sha256
-//    computed as it is read, becomes a backup in --backup-to, which the nodes then restore from.
+//    has) writes the new member; a marker, written before the first step and again after the last,
+//    records the restore, so a node killed at any step and started again with the same flags
+//    converges, and one already restored just starts;
+//  - `quorate recover --from-member NAME` on the survivor: etcd (the --etcd binary) replays the
+//    survivor's WAL on a private copy of its data dir, alone and on loopback, and that etcd's
+//    snapshot becomes a backup in --backup-to, which the nodes then restore from.
 // Both refuse while the old cluster still has a live quorum, unless --force.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 
 #include "backup/backup.h"
 #include "core/config.h"
@@ -19,13 +23,22 @@ namespace quorate {
 
 // Before init, when --restore-from is given. OK once this node holds the restored data and its
 // member bucket (then init restarts etcd on it, rule 1); InvalidArgument for a token that is not new
-// or a key that does not fit; FailedPrecondition while the old cluster has a live quorum; what the
-// store or the restore tool met otherwise. Nothing is moved unless the backup checked out.
+// or a key that does not fit; FailedPrecondition while the old cluster has a live quorum, or for a
+// backup larger than the free space; what the store or the restore tool met otherwise. Nothing is
+// moved unless the backup checked out, and a failed restore removes its copies of the snapshot.
 Status RestoreNode(const Config& config);
 
 // `quorate recover --from-member NAME` on NAME: stops a stray etcd on its data dir, refuses while
-// the old cluster has a live quorum (unless --force), and stores the survivor's database as a
-// backup in --backup-to. The returned backup is what every node then gives --restore-from.
+// the old cluster has a live quorum (unless --force), and stores, as a backup in --backup-to, the
+// snapshot of an etcd started on a private copy of the data dir (every write its WAL holds as
+// committed, at its real revision); the copy is removed whatever happens. The returned backup is
+// what every node then gives --restore-from.
 Result<BackupMeta> RecoverFromMember(const Config& config);
+
+// Called with the step's name after each of the restore's file steps and renames. Unset in quorate
+// itself; a test build's hook kills the process there (tests/integration/quorate_faults.cc), to show
+// that a restore killed after any step converges.
+using RestoreStepHook = std::function<void(std::string_view step)>;
+void SetRestoreStepHookForTest(RestoreStepHook hook);
 
 }  // namespace quorate

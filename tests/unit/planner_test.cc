@@ -1424,6 +1424,19 @@ TEST_CASE("rule 7: a restore goes ahead only with a new token and no live quorum
       CHECK(PlanRestore(f).action == RestoreAction::kRefuseLive);
     }
   }
+  SUBCASE("a restore of this backup and token begun here and killed after its bucket goes on") {
+    f.restoring = true;
+    f.old_token = f.new_token;  // the bucket that restore wrote
+    CHECK(PlanRestore(f).action == RestoreAction::kRestore);
+    SUBCASE("still refused over a live quorum of the old cluster") {
+      f.old_leaders = {"n2"};
+      CHECK(PlanRestore(f).action == RestoreAction::kRefuseLive);
+    }
+    SUBCASE("without the marker, the same bucket is an old cluster's: refused") {
+      f.restoring = false;
+      CHECK(PlanRestore(f).action == RestoreAction::kRefuseInput);
+    }
+  }
 }
 
 }  // namespace quorate
