@@ -49,6 +49,16 @@ struct StringSink : Sink {
   bool finished = false;
 };
 
+// Counts what reaches the end of a restore's chain: what a restore would have written to disk.
+struct CountingEnd : Sink {
+  Status Write(std::string_view bytes) override {
+    bytes_seen += bytes.size();
+    return Status::Ok();
+  }
+  Status Finish() override { return Status::Ok(); }
+  uint64_t bytes_seen = 0;
+};
+
 BackupKey TestKey(unsigned char fill) {
   std::array<unsigned char, 32> bytes;
   bytes.fill(fill);
@@ -286,6 +296,33 @@ TEST_CASE("an etcd-manager backup is listed and read through etcd's own hash, wh
   CHECK(read.sha256.size() == 64);
 }
 
+TEST_CASE("a restore's read follows no link out of the store: not its metadata, not its object") {
+  TempStore t, outside;
+  FakeSnapshot fake;
+  std::ofstream(outside.path + "/shadow") << "root:$6$SeCrEt:19000::::::\n";
+  auto saved = SaveBackup(*t.store, t.url, fake.Source(), Options());
+  REQUIRE(saved.ok());
+  const std::string folder = t.path + "/" + saved->folder;
+  // The object swapped for a link to a copy outside: the metadata still matches it.
+  fs::rename(folder + "/" + saved->object, outside.path + "/object");
+  fs::create_symlink(outside.path + "/object", folder + "/" + saved->object);
+  auto meta = ReadBackup(*t.store, t.url, saved->folder);
+  REQUIRE(meta.ok());
+  CountingEnd written;
+  Status s = ReadBackupThrough(*t.store, *meta, {}, &written);
+  CHECK(s.code() == Status::Code::kDataLoss);
+  CHECK(s.message().find("symbolic link") != std::string::npos);
+  CHECK(written.bytes_seen == 0);
+  // The metadata a link to a secret: refused, its content never quoted, the backup never listed.
+  fs::remove(folder + "/" + kBackupMetaName);
+  fs::create_symlink(outside.path + "/shadow", folder + "/" + kBackupMetaName);
+  auto linked = ReadBackup(*t.store, t.url, saved->folder);
+  CHECK(linked.status().code() == Status::Code::kDataLoss);
+  CHECK(linked.status().message().find("symbolic link") != std::string::npos);
+  CHECK(linked.status().message().find("SeCrEt") == std::string::npos);
+  CHECK(ListBackups(*t.store, t.url, "main")->empty());
+}
+
 TEST_CASE("retention in a store shared with etcd-manager removes only quorate's backups") {
   TempStore t;
   FakeSnapshot fake;
@@ -407,16 +444,6 @@ TEST_CASE("a changed byte, a missing key and a wrong key are refused") {
   fs::resize_file(path, fs::file_size(path) - 10);
   CHECK(ReadBackupThrough(*plain.store, *unencrypted, {}, nullptr).code() == Status::Code::kDataLoss);
 }
-
-// Counts what reaches the end of a restore's chain: what a restore would have written to disk.
-struct CountingEnd : Sink {
-  Status Write(std::string_view bytes) override {
-    bytes_seen += bytes.size();
-    return Status::Ok();
-  }
-  Status Finish() override { return Status::Ok(); }
-  uint64_t bytes_seen = 0;
-};
 
 // A backup whose object decompresses to `expanded` zero bytes while its metadata declares `declared`.
 BackupMeta PlantBomb(TempStore& t, Compression c, uint64_t expanded, uint64_t declared) {
