@@ -11,6 +11,32 @@
 
 namespace quorate {
 
+// Owns a file descriptor: closed on every path out of the scope that opened it.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  ~UniqueFd() { reset(); }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    reset(other.release());
+    return *this;
+  }
+  void reset(int fd = -1);
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
 // Everything quorate reads from local disk (the bucket, TLS files, tokens) is far smaller: a larger
 // file was put there by someone else.
 inline constexpr size_t kMaxLocalFileBytes = 4 << 20;
@@ -19,6 +45,9 @@ inline constexpr size_t kMaxLocalFileBytes = 4 << 20;
 // with a rename), so a FIFO, a device or a directory planted there is refused, never waited on;
 // NotFound when absent; DataLoss, before reading a byte, when it holds more than `max_bytes`.
 Result<std::string> ReadFile(const std::string& path, size_t max_bytes = kMaxLocalFileBytes);
+// ReadFile of a file already opened (O_NONBLOCK, so a FIFO opened there did not wait) as `fd`;
+// `where` names it in messages.
+Result<std::string> ReadOpenFile(int fd, const std::string& where, size_t max_bytes);
 // At most the first `max_bytes` of the regular file `path`, refused as ReadFile refuses.
 Result<std::string> ReadFileHead(const std::string& path, size_t max_bytes);
 // The DataLoss ReadFile gives for a file of `size` bytes at `where` (a path or a store URL) where
@@ -28,6 +57,10 @@ Status TooLargeToRead(const std::string& where, uint64_t size, size_t max_bytes)
 // with it (missing directories get `mode` plus search rights where it grants reading); returns its
 // name. Readers listing the directory skip dot files, and threads of one process never share a name.
 Result<std::string> WriteHiddenTemp(const std::string& path, const std::string& content, int mode = 0600);
+// WriteHiddenTemp for `name` in the open directory `dir_fd` (`dir` names it in messages), which must
+// exist: returns the temp file's name in that directory.
+Result<std::string> WriteHiddenTempAt(int dir_fd, const std::string& dir, const std::string& name,
+                                      const std::string& content, int mode);
 // WriteHiddenTemp, rename over `path`, fsync the directory.
 Status WriteFileAtomic(const std::string& path, const std::string& content, int mode = 0600);
 // WriteFileAtomic unless `path` already holds exactly `content`: true when it wrote.

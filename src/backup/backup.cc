@@ -45,7 +45,7 @@ Result<uint64_t> HexId(const json& doc, const char* field) {
   uint64_t id = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id, 16);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-    return Status::DataLoss(fmt::format("{} '{}' is not a hex ID", field, Printable(text, 32)));
+    return Status::DataLoss(fmt::format("{} is not a hex ID", field));
   }
   return id;
 }
@@ -61,71 +61,89 @@ std::string BackupTimeName(SystemTime t) {
   return buf;
 }
 
-std::string EncodeBackupMeta(const BackupMeta& m) {
-  json doc = {{"etcdVersion", m.etcd_version},
-              {"timestamp", std::chrono::duration_cast<std::chrono::seconds>(m.created.time_since_epoch()).count()},
-              {"clusterSpec", {{"memberCount", m.member_count}, {"etcdVersion", m.etcd_version}}}};
-  doc["quorate"] = {{"format", 1},
-                    {"object", m.object},
-                    {"clusterID", IdToHex(m.cluster_id)},
-                    {"memberID", IdToHex(m.member_id)},
-                    {"revision", m.revision},
-                    {"dbBytes", m.db_bytes},
-                    {"storedBytes", m.stored_bytes},
-                    {"sha256", m.sha256},
-                    {"compression", CompressionName(m.compression)},
-                    {"encryption", m.key_id.empty() ? "none" : "aes-256-gcm"},
-                    {"keyID", m.key_id},
-                    {"source", m.source}};
-  return JsonText(doc, 2) + "\n";
+BackupMetaFiles EncodeBackupMeta(const BackupMeta& m) {
+  json etcd_manager = {
+      {"etcdVersion", m.etcd_version},
+      {"timestamp", std::chrono::duration_cast<std::chrono::seconds>(m.created.time_since_epoch()).count()},
+      {"clusterSpec", {{"memberCount", m.member_count}, {"etcdVersion", m.etcd_version}}}};
+  json quorate = {{"format", 1},
+                  {"object", m.object},
+                  {"clusterID", IdToHex(m.cluster_id)},
+                  {"memberID", IdToHex(m.member_id)},
+                  {"revision", m.revision},
+                  {"dbBytes", m.db_bytes},
+                  {"storedBytes", m.stored_bytes},
+                  {"sha256", m.sha256},
+                  {"compression", CompressionName(m.compression)},
+                  {"encryption", m.key_id.empty() ? "none" : "aes-256-gcm"},
+                  {"keyID", m.key_id},
+                  {"source", m.source}};
+  return {JsonText(etcd_manager, 2) + "\n", JsonText(quorate, 2) + "\n"};
 }
 
-Result<BackupMeta> DecodeBackupMeta(const std::string& text) {
+namespace {
+
+// A metadata file's JSON object. The parser's own messages quote the bytes around a fault, and the
+// file may be anything planted in a store: only its name and what is wrong are said.
+Result<json> ParseMetaFile(const std::string& text, const char* name) {
   auto parsed = ParseForeignJson(text);
-  if (!parsed.ok()) return Status::DataLoss(parsed.status().message());
-  const json& doc = *parsed;
-  if (!doc.is_object()) return Status::DataLoss("the metadata is not a JSON object");
-  BackupMeta m;
-  auto string_of = [](const json& d, const char* field, std::string& out) -> Status {
-    if (!d.contains(field)) return Status::Ok();
-    if (!d[field].is_string()) return Status::DataLoss(fmt::format("{} is not a string", field));
-    out = d[field].get<std::string>();
-    if (!IsPrintable(out)) return Status::DataLoss(fmt::format("{} holds control characters", field));
-    return Status::Ok();
-  };
-  if (Status s = string_of(doc, "etcdVersion", m.etcd_version); !s.ok()) return s;
-  if (doc.contains("timestamp") && doc["timestamp"].is_number_integer()) {
-    // Seconds since 1970; past 2199 (or before 1970) it is no backup's, and nanoseconds would overflow.
-    const int64_t seconds = doc["timestamp"].get<int64_t>();
-    if (seconds < 0 || seconds >= int64_t{7258118400}) {
-      return Status::DataLoss(fmt::format("timestamp {} is not a time between 1970 and 2199", seconds));
+  if (!parsed.ok()) {
+    return Status::DataLoss(
+        fmt::format("{} is not JSON, or is nested deeper than {} levels", name, kMaxForeignJsonDepth));
+  }
+  if (!parsed->is_object()) return Status::DataLoss(fmt::format("{} is not a JSON object", name));
+  return std::move(*parsed);
+}
+
+Status StringField(const json& doc, const char* field, std::string& out) {
+  if (!doc.contains(field)) return Status::Ok();
+  if (!doc[field].is_string()) return Status::DataLoss(fmt::format("{} is not a string", field));
+  out = doc[field].get<std::string>();
+  if (!IsPrintable(out)) return Status::DataLoss(fmt::format("{} holds control characters", field));
+  return Status::Ok();
+}
+
+// Seconds since 1970, a JSON number or, as etcd-manager's protobuf JSON writes an int64, a string of digits.
+Status TimestampField(const json& doc, SystemTime& out) {
+  if (!doc.contains("timestamp")) return Status::Ok();
+  const json& t = doc["timestamp"];
+  int64_t seconds = 0;
+  if (t.is_number_integer()) {
+    seconds = t.get<int64_t>();
+  } else if (t.is_string()) {
+    const std::string text = t.get<std::string>();
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+      return Status::DataLoss("timestamp is not a number of seconds");
     }
-    m.created = SystemTime(std::chrono::seconds(seconds));
+  } else {
+    return Status::DataLoss("timestamp is not a number of seconds");
   }
-  if (doc.contains("clusterSpec") && doc["clusterSpec"].is_object() &&
-      doc["clusterSpec"].contains("memberCount") && doc["clusterSpec"]["memberCount"].is_number_integer()) {
-    m.member_count = doc["clusterSpec"]["memberCount"].get<int>();
+  // Past 2199 (or before 1970) it is no backup's, and nanoseconds would overflow.
+  if (seconds < 0 || seconds >= int64_t{7258118400}) {
+    return Status::DataLoss("timestamp is not a time between 1970 and 2199");
   }
-  m.object = "etcd.backup.gz";  // etcd-manager's only name
-  if (!doc.contains("quorate")) return m;
-  const json& q = doc["quorate"];
-  if (!q.is_object()) return Status::DataLoss("quorate is not an object");
+  out = SystemTime(std::chrono::seconds(seconds));
+  return Status::Ok();
+}
+
+// quorate's fields: _quorate_backup.json's object, or the "quorate" section of an older _etcd_backup.meta.
+Status DecodeQuorateFields(const json& q, BackupMeta& m) {
   m.quorate = true;
   std::string compression, encryption;
   for (auto [field, out] : {std::pair{"object", &m.object}, std::pair{"sha256", &m.sha256},
                             std::pair{"compression", &compression}, std::pair{"encryption", &encryption},
                             std::pair{"keyID", &m.key_id}, std::pair{"source", &m.source}}) {
-    if (Status s = string_of(q, field, *out); !s.ok()) return s;
+    if (Status s = StringField(q, field, *out); !s.ok()) return s;
   }
-  auto c = ParseCompression(compression);
-  if (!c.ok()) return Status::DataLoss(c.status().message());
-  m.compression = *c;
+  if (compression != "gzip" && compression != "zstd") return Status::DataLoss("compression is not gzip or zstd");
+  m.compression = *ParseCompression(compression);
   if ((encryption == "none") != m.key_id.empty() || (encryption != "none" && encryption != "aes-256-gcm")) {
-    return Status::DataLoss(fmt::format("encryption '{}' with key ID '{}' is not a known pair",
-                                        Printable(encryption, 32), Printable(m.key_id, 32)));
+    return Status::DataLoss(
+        "encryption and keyID are not a known pair: none without a key ID, or aes-256-gcm with one");
   }
   if (m.object.empty() || m.object.find('/') != std::string::npos || ValidateKey(m.object).IsInvalidArgument()) {
-    return Status::DataLoss(fmt::format("object '{}' is not a file name", Printable(m.object, 64)));
+    return Status::DataLoss("object is not a file name");
   }
   auto cluster = HexId(q, "clusterID");
   if (!cluster.ok()) return cluster.status();
@@ -137,6 +155,33 @@ Result<BackupMeta> DecodeBackupMeta(const std::string& text) {
     if (q.contains(field) && q[field].is_number_unsigned()) *out = q[field].get<uint64_t>();
   }
   if (q.contains("revision") && q["revision"].is_number_integer()) m.revision = q["revision"].get<int64_t>();
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<BackupMeta> DecodeBackupMeta(const std::string& etcd_manager_file,
+                                    const std::optional<std::string>& quorate_file) {
+  auto doc = ParseMetaFile(etcd_manager_file, kBackupMetaName);
+  if (!doc.ok()) return doc.status();
+  BackupMeta m;
+  auto in_meta = [](const Status& s) { return s.Prefixed(kBackupMetaName); };
+  if (Status s = StringField(*doc, "etcdVersion", m.etcd_version); !s.ok()) return in_meta(s);
+  if (Status s = TimestampField(*doc, m.created); !s.ok()) return in_meta(s);
+  if (doc->contains("clusterSpec") && (*doc)["clusterSpec"].is_object() &&
+      (*doc)["clusterSpec"].contains("memberCount") && (*doc)["clusterSpec"]["memberCount"].is_number_integer()) {
+    m.member_count = (*doc)["clusterSpec"]["memberCount"].get<int>();
+  }
+  m.object = "etcd.backup.gz";  // etcd-manager's only name
+  if (quorate_file) {
+    auto q = ParseMetaFile(*quorate_file, kQuorateMetaName);
+    if (!q.ok()) return q.status();
+    if (Status s = DecodeQuorateFields(*q, m); !s.ok()) return s.Prefixed(kQuorateMetaName);
+    return m;
+  }
+  if (!doc->contains("quorate")) return m;
+  if (!(*doc)["quorate"].is_object()) return in_meta(Status::DataLoss("quorate is not an object"));
+  if (Status s = DecodeQuorateFields((*doc)["quorate"], m); !s.ok()) return in_meta(s);
   return m;
 }
 
@@ -222,11 +267,20 @@ Result<BackupMeta> SaveBackup(Vfs& store, const std::string& store_url, const Sn
       return s;
     }
   }
-  if (Status s = store.Write(folder + "/" + kBackupMetaName, EncodeBackupMeta(meta)); !s.ok()) return s;
+  // quorate's file first, etcd-manager's last: that one commits the backup for both tools, and a
+  // folder holding only quorate's (a save cut short between the two) is swept as never committed.
+  const BackupMetaFiles files = EncodeBackupMeta(meta);
+  if (Status s = store.Write(folder + "/" + kQuorateMetaName, files.quorate); !s.ok()) return s;
+  if (Status s = store.Write(folder + "/" + kBackupMetaName, files.etcd_manager); !s.ok()) return s;
   return meta;
 }
 
-Result<BackupMeta> ReadBackup(Vfs& store, const std::string& store_url, const std::string& folder) {
+namespace {
+
+// The backup in `folder`; `quorate_file_listed` says whether a listing showed _quorate_backup.json
+// there (nullopt: no listing, so it is asked for).
+Result<BackupMeta> ReadBackupIn(Vfs& store, const std::string& store_url, const std::string& folder,
+                                std::optional<bool> quorate_file_listed) {
   const std::string url = BackupUrl(store_url, folder);
   auto text = store.Read(folder + "/" + kBackupMetaName, kMaxMetaBytes);
   if (!text.ok() && text.status().IsNotFound()) {
@@ -234,8 +288,17 @@ Result<BackupMeta> ReadBackup(Vfs& store, const std::string& store_url, const st
                                         kBackupMetaName));
   }
   if (!text.ok()) return text.status();
-  auto meta = DecodeBackupMeta(*text);
-  if (!meta.ok()) return meta.status().Prefixed(BackupUrl(store_url, folder + "/" + kBackupMetaName));
+  std::optional<std::string> quorate_text;
+  if (quorate_file_listed.value_or(true)) {
+    auto q = store.Read(folder + "/" + kQuorateMetaName, kMaxMetaBytes);
+    if (q.ok()) {
+      quorate_text = std::move(*q);
+    } else if (!q.status().IsNotFound() || quorate_file_listed.has_value()) {
+      return q.status();
+    }
+  }
+  auto meta = DecodeBackupMeta(*text, quorate_text);
+  if (!meta.ok()) return meta.status().Prefixed("backup " + url);
   meta->folder = folder;
   meta->url = url;
   if (meta->created == SystemTime{}) {
@@ -243,6 +306,12 @@ Result<BackupMeta> ReadBackup(Vfs& store, const std::string& store_url, const st
     if (t.ok()) meta->created = *t;
   }
   return meta;
+}
+
+}  // namespace
+
+Result<BackupMeta> ReadBackup(Vfs& store, const std::string& store_url, const std::string& folder) {
+  return ReadBackupIn(store, store_url, folder, std::nullopt);
 }
 
 Result<std::vector<BackupMeta>> ListBackups(Vfs& store, const std::string& store_url, const std::string& cluster) {
@@ -255,7 +324,8 @@ Result<std::vector<BackupMeta>> ListBackups(Vfs& store, const std::string& store
     if (!key.ends_with(suffix)) continue;
     std::string folder = key.substr(0, key.size() - suffix.size());
     if (folder.find('/', prefix.size() + 1) != std::string::npos) continue;
-    auto meta = ReadBackup(store, store_url, folder);
+    const bool quorate_file = std::binary_search(keys->begin(), keys->end(), folder + "/" + kQuorateMetaName);
+    auto meta = ReadBackupIn(store, store_url, folder, quorate_file);
     if (!meta.ok()) {
       spdlog::warn("backup {} left out: {}", BackupUrl(store_url, folder), meta.status().message());
       continue;
@@ -309,7 +379,12 @@ Result<BackupKey> KeyFor(const BackupMeta& meta, const std::vector<BackupKey>& k
       given.empty() ? "no --backup-key-file was given" : "the key files given have IDs " + fmt::format("{}", fmt::join(given, ", "))));
 }
 
-Status ReadBackupThrough(Vfs& store, const BackupMeta& meta, const std::vector<BackupKey>& keys, Sink* out) {
+uint64_t SnapshotLimit(const BackupMeta& meta) {
+  return (meta.quorate ? meta.db_bytes : kMaxUndeclaredDbBytes) + kSnapshotHashBytes;
+}
+
+Status ReadBackupThrough(Vfs& store, const BackupMeta& meta, const std::vector<BackupKey>& keys, Sink* out,
+                         BackupRead* read) {
   std::optional<BackupKey> key;
   if (!meta.key_id.empty()) {
     auto k = KeyFor(meta, keys);
@@ -319,7 +394,18 @@ Status ReadBackupThrough(Vfs& store, const BackupMeta& meta, const std::vector<B
   auto download = store.Download(meta.folder + "/" + meta.object);
   if (!download.ok()) return download.status().Prefixed("backup " + meta.url);
   SnapshotCheck check(out);
-  std::unique_ptr<Sink> decompressor = MakeDecompressor(meta.compression, check);
+  const uint64_t limit = SnapshotLimit(meta);
+  // Said behind the backup's URL, as every error of the read below.
+  const std::string too_large =
+      meta.quorate ? fmt::format("decompresses to more than the {} bytes of database its metadata declares (dbBytes); "
+                                 "refused before writing more",
+                                 meta.db_bytes)
+                   : fmt::format("decompresses to more than {} bytes; a backup without quorate's metadata declares no "
+                                 "size, and quorate reads at most {} GiB of database from one (the largest backend "
+                                 "quota etcd suggests)",
+                                 limit, kMaxUndeclaredDbBytes >> 30);
+  LimitSink capped(check, limit, Status::DataLoss(too_large));
+  std::unique_ptr<Sink> decompressor = MakeDecompressor(meta.compression, capped);
   std::unique_ptr<Sink> decryptor = key ? MakeDecryptor(*key, *decompressor) : nullptr;
   Sink& first = decryptor ? *decryptor : *decompressor;
   std::string buffer(kReadPiece, '\0');
@@ -329,9 +415,15 @@ Status ReadBackupThrough(Vfs& store, const BackupMeta& meta, const std::vector<B
     if (!n.ok()) return n.status().Prefixed("backup " + meta.url);
     if (*n == 0) break;
     stored += *n;
+    if (meta.stored_bytes != 0 && stored > meta.stored_bytes) {
+      return Status::DataLoss(fmt::format(
+          "backup {}: its object holds more than the {} bytes its metadata declares (storedBytes)", meta.url,
+          meta.stored_bytes));
+    }
     if (Status s = first.Write({buffer.data(), *n}); !s.ok()) return s.Prefixed("backup " + meta.url);
   }
   if (Status s = first.Finish(); !s.ok()) return s.Prefixed("backup " + meta.url);
+  if (read != nullptr) *read = {check.db_bytes(), check.sha256_hex()};
   if (meta.quorate && (check.sha256_hex() != meta.sha256 || check.db_bytes() != meta.db_bytes ||
                        (meta.stored_bytes != 0 && stored != meta.stored_bytes))) {
     return Status::DataLoss(fmt::format(
@@ -342,8 +434,10 @@ Status ReadBackupThrough(Vfs& store, const BackupMeta& meta, const std::vector<B
 }
 
 Status RemoveBackup(Vfs& store, const BackupMeta& meta) {
-  if (Status s = store.Remove(meta.folder + "/" + kBackupMetaName); !s.ok()) return s;
-  return store.Remove(meta.folder + "/" + meta.object);
+  for (const std::string& name : {std::string(kBackupMetaName), std::string(kQuorateMetaName), meta.object}) {
+    if (Status s = store.Remove(meta.folder + "/" + name); !s.ok()) return s;
+  }
+  return Status::Ok();
 }
 
 }  // namespace quorate

@@ -19,7 +19,6 @@ namespace {
 constexpr size_t kOutChunk = 64 * 1024;
 constexpr size_t kNonceBytes = 12;
 constexpr size_t kTagBytes = 16;
-constexpr size_t kHashBytes = 32;
 
 std::string Hex(const unsigned char* bytes, size_t n) {
   std::string out;
@@ -344,8 +343,8 @@ Status SnapshotCheck::Write(std::string_view bytes) {
   }
   // Everything but the last 32 bytes is the database.
   tail_.append(bytes);
-  if (tail_.size() > kHashBytes) {
-    size_t n = tail_.size() - kHashBytes;
+  if (tail_.size() > kSnapshotHashBytes) {
+    size_t n = tail_.size() - kSnapshotHashBytes;
     EVP_DigestUpdate(hasher_->ctx, tail_.data(), n);
     db_bytes_ += n;
     tail_.erase(0, n);
@@ -357,7 +356,7 @@ Status SnapshotCheck::Finish() {
   unsigned char digest[SHA256_DIGEST_LENGTH];
   EVP_DigestFinal_ex(hasher_->ctx, digest, nullptr);
   sha256_hex_ = Hex(digest, sizeof digest);
-  if (tail_.size() != kHashBytes || std::memcmp(tail_.data(), digest, kHashBytes) != 0) {
+  if (tail_.size() != kSnapshotHashBytes || std::memcmp(tail_.data(), digest, kSnapshotHashBytes) != 0) {
     return Status::DataLoss(fmt::format(
         "the snapshot's sha256 does not match the one etcd appended to it ({} bytes of database): it is damaged",
         db_bytes_));

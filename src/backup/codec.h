@@ -50,6 +50,8 @@ std::unique_ptr<Sink> MakeEncryptor(const BackupKey& key, Sink& next);
 // before is unauthenticated until then: callers use it only after Finish returns OK.
 std::unique_ptr<Sink> MakeDecryptor(const BackupKey& key, Sink& next);
 
+inline constexpr uint64_t kSnapshotHashBytes = 32;
+
 // etcd's snapshot stream: the database, then the sha256 of it in its last 32 bytes. Passes every
 // byte on unchanged; Finish is DataLoss when the hash does not match.
 class SnapshotCheck : public Sink {
@@ -84,6 +86,25 @@ class CountingSink : public Sink {
  private:
   Sink& next_;
   uint64_t bytes_ = 0;
+};
+
+// Passes at most `limit` bytes on: the write that would pass it is refused whole, with `refusal`,
+// so a decompression bomb stops at the size its metadata declares instead of filling a disk.
+class LimitSink : public Sink {
+ public:
+  LimitSink(Sink& next, uint64_t limit, Status refusal) : next_(next), limit_(limit), refusal_(std::move(refusal)) {}
+  Status Write(std::string_view bytes) override {
+    if (bytes.size() > limit_ - passed_) return refusal_;
+    passed_ += bytes.size();
+    return next_.Write(bytes);
+  }
+  Status Finish() override { return next_.Finish(); }
+
+ private:
+  Sink& next_;
+  uint64_t limit_;
+  Status refusal_;
+  uint64_t passed_ = 0;
 };
 
 // The end of a chain that keeps nothing (verification).

@@ -127,38 +127,78 @@ std::string FormatVersions(const std::string& etcd_version, const std::string& e
 
 namespace {
 
+// What only quorate's metadata records, null (JSON) or "-" (text) for a backup without it.
+nlohmann::ordered_json Recorded(const BackupMeta& m, nlohmann::ordered_json value) {
+  return m.quorate ? value : nlohmann::ordered_json();
+}
+std::string RecordedText(const BackupMeta& m, const std::string& text) { return m.quorate ? text : "-"; }
+
 nlohmann::ordered_json BackupJson(const BackupMeta& m) {
   return {{"url", m.url},
           {"created", BackupTimeName(m.created)},
-          {"clusterID", IdToHex(m.cluster_id)},
-          {"memberID", IdToHex(m.member_id)},
-          {"revision", m.revision},
+          {"metadata", m.quorate ? "quorate" : "etcd-manager"},
+          {"clusterID", Recorded(m, IdToHex(m.cluster_id))},
+          {"memberID", Recorded(m, IdToHex(m.member_id))},
+          {"revision", Recorded(m, m.revision)},
           {"etcdVersion", m.etcd_version},
           {"memberCount", m.member_count},
-          {"dbBytes", m.db_bytes},
-          {"storedBytes", m.stored_bytes},
-          {"sha256", m.sha256},
+          {"dbBytes", Recorded(m, m.db_bytes)},
+          {"storedBytes", Recorded(m, m.stored_bytes)},
+          {"sha256", Recorded(m, m.sha256)},
           {"compression", CompressionName(m.compression)},
           {"keyID", m.key_id},
-          {"source", m.source}};
+          {"source", Recorded(m, m.source)}};
 }
 
 std::vector<std::string> BackupRow(const BackupMeta& m) {
-  return {BackupTimeName(m.created), IdToHex(m.cluster_id), std::to_string(m.revision), std::to_string(m.db_bytes),
-          std::to_string(m.stored_bytes), m.key_id.empty() ? "-" : m.key_id, m.url};
+  return {BackupTimeName(m.created),
+          RecordedText(m, IdToHex(m.cluster_id)),
+          RecordedText(m, std::to_string(m.revision)),
+          RecordedText(m, std::to_string(m.db_bytes)),
+          RecordedText(m, std::to_string(m.stored_bytes)),
+          m.key_id.empty() ? "-" : m.key_id,
+          m.url};
 }
 
 const std::vector<std::string> kBackupHeaders = {"CREATED", "CLUSTER ID", "REVISION", "DB BYTES",
                                                  "STORED BYTES", "KEY ID", "URL"};
+
+// The checks `backup verify` cannot make on a backup without quorate's metadata.
+const std::vector<std::string> kUncheckedWithoutQuorateMeta = {
+    "the database's size and sha256 against its metadata (etcd-manager's records neither)",
+    "its cluster ID, member ID and revision (not recorded)"};
 
 }  // namespace
 
 std::string FormatBackup(const BackupMeta& m, OutputFormat format) {
   if (format == OutputFormat::kJson) return JsonText(BackupJson(m), 2) + "\n";
   if (format == OutputFormat::kTable) return RenderTable(kBackupHeaders, {BackupRow(m)});
+  if (!m.quorate) {
+    return fmt::format("backup without quorate's metadata (etcd-manager's) of etcd {}, {} members ({})\n{}\n",
+                       m.etcd_version.empty() ? "of unknown version" : m.etcd_version, m.member_count,
+                       CompressionName(m.compression), m.url);
+  }
   return fmt::format("backup of cluster {} at revision {}: {} bytes of database (sha256 {}), {} stored ({}{})\n{}\n",
                      IdToHex(m.cluster_id), m.revision, m.db_bytes, m.sha256, m.stored_bytes,
                      CompressionName(m.compression), m.key_id.empty() ? "" : ", encrypted with key " + m.key_id, m.url);
+}
+
+std::string FormatVerifiedBackup(const BackupMeta& m, const BackupRead& read, OutputFormat format) {
+  if (m.quorate) return FormatBackup(m, format);
+  if (format == OutputFormat::kJson) {
+    nlohmann::ordered_json doc = BackupJson(m);
+    doc["dbBytes"] = read.db_bytes;
+    doc["sha256"] = read.sha256;
+    doc["notChecked"] = kUncheckedWithoutQuorateMeta;
+    return JsonText(doc, 2) + "\n";
+  }
+  std::vector<std::string> row = BackupRow(m);
+  row[3] = std::to_string(read.db_bytes);
+  const std::string unchecked = fmt::format("not checked: {}", fmt::join(kUncheckedWithoutQuorateMeta, "; "));
+  if (format == OutputFormat::kTable) return RenderTable(kBackupHeaders, {row}) + unchecked + "\n";
+  return fmt::format("backup without quorate's metadata (etcd-manager's): {} bytes of database (sha256 {}) as etcd's "
+                     "own hash confirms; {}\n{}\n",
+                     read.db_bytes, read.sha256, unchecked, m.url);
 }
 
 std::string FormatBackupList(const std::vector<BackupMeta>& backups, OutputFormat format) {

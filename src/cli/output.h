@@ -44,8 +44,12 @@ std::string FormatVersions(const std::string& etcd_version, const std::string& e
 // `backup save` and `backup verify`: one backup. With simple, the backup's URL alone on the last
 // line, so a script passes it on to --restore-from.
 std::string FormatBackup(const BackupMeta& meta, OutputFormat format);
-// `backup list`: oldest first.
+// `backup list`: oldest first. What a backup without quorate's metadata (etcd-manager's) does not
+// record is "-" in a table and null in JSON, never a made-up 0.
 std::string FormatBackupList(const std::vector<BackupMeta>& backups, OutputFormat format);
+// `backup verify`: the backup read whole (`read`: what etcd's own hash confirmed), and the checks
+// its metadata left out: for one without quorate's, its declared size and sha256 and its cluster.
+std::string FormatVerifiedBackup(const BackupMeta& meta, const BackupRead& read, OutputFormat format);
 
 // `member remove`: one line per argument, flushed as it is handled (etcdctl's "Member <id> removed
 // from cluster <cluster id>", with the name; JSON lines with -w json).

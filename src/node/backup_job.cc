@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
+
 #include "quorate/log.h"
 #include "status/status_server.h"
 #include "quorate/text.h"
@@ -81,14 +84,17 @@ Result<std::optional<BackupMeta>> BackupBeforeChange(const Config& config, EtcdC
 }
 
 Result<std::vector<BackupMeta>> PruneBackups(const BackupSettings& settings, Vfs& store, SystemTime now) {
-  auto backups = ListBackups(store, settings.store_url, settings.cluster);
-  if (!backups.ok()) return backups.status();
+  auto listed = ListBackups(store, settings.store_url, settings.cluster);
+  if (!listed.ok()) return listed.status();
+  // Only quorate's own: in a store shared with etcd-manager, its backups are its retention's to keep.
+  std::vector<BackupMeta> ours;
+  std::copy_if(listed->begin(), listed->end(), std::back_inserter(ours), [](const BackupMeta& b) { return b.quorate; });
   std::vector<SystemTime> created;
-  for (const BackupMeta& b : *backups) created.push_back(b.created);
+  for (const BackupMeta& b : ours) created.push_back(b.created);
   std::vector<BackupMeta> removed;
   for (size_t i : BackupsToRemove(created, now, settings.retention)) {
-    if (Status s = RemoveBackup(store, (*backups)[i]); !s.ok()) return s;
-    removed.push_back((*backups)[i]);
+    if (Status s = RemoveBackup(store, ours[i]); !s.ok()) return s;
+    removed.push_back(ours[i]);
   }
   return removed;
 }

@@ -54,7 +54,8 @@ Result<std::optional<BackupMeta>> BackupBeforeChange(const Config& config, EtcdC
                                                      const SnapshotSourceFactory& sources,
                                                      Clock::TimePoint deadline = Clock::kNever);
 
-// Removes the backups the retention policy no longer keeps; returns them.
+// Removes the backups the retention policy no longer keeps, among quorate's own (those with its
+// metadata: another tool's backups in a shared store are never removed); returns them.
 Result<std::vector<BackupMeta>> PruneBackups(const BackupSettings& settings, Vfs& store, SystemTime now);
 
 // Removes what saves cut short left behind (RemoveAbandonedBackups) that began longer ago than

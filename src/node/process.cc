@@ -17,6 +17,8 @@
 #include <map>
 #include <mutex>
 
+#include "quorate/fs.h"
+
 namespace quorate {
 namespace {
 
@@ -92,25 +94,6 @@ class RealChild : public ChildProcess {
   int pidfd_;
   std::shared_ptr<Owned> owned_;
   std::optional<ExitStatus> exit_status_;
-};
-
-// Closes the descriptor it holds on every path out of Start.
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  ~UniqueFd() { reset(); }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
 };
 
 [[noreturn]] void FailChild(int error_fd, int err) {

@@ -34,22 +34,16 @@ const char* KindOf(mode_t mode) {
   return "not a regular file";
 }
 
-// O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever. The type is checked on
-// the open descriptor, so nothing can be swapped in between the check and the read.
-Result<std::string> ReadRegular(const std::string& path, size_t max_bytes, bool whole) {
-  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(errno, "read " + path);
-  auto done = [fd](Result<std::string> r) {
-    close(fd);
-    return r;
-  };
+// The type is checked on the open descriptor, so nothing can be swapped in between the check and
+// the read.
+Result<std::string> ReadOpen(int fd, const std::string& path, size_t max_bytes, bool whole) {
   struct stat st;
-  if (fstat(fd, &st) != 0) return done(Status::FromErrno(errno, "stat " + path));
+  if (fstat(fd, &st) != 0) return Status::FromErrno(errno, "stat " + path);
   if (!S_ISREG(st.st_mode)) {
-    return done(Status::DataLoss(fmt::format("{} is {}, not a file quorate can read", path, KindOf(st.st_mode))));
+    return Status::DataLoss(fmt::format("{} is {}, not a file quorate can read", path, KindOf(st.st_mode)));
   }
   const auto size = static_cast<uint64_t>(st.st_size);
-  if (whole && size > max_bytes) return done(TooLargeToRead(path, size, max_bytes));
+  if (whole && size > max_bytes) return TooLargeToRead(path, size, max_bytes);
   // One byte past the cap shows a file that grew after fstat.
   const size_t limit = whole ? max_bytes + 1 : max_bytes;
   std::string out(std::min<uint64_t>(size, limit), '\0');
@@ -61,16 +55,32 @@ Result<std::string> ReadRegular(const std::string& path, size_t max_bytes, bool 
     }
     ssize_t n = read(fd, out.data() + got, out.size() - got);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return done(Status::FromErrno(errno, "read " + path));
+    if (n < 0) return Status::FromErrno(errno, "read " + path);
     if (n == 0) break;
     got += static_cast<size_t>(n);
   }
   out.resize(got);
-  if (whole && got > max_bytes) return done(TooLargeToRead(path, got, max_bytes));
-  return done(std::move(out));
+  if (whole && got > max_bytes) return TooLargeToRead(path, got, max_bytes);
+  return out;
+}
+
+// O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever.
+Result<std::string> ReadRegular(const std::string& path, size_t max_bytes, bool whole) {
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (!fd) return Status::FromErrno(errno, "read " + path);
+  return ReadOpen(fd.get(), path, max_bytes, whole);
 }
 
 }  // namespace
+
+void UniqueFd::reset(int fd) {
+  if (fd_ >= 0) close(fd_);
+  fd_ = fd;
+}
+
+Result<std::string> ReadOpenFile(int fd, const std::string& where, size_t max_bytes) {
+  return ReadOpen(fd, where, max_bytes, /*whole=*/true);
+}
 
 Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
   return ReadRegular(path, max_bytes, /*whole=*/true);
@@ -86,25 +96,23 @@ Status TooLargeToRead(const std::string& where, uint64_t size, size_t max_bytes)
                                       where, size, max_bytes));
 }
 
-Result<std::string> WriteHiddenTemp(const std::string& path, const std::string& content, int mode) {
-  std::filesystem::path p(path);
-  std::string dir = p.parent_path().empty() ? "." : p.parent_path().string();
-  // Those who may read the file may reach it.
-  if (Status s = MakeDirs(dir, mode | ((mode & 0444) >> 2)); !s.ok()) return s;
+Result<std::string> WriteHiddenTempAt(int dir_fd, const std::string& dir, const std::string& name,
+                                      const std::string& content, int mode) {
   thread_local std::mt19937_64 random{std::random_device{}()};
   std::string tmp;
   int fd = -1;
+  // O_EXCL: a name taken by anything, a planted link included, is never opened.
   for (int attempt = 0; fd < 0 && attempt < 8; ++attempt) {
-    tmp = fmt::format("{}/.{}.tmp-{:016x}", dir, p.filename().string(), random());
-    fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    tmp = fmt::format(".{}.tmp-{:016x}", name, random());
+    fd = openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
     if (fd < 0 && errno != EEXIST) break;
   }
-  if (fd < 0) return Status::FromErrno(errno, "create " + tmp);
+  if (fd < 0) return Status::FromErrno(errno, "create " + dir + "/" + tmp);
   auto fail = [&](const char* what) {
     int err = errno;
     close(fd);
-    unlink(tmp.c_str());
-    return Status::FromErrno(err, std::string(what) + " " + tmp);
+    unlinkat(dir_fd, tmp.c_str(), 0);
+    return Status::FromErrno(err, std::string(what) + " " + dir + "/" + tmp);
   };
   for (size_t written = 0; written < content.size();) {
     ssize_t n = write(fd, content.data() + written, content.size() - written);
@@ -115,10 +123,22 @@ Result<std::string> WriteHiddenTemp(const std::string& path, const std::string& 
   if (fsync(fd) != 0) return fail("fsync");
   if (close(fd) != 0) {
     int err = errno;
-    unlink(tmp.c_str());
-    return Status::FromErrno(err, "close " + tmp);
+    unlinkat(dir_fd, tmp.c_str(), 0);
+    return Status::FromErrno(err, "close " + dir + "/" + tmp);
   }
   return tmp;
+}
+
+Result<std::string> WriteHiddenTemp(const std::string& path, const std::string& content, int mode) {
+  std::filesystem::path p(path);
+  std::string dir = p.parent_path().empty() ? "." : p.parent_path().string();
+  // Those who may read the file may reach it.
+  if (Status s = MakeDirs(dir, mode | ((mode & 0444) >> 2)); !s.ok()) return s;
+  UniqueFd dir_fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_fd) return Status::FromErrno(errno, "open " + dir);
+  auto tmp = WriteHiddenTempAt(dir_fd.get(), dir, p.filename().string(), content, mode);
+  if (!tmp.ok()) return tmp.status();
+  return dir + "/" + *tmp;
 }
 
 Status SyncDir(const std::string& dir) { return FsyncPath(dir.empty() ? "." : dir, O_RDONLY | O_DIRECTORY); }

@@ -26,6 +26,19 @@ def quorate(c, *args, check_rc=0):
     return run([QUORATE] + list(args), prefix=c.prefix, check_rc=check_rc, timeout=120)
 
 
+def backup_store(c):
+    """A directory store in the cluster's folder, and the flag naming it."""
+    store = os.path.join(c.dir, "store")
+    os.makedirs(store)
+    return store, ["--backup-to", f"file://{store}"]
+
+
+def save_backup(c, to, *args):
+    """`quorate backup save` of the cluster into `to`: the backup's URL, alone on the last line."""
+    r = quorate(c, "backup", "save", "--endpoints", c.endpoints(), *to, "-w", "simple", *args)
+    return r.stdout.strip().splitlines()[-1]
+
+
 def flip_byte(path, offset):
     with open(path, "r+b") as f:
         f.seek(offset)
@@ -41,16 +54,14 @@ def test():
     run_together(c.nodes)
     wait_healthy(c)
     put_keys(c, "/k/", 1000)
-    store = os.path.join(c.dir, "store")
-    os.makedirs(store)
-    to = ["--backup-to", f"file://{store}"]
+    store, to = backup_store(c)
 
-    r = quorate(c, "backup", "save", "--endpoints", c.endpoints(), *to, "-w", "simple")
-    url = r.stdout.strip().splitlines()[-1]
+    url = save_backup(c, to)
     log(f"saved {url}")
-    check(url.startswith(f"file://{store}/backups/etcd/main/"), f"the last line is not the backup URL: {r.stdout}")
+    check(url.startswith(f"file://{store}/backups/etcd/main/"), f"the last line is not the backup URL: {url}")
     folder = url[len("file://"):]
-    check(sorted(os.listdir(folder)) == ["_etcd_backup.meta", "etcd.backup.gz"], f"layout: {os.listdir(folder)}")
+    check(sorted(os.listdir(folder)) == ["_etcd_backup.meta", "_quorate_backup.json", "etcd.backup.gz"],
+          f"layout: {os.listdir(folder)}")
     meta = json.load(open(os.path.join(folder, "_etcd_backup.meta")))
     check(meta["clusterSpec"]["memberCount"] == 3 and meta["etcdVersion"].startswith("3."), f"metadata: {meta}")
     # etcd-manager's file is plain gzip of etcd's snapshot: gunzip and etcdctl read it.

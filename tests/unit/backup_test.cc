@@ -5,12 +5,16 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "backup/backup.h"
 #include "backup/codec.h"
 #include "backup/retention.h"
+#include "node/backup_job.h"
 #include "quorate/s3.h"
 #include "testing/fake_clock.h"
 #include "testing/fake_snapshot.h"
+#include "testing/forwarding_vfs.h"
 
 namespace quorate {
 namespace {
@@ -43,6 +47,16 @@ struct StringSink : Sink {
   }
   std::string data;
   bool finished = false;
+};
+
+// Counts what reaches the end of a restore's chain: what a restore would have written to disk.
+struct CountingEnd : Sink {
+  Status Write(std::string_view bytes) override {
+    bytes_seen += bytes.size();
+    return Status::Ok();
+  }
+  Status Finish() override { return Status::Ok(); }
+  uint64_t bytes_seen = 0;
 };
 
 BackupKey TestKey(unsigned char fill) {
@@ -156,17 +170,185 @@ TEST_CASE("backups follow etcd-manager's layout, and their URL leads back to the
   CHECK((*listed)[0].sha256 == meta->sha256);
 }
 
-TEST_CASE("an etcd-manager backup (no quorate section) reads as gzip, unencrypted") {
+TEST_CASE("an etcd-manager backup (no quorate metadata) reads as gzip, unencrypted") {
   auto meta = DecodeBackupMeta(R"({"etcdVersion":"3.4.13","clusterSpec":{"memberCount":3,"etcdVersion":"3.4.13"}})");
   REQUIRE(meta.ok());
   CHECK_FALSE(meta->quorate);
   CHECK(meta->member_count == 3);
   CHECK(meta->object == "etcd.backup.gz");
   CHECK(meta->key_id.empty());
+  // etcd-manager's protobuf JSON writes an int64 as a string.
+  auto stamped = DecodeBackupMeta(R"({"etcdVersion":"3.4.13","timestamp":"1795000000"})");
+  REQUIRE(stamped.ok());
+  CHECK(stamped->created == std::chrono::system_clock::from_time_t(1795000000));
   CHECK(DecodeBackupMeta("[]").status().code() == Status::Code::kDataLoss);
   CHECK(DecodeBackupMeta(R"({"quorate":{"compression":"lz4"}})").status().code() == Status::Code::kDataLoss);
   CHECK(DecodeBackupMeta(R"({"quorate":{"compression":"gzip","encryption":"none","keyID":"ab"}})").status().code() ==
         Status::Code::kDataLoss);
+}
+
+TEST_CASE("no metadata error quotes the file's content, only its name and what is wrong") {
+  const std::string secret = "root:$6$SeCrEt";
+  const std::string fine = R"({"etcdVersion":"3.4.23"})";
+  for (auto [manager, quorate] : std::vector<std::pair<std::string, std::optional<std::string>>>{
+           {secret, std::nullopt},
+           {"{\"etcdVersion\": \"" + secret + "\", x}", std::nullopt},
+           {R"({"timestamp":")" + secret + R"("})", std::nullopt},
+           {fine, secret},
+           {fine, R"({"compression":")" + secret + R"("})"},
+           {fine, R"({"compression":"gzip","encryption":")" + secret + R"(","keyID":"k"})"},
+           {fine, R"({"compression":"gzip","encryption":"none","object":")" + secret + R"("})"},
+           {fine, R"({"compression":"gzip","encryption":"none","clusterID":")" + secret + R"("})"},
+           {R"({"quorate":{"compression":")" + secret + R"("}})", std::nullopt},
+       }) {
+    CAPTURE(manager);
+    auto meta = DecodeBackupMeta(manager, quorate);
+    REQUIRE_FALSE(meta.ok());
+    CHECK(meta.status().code() == Status::Code::kDataLoss);
+    CHECK(meta.status().message().find("SeCrEt") == std::string::npos);
+    CHECK(meta.status().message().find(quorate ? kQuorateMetaName : kBackupMetaName) != std::string::npos);
+  }
+}
+
+// Every Write a store is asked for, in order, passed on to a directory store.
+struct RecordingVfs : ForwardingVfs {
+  using ForwardingVfs::ForwardingVfs;
+  Status Write(const std::string& key, const std::string& content) override {
+    writes.push_back(key.substr(key.rfind('/') + 1));
+    return ForwardingVfs::Write(key, content);
+  }
+  std::vector<std::string> writes;
+};
+
+TEST_CASE("_etcd_backup.meta holds exactly etcd-manager's fields, quorate's are beside it, and it is written last") {
+  TempStore t;
+  RecordingVfs recording(*t.store);
+  FakeSnapshot fake;
+  auto meta = SaveBackup(recording, t.url, fake.Source(), Options());
+  REQUIRE(meta.ok());
+  CHECK(recording.writes == std::vector<std::string>{kQuorateMetaName, kBackupMetaName});
+  auto manager = t.store->Read(meta->folder + "/" + kBackupMetaName, 4096);
+  REQUIRE(manager.ok());
+  auto doc = nlohmann::json::parse(*manager);
+  std::vector<std::string> fields, spec_fields;
+  for (const auto& [k, v] : doc.items()) fields.push_back(k);
+  for (const auto& [k, v] : doc["clusterSpec"].items()) spec_fields.push_back(k);
+  CHECK(fields == std::vector<std::string>{"clusterSpec", "etcdVersion", "timestamp"});
+  CHECK(spec_fields == std::vector<std::string>{"etcdVersion", "memberCount"});
+  auto again = ReadBackup(*t.store, t.url, meta->folder);
+  REQUIRE(again.ok());
+  CHECK(again->quorate);
+  CHECK(again->sha256 == meta->sha256);
+  CHECK(again->db_bytes == meta->db_bytes);
+  CHECK(again->created == meta->created);
+}
+
+TEST_CASE("a backup of quorate before its own file (fields under \"quorate\" in _etcd_backup.meta) still reads") {
+  TempStore t;
+  FakeSnapshot fake;
+  auto saved = SaveBackup(*t.store, t.url, fake.Source(), Options(TestKey(3), Compression::kZstd));
+  REQUIRE(saved.ok());
+  // What quorate wrote before: one file, its fields under "quorate".
+  auto manager = nlohmann::json::parse(*t.store->Read(saved->folder + "/" + kBackupMetaName, 4096));
+  manager["quorate"] = nlohmann::json::parse(*t.store->Read(saved->folder + "/" + kQuorateMetaName, 4096));
+  REQUIRE(t.store->Remove(saved->folder + "/" + kQuorateMetaName).ok());
+  REQUIRE(t.store->Write(saved->folder + "/" + kBackupMetaName, manager.dump()).ok());
+  auto listed = ListBackups(*t.store, t.url, "main");
+  REQUIRE(listed.ok());
+  REQUIRE(listed->size() == 1);
+  CHECK((*listed)[0].quorate);
+  CHECK((*listed)[0].key_id == saved->key_id);
+  CHECK((*listed)[0].compression == Compression::kZstd);
+  CHECK(ReadBackupThrough(*t.store, (*listed)[0], {TestKey(3)}, nullptr).ok());
+}
+
+// etcd-manager's backup of `fake`: gzip of etcd's stream, and its metadata alone.
+std::string PlantEtcdManagerBackup(TempStore& t, const FakeSnapshot& fake, const std::string& name) {
+  StringSink packed;
+  auto gzip = MakeCompressor(Compression::kGzip, packed);
+  REQUIRE(gzip->Write(fake.Stream()).ok());
+  REQUIRE(gzip->Finish().ok());
+  const std::string folder = "backups/etcd/main/" + name;
+  REQUIRE(t.store->Write(folder + "/etcd.backup.gz", packed.data).ok());
+  REQUIRE(t.store->Write(folder + "/" + kBackupMetaName,
+                         R"({"etcdVersion":"3.4.23","timestamp":"1600000000","clusterSpec":{"memberCount":3,)"
+                         R"("etcdVersion":"3.4.23"}})")
+              .ok());
+  return folder;
+}
+
+TEST_CASE("an etcd-manager backup is listed and read through etcd's own hash, which is all it can be checked by") {
+  TempStore t;
+  FakeSnapshot fake;
+  const std::string folder = PlantEtcdManagerBackup(t, fake, "2020-09-13T12:26:40Z-000001");
+  auto listed = ListBackups(*t.store, t.url, "main");
+  REQUIRE(listed.ok());
+  REQUIRE(listed->size() == 1);
+  const BackupMeta& meta = (*listed)[0];
+  CHECK_FALSE(meta.quorate);
+  CHECK(meta.folder == folder);
+  CHECK(meta.etcd_version == "3.4.23");
+  StringSink out;
+  BackupRead read;
+  REQUIRE(ReadBackupThrough(*t.store, meta, {}, &out, &read).ok());
+  CHECK(out.data == fake.Stream());
+  CHECK(read.db_bytes == fake.db_bytes);
+  CHECK(read.sha256.size() == 64);
+}
+
+TEST_CASE("a restore's read follows no link out of the store: not its metadata, not its object") {
+  TempStore t, outside;
+  FakeSnapshot fake;
+  std::ofstream(outside.path + "/shadow") << "root:$6$SeCrEt:19000::::::\n";
+  auto saved = SaveBackup(*t.store, t.url, fake.Source(), Options());
+  REQUIRE(saved.ok());
+  const std::string folder = t.path + "/" + saved->folder;
+  // The object swapped for a link to a copy outside: the metadata still matches it.
+  fs::rename(folder + "/" + saved->object, outside.path + "/object");
+  fs::create_symlink(outside.path + "/object", folder + "/" + saved->object);
+  auto meta = ReadBackup(*t.store, t.url, saved->folder);
+  REQUIRE(meta.ok());
+  CountingEnd written;
+  Status s = ReadBackupThrough(*t.store, *meta, {}, &written);
+  CHECK(s.code() == Status::Code::kDataLoss);
+  CHECK(s.message().find("symbolic link") != std::string::npos);
+  CHECK(written.bytes_seen == 0);
+  // The metadata a link to a secret: refused, its content never quoted, the backup never listed.
+  fs::remove(folder + "/" + kBackupMetaName);
+  fs::create_symlink(outside.path + "/shadow", folder + "/" + kBackupMetaName);
+  auto linked = ReadBackup(*t.store, t.url, saved->folder);
+  CHECK(linked.status().code() == Status::Code::kDataLoss);
+  CHECK(linked.status().message().find("symbolic link") != std::string::npos);
+  CHECK(linked.status().message().find("SeCrEt") == std::string::npos);
+  CHECK(ListBackups(*t.store, t.url, "main")->empty());
+}
+
+TEST_CASE("retention in a store shared with etcd-manager removes only quorate's backups") {
+  TempStore t;
+  FakeSnapshot fake;
+  const SystemTime now = std::chrono::system_clock::from_time_t(1795000000);
+  // etcd-manager's backups of 200 and 100 days ago, older than any policy keeps.
+  const auto days_ago = [&](int days) { return BackupTimeName(now - std::chrono::hours(24 * days)); };
+  const std::string old1 = PlantEtcdManagerBackup(t, fake, days_ago(200) + "-000001");
+  const std::string old2 = PlantEtcdManagerBackup(t, fake, days_ago(100) + "-000002");
+  for (int days : {150, 120, 1}) {
+    SaveOptions o = Options();
+    o.now = now - std::chrono::hours(24 * days);
+    REQUIRE(SaveBackup(*t.store, t.url, fake.Source(), o).ok());
+  }
+  BackupSettings settings;
+  settings.store_url = t.url;
+  settings.cluster = "main";
+  auto removed = PruneBackups(settings, *t.store, now);
+  REQUIRE(removed.ok());
+  CHECK(removed->size() == 2);
+  for (const BackupMeta& b : *removed) CHECK(b.quorate);
+  auto listed = ListBackups(*t.store, t.url, "main");
+  REQUIRE(listed.ok());
+  REQUIRE(listed->size() == 3);
+  CHECK((*listed)[0].folder == old1);
+  CHECK((*listed)[1].folder == old2);
+  CHECK((*listed)[2].quorate);
 }
 
 TEST_CASE("a save cut short, a bad hash or a refused commit leaves no backup listed") {
@@ -221,7 +403,7 @@ TEST_CASE("what saves cut short left behind is removed once old enough; backups 
   CHECK(listed->size() == 1);
   auto keys = t.store->List("backups");
   REQUIRE(keys.ok());
-  CHECK(keys->size() == 3);  // the committed backup's object and metadata, the recent save's object
+  CHECK(keys->size() == 4);  // the committed backup's object and two metadata files, the recent save's object
 }
 
 TEST_CASE("a changed byte, a missing key and a wrong key are refused") {
@@ -261,6 +443,48 @@ TEST_CASE("a changed byte, a missing key and a wrong key are refused") {
   const std::string path = plain.path + "/" + unencrypted->folder + "/" + unencrypted->object;
   fs::resize_file(path, fs::file_size(path) - 10);
   CHECK(ReadBackupThrough(*plain.store, *unencrypted, {}, nullptr).code() == Status::Code::kDataLoss);
+}
+
+// A backup whose object decompresses to `expanded` zero bytes while its metadata declares `declared`.
+BackupMeta PlantBomb(TempStore& t, Compression c, uint64_t expanded, uint64_t declared) {
+  StringSink packed;
+  auto compressor = MakeCompressor(c, packed);
+  const std::string zeros(1 << 20, '\0');
+  for (uint64_t done = 0; done < expanded; done += zeros.size()) REQUIRE(compressor->Write(zeros).ok());
+  REQUIRE(compressor->Finish().ok());
+  BackupMeta meta;
+  meta.folder = "backups/etcd/main/2026-11-26T09:00:00Z";
+  meta.url = t.url + "/" + meta.folder;
+  meta.quorate = true;
+  meta.compression = c;
+  meta.object = c == Compression::kGzip ? "etcd.backup.gz" : "etcd.backup.zst";
+  meta.db_bytes = declared;
+  meta.stored_bytes = packed.data.size();
+  REQUIRE(t.store->Write(meta.folder + "/" + meta.object, packed.data).ok());
+  return meta;
+}
+
+TEST_CASE("a decompression bomb is refused as soon as it passes the size its metadata declares") {
+  for (Compression c : {Compression::kGzip, Compression::kZstd}) {
+    CAPTURE(CompressionName(c));
+    TempStore t;
+    // The issue's shape: a small object whose metadata says 135 KiB, expanding to 32 MiB here.
+    BackupMeta bomb = PlantBomb(t, c, uint64_t{32} << 20, 135 * 1024);
+    CHECK(bomb.stored_bytes < 64 * 1024);
+    CountingEnd written;
+    Status s = ReadBackupThrough(*t.store, bomb, {}, &written);
+    CHECK(s.code() == Status::Code::kDataLoss);
+    CHECK(s.message().find(bomb.url) != std::string::npos);
+    CHECK(s.message().find("dbBytes") != std::string::npos);
+    CHECK(written.bytes_seen <= bomb.db_bytes + kSnapshotHashBytes);
+    // An object longer than its metadata says is refused as soon as the excess is read.
+    bomb.stored_bytes = 100;
+    bomb.db_bytes = uint64_t{1} << 30;
+    CHECK(ReadBackupThrough(*t.store, bomb, {}, nullptr).message().find("storedBytes") != std::string::npos);
+  }
+  // Without quorate's metadata no size is declared: the fixed bound holds instead.
+  BackupMeta foreign;
+  CHECK(SnapshotLimit(foreign) == kMaxUndeclaredDbBytes + kSnapshotHashBytes);
 }
 
 TEST_CASE("key files hold 32 bytes, raw or hex") {

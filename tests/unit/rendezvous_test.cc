@@ -19,6 +19,7 @@
 #include "quorate/provider.h"
 #include "quorate/rendezvous.h"
 #include "quorate/vfs.h"
+#include "testing/forwarding_vfs.h"
 
 namespace quorate {
 namespace {
@@ -490,25 +491,7 @@ TEST_CASE("6 nodes race for 5 seats on a store without exclusive create, 20 time
     CAPTURE(round);
     MemVfs vfs(false);
     // Each node has its own handle on the one store, as on S3.
-    struct Handle : Vfs {
-      explicit Handle(MemVfs& v) : v_(v) {}
-      Result<std::vector<std::string>> List(const std::string& p) override { return v_.List(p); }
-      Result<std::string> Read(const std::string& k, size_t max_bytes) override { return v_.Read(k, max_bytes); }
-      Result<bool> CreateIfAbsent(const std::string& k, const std::string& c) override {
-        return v_.CreateIfAbsent(k, c);
-      }
-      Status Write(const std::string& k, const std::string& c) override { return v_.Write(k, c); }
-      Result<std::unique_ptr<VfsUpload>> Upload(const std::string& k) override { return v_.Upload(k); }
-      Result<std::unique_ptr<VfsDownload>> Download(const std::string& k) override { return v_.Download(k); }
-      Status Remove(const std::string& k) override { return v_.Remove(k); }
-      Result<int> RemoveAbandonedUploads(const std::string& p, std::chrono::system_clock::time_point t) override {
-        return v_.RemoveAbandonedUploads(p, t);
-      }
-      bool exclusive_create() const override { return v_.exclusive_create(); }
-      std::string Describe() const override { return v_.Describe(); }
-      MemVfs& v_;
-    };
-    RaceResult r = Race([&] { return std::make_unique<Handle>(vfs); }, "tok", 6, 5);
+    RaceResult r = Race([&] { return std::make_unique<ForwardingVfs>(vfs); }, "tok", 6, 5);
 
     // Every seal ever written, by any racing writer, holds the same set.
     std::set<std::vector<std::string>> written;

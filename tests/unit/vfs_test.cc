@@ -201,4 +201,54 @@ TEST_CASE("the directory backend refuses a planted FIFO at once, and a huge reco
   CHECK(vfs->Read("tok/members/n2", 64 * 1024 - 1).status().code() == Status::Code::kDataLoss);
 }
 
+TEST_CASE("the directory backend follows no symbolic link below its root: not to read, list, write or remove") {
+  TempDir dir, outside;
+  auto vfs = Open(dir.path);
+  // A secret outside the store, and a folder outside it shaped as a backup.
+  const std::string secret = outside.path + "/shadow";
+  std::ofstream(secret) << "root:$6$SeCrEt:19000::::::\n";
+  fs::create_directories(outside.path + "/folder");
+  std::ofstream(outside.path + "/folder/_etcd_backup.meta") << "{\"etcdVersion\":\"3.4.23\"}";
+  fs::create_directories(dir.path + "/backups/etcd/main/2026-11-26T09:00:00Z");
+  fs::create_symlink(secret, dir.path + "/backups/etcd/main/2026-11-26T09:00:00Z/_etcd_backup.meta");
+  fs::create_symlink(outside.path + "/folder", dir.path + "/backups/etcd/main/2026-11-26T10:00:00Z");
+  fs::create_symlink(outside.path, dir.path + "/linked");
+
+  for (const std::string key : {"backups/etcd/main/2026-11-26T09:00:00Z/_etcd_backup.meta",
+                                "backups/etcd/main/2026-11-26T10:00:00Z/_etcd_backup.meta", "linked/shadow"}) {
+    CAPTURE(key);
+    auto read = vfs->Read(key, 64 * 1024);
+    CHECK(read.status().code() == Status::Code::kDataLoss);
+    CHECK(read.status().message().find("symbolic link") != std::string::npos);
+    CHECK(read.status().message().find("SeCrEt") == std::string::npos);
+    CHECK(vfs->Download(key).status().code() == Status::Code::kDataLoss);
+  }
+  // Listed: neither the linked record nor anything in a linked folder; a linked prefix is refused.
+  auto listed = vfs->List("");
+  REQUIRE(listed.ok());
+  CHECK(listed->empty());
+  CHECK(vfs->List("linked").status().code() == Status::Code::kDataLoss);
+
+  // Nothing is written or removed through a link.
+  CHECK_FALSE(vfs->Write("linked/planted", "x").ok());
+  CHECK_FALSE(vfs->Upload("backups/etcd/main/2026-11-26T10:00:00Z/etcd.backup.gz").ok());
+  CHECK_FALSE(vfs->CreateIfAbsent("linked/planted", "x").ok());
+  CHECK_FALSE(vfs->Remove("linked/shadow").ok());
+  CHECK_FALSE(vfs->Remove("backups/etcd/main/2026-11-26T10:00:00Z/_etcd_backup.meta").ok());
+  CHECK(fs::exists(secret));
+  CHECK(fs::exists(outside.path + "/folder/_etcd_backup.meta"));
+  CHECK_FALSE(fs::exists(outside.path + "/planted"));
+  // Removing the linked record removes the link, never what it points at.
+  REQUIRE(vfs->Remove("backups/etcd/main/2026-11-26T09:00:00Z/_etcd_backup.meta").ok());
+  CHECK(fs::exists(secret));
+  CHECK_FALSE(fs::exists(dir.path + "/backups/etcd/main/2026-11-26T09:00:00Z"));
+
+  // The root itself may be a link: the operator's own choice.
+  TempDir holder;
+  fs::create_symlink(dir.path, holder.path + "/store");
+  auto through = Open(holder.path + "/store");
+  REQUIRE(through->Write("a/b", "c").ok());
+  CHECK(*through->Read("a/b", 16) == "c");
+}
+
 }  // namespace quorate
