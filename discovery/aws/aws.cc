@@ -191,7 +191,15 @@ Result<Group> ParseAutoScalingGroup(const std::string& xml, const std::string& n
       return s;
     }
     for (pugi::xml_node m : g.child("Instances").children("member")) {
-      group.instance_ids.push_back(m.child("InstanceId").text().get());
+      if (!GroupCounts(m.child("LifecycleState").text().get())) continue;
+      auto id = CheckInstanceId(m.child("InstanceId").text().get());
+      if (!id.ok()) return id.status().Prefixed(fmt::format("Auto Scaling group {}", Printable(name, 64)));
+      group.instance_ids.push_back(*id);
+    }
+    if (Status s = cloud::CheckGroupSize(static_cast<int64_t>(group.instance_ids.size()),
+                                         fmt::format("Auto Scaling group {}'s instance list", Printable(name, 64)));
+        !s.ok()) {
+      return s;
     }
     return group;
   }
@@ -219,6 +227,11 @@ Result<std::string> ParseAutoScalingInstanceGroup(const std::string& xml, const 
 }
 
 bool Counts(const std::string& state) { return state == "pending" || state == "running"; }
+
+bool GroupCounts(const std::string& lifecycle_state) {
+  return lifecycle_state == "InService" || lifecycle_state == "Pending" || lifecycle_state == "Pending:Wait" ||
+         lifecycle_state == "Pending:Proceed";
+}
 
 Result<std::optional<Member>> MemberOf(const Options& o, const Instance& instance) {
   std::string given;
@@ -254,7 +267,8 @@ Result<std::optional<Member>> MemberOf(const Options& o, const Instance& instanc
   return std::optional<Member>(std::move(m));
 }
 
-std::map<std::string, std::string> DescribeInstancesQuery(const Options& o, const std::string& next_token) {
+std::map<std::string, std::string> DescribeInstancesQuery(const Options& o, const std::vector<std::string>* group_ids,
+                                                          const std::string& next_token) {
   std::map<std::string, std::string> q = {{"Action", "DescribeInstances"},
                                           {"Version", kEc2Version},
                                           {"MaxResults", std::to_string(o.page_size)},
@@ -262,9 +276,12 @@ std::map<std::string, std::string> DescribeInstancesQuery(const Options& o, cons
                                           {"Filter.1.Value.1", "pending"},
                                           {"Filter.1.Value.2", "running"}};
   int n = 2;
-  if (!o.asg.empty()) {
-    q[fmt::format("Filter.{}.Name", n)] = "tag:aws:autoscaling:groupName";
-    q[fmt::format("Filter.{}.Value.1", n++)] = o.asg;
+  if (group_ids) {
+    // By ID, as the group lists them: a filter (MaxResults does not go with InstanceIds), at most
+    // kMaxClusterSize values, within the API's 200.
+    q[fmt::format("Filter.{}.Name", n)] = "instance-id";
+    for (size_t i = 0; i < group_ids->size(); ++i) q[fmt::format("Filter.{}.Value.{}", n, i + 1)] = (*group_ids)[i];
+    ++n;
   }
   if (!o.tag_key.empty() && !o.tag_value.empty()) {
     q[fmt::format("Filter.{}.Name", n)] = "tag:" + o.tag_key;
@@ -304,6 +321,9 @@ class AwsProvider : public DiscoveryProvider {
         return Status::Unavailable(fmt::format("{}: {}", Describe(), parsed.status().message()));
       }
       group = std::move(*parsed);
+      if (group->instance_ids.empty()) {
+        return Status::Unavailable(fmt::format("{} has no InService or Pending instance yet", Describe()));
+      }
     }
     std::vector<Member> members;
     std::set<std::string> tokens;
@@ -313,7 +333,8 @@ class AwsProvider : public DiscoveryProvider {
         return Status::Unavailable(fmt::format("DescribeInstances did not end after {} pages of up to {}", kMaxPages,
                                                o_.page_size));
       }
-      auto answer = Call(o_.ec2_endpoint, "ec2", DescribeInstancesQuery(o_, next), "ec2:DescribeInstances");
+      auto answer = Call(o_.ec2_endpoint, "ec2", DescribeInstancesQuery(o_, group ? &group->instance_ids : nullptr, next),
+                         "ec2:DescribeInstances");
       if (!answer.ok()) return answer.status();
       auto page = ParseDescribeInstances(*answer);
       if (!page.ok()) return page.status();

@@ -69,9 +69,11 @@ Result<InstancePage> ParseDescribeInstances(const std::string& xml);
 
 struct Group {
   int desired = 0;
+  // The group's own instances that count (GroupCounts), as the group lists them.
   std::vector<std::string> instance_ids;
 };
 // The group named `name` in a DescribeAutoScalingGroups answer; NotFound when it lists no such group.
+// Unavailable for an instance ID that is not one.
 Result<Group> ParseAutoScalingGroup(const std::string& xml, const std::string& name);
 
 // The group a DescribeAutoScalingInstances answer puts `instance_id` in; NotFound when the instance
@@ -81,13 +83,18 @@ Result<std::string> ParseAutoScalingInstanceGroup(const std::string& xml, const 
 // Pending and running instances are the group's (one launched with the others has its address
 // already); stopping, stopped, shutting-down and terminated ones are not.
 bool Counts(const std::string& state);
+// As the group sees its instances: InService and Pending ones (Pending:Wait and Pending:Proceed, in
+// a lifecycle hook, too) count; Standby, Terminating, Detaching, Detached, Quarantined and warm-pool
+// (Warmed:*) ones do not, whatever EC2 says of them.
+bool GroupCounts(const std::string& lifecycle_state);
 
 // The member an instance stands for, its URLs from the address `addr_type` names; nullopt when the
 // instance has no such address (yet). Unavailable for a name or address etcd would refuse.
 Result<std::optional<Member>> MemberOf(const Options& o, const Instance& instance);
 
-// The Query API parameters of one DescribeInstances page: the group's tag, the operator's tag and
-// the states that count, as filters.
-std::map<std::string, std::string> DescribeInstancesQuery(const Options& o, const std::string& next_token);
+// The Query API parameters of one DescribeInstances page: the states that count, the group's own
+// instances that count (`group_ids`, when a group is named) and the operator's tag, as filters.
+std::map<std::string, std::string> DescribeInstancesQuery(const Options& o, const std::vector<std::string>* group_ids,
+                                                          const std::string& next_token);
 
 }  // namespace quorate::aws

@@ -105,6 +105,20 @@ def test():
     check("cluster size 3, from aws Auto Scaling group etcd in us-east-1" in r.stdout,
           f"the table does not say where the size came from: {r.stdout}")
 
+    # The group's own view: an instance it put in Standby is not a member, whatever EC2 says of it.
+    autoscaling.create_auto_scaling_group(AutoScalingGroupName="standby", LaunchTemplate={"LaunchTemplateName": "etcd"},
+                                          MinSize=0, MaxSize=3, DesiredCapacity=2, VPCZoneIdentifier=subnet)
+    standby_ids = [i["InstanceId"] for i in autoscaling.describe_auto_scaling_groups(
+        AutoScalingGroupNames=["standby"])["AutoScalingGroups"][0]["Instances"]]
+    autoscaling.enter_standby(InstanceIds=standby_ids[:1], AutoScalingGroupName="standby",
+                              ShouldDecrementDesiredCapacity=True)
+    r = run([QUORATE, "discover", "-w", "json", "--discovery",
+             f"provider=aws asg=standby region=us-east-1 endpoint={endpoint}"], check_rc=0, env=dict(role_env, **static_keys))
+    listed = [m["name"] for m in json.loads(r.stdout)["members"]]
+    check(listed == standby_ids[1:], f"the group's Standby instance {standby_ids[0]} is listed: {listed}")
+    autoscaling.delete_auto_scaling_group(AutoScalingGroupName="standby", ForceDelete=True)
+    ec2.terminate_instances(InstanceIds=standby_ids)
+
     # Paging: more tagged instances than a DescribeInstances page holds (page_size=5). They are
     # never started: their addresses are only listed.
     # One launch each: moto fills a page with reservations.

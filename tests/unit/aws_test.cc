@@ -112,24 +112,28 @@ TEST_CASE("aws: keys as go-discover spells them, the environment for what they l
   for (const char* bad : {"", "i-", "i-XYZ", "vm-1", "i-0abc\n"}) CHECK(CheckInstanceId(bad).status().IsUnavailable());
 }
 
-TEST_CASE("aws: DescribeInstances asks for the group's pending and running instances, page by page") {
+TEST_CASE("aws: DescribeInstances asks for the group's own pending and running instances, page by page") {
   Options o;
   o.asg = "etcd";
   o.tag_key = "role";
   o.tag_value = "etcd";
-  auto q = DescribeInstancesQuery(o, "page2");
+  const std::vector<std::string> ids = {"i-1", "i-2"};
+  auto q = DescribeInstancesQuery(o, &ids, "page2");
   CHECK(q.at("Action") == "DescribeInstances");
   CHECK(q.at("Filter.1.Name") == "instance-state-name");
   CHECK(q.at("Filter.1.Value.1") == "pending");
   CHECK(q.at("Filter.1.Value.2") == "running");
-  CHECK(q.at("Filter.2.Name") == "tag:aws:autoscaling:groupName");
-  CHECK(q.at("Filter.2.Value.1") == "etcd");
+  // The instances the group lists, not the group-name tag (which an attached instance lacks).
+  CHECK(q.at("Filter.2.Name") == "instance-id");
+  CHECK(q.at("Filter.2.Value.1") == "i-1");
+  CHECK(q.at("Filter.2.Value.2") == "i-2");
   CHECK(q.at("Filter.3.Name") == "tag:role");
   CHECK(q.at("NextToken") == "page2");
   CHECK(q.at("MaxResults") == "1000");
   o.tag_value.clear();
-  CHECK(DescribeInstancesQuery(o, "").at("Filter.3.Name") == "tag-key");
-  CHECK(DescribeInstancesQuery(o, "").count("NextToken") == 0);
+  CHECK(DescribeInstancesQuery(o, &ids, "").at("Filter.3.Name") == "tag-key");
+  CHECK(DescribeInstancesQuery(o, &ids, "").count("NextToken") == 0);
+  CHECK(DescribeInstancesQuery(o, nullptr, "").at("Filter.2.Name") == "tag-key");
 }
 
 TEST_CASE("aws: instances become members by the address type asked; stopped ones do not count") {
@@ -177,6 +181,32 @@ TEST_CASE("aws: the group's desired size, the error bodies of both APIs, and ans
   REQUIRE(g.ok());
   CHECK(g->desired == 3);
   CHECK(g->instance_ids == std::vector<std::string>{"i-1"});
+  // The group's own view of its instances: InService and Pending count, the rest do not.
+  std::string states;
+  const std::vector<std::string> lifecycle = {"InService", "Pending", "Pending:Wait", "Pending:Proceed", "Standby",
+                                              "EnteringStandby", "Terminating", "Terminating:Wait", "Detaching",
+                                              "Detached", "Quarantined", "Warmed:Running", "Warmed:Pending"};
+  for (size_t i = 0; i < lifecycle.size(); ++i) {
+    states += fmt::format("<member><InstanceId>i-{}</InstanceId><LifecycleState>{}</LifecycleState></member>", i + 1,
+                          lifecycle[i]);
+  }
+  auto mixed = ParseAutoScalingGroup(
+      "<DescribeAutoScalingGroupsResponse><DescribeAutoScalingGroupsResult><AutoScalingGroups><member>"
+      "<AutoScalingGroupName>etcd</AutoScalingGroupName><DesiredCapacity>4</DesiredCapacity><Instances>" +
+          states + "</Instances></member></AutoScalingGroups></DescribeAutoScalingGroupsResult>"
+                   "</DescribeAutoScalingGroupsResponse>",
+      "etcd");
+  REQUIRE_MESSAGE(mixed.ok(), mixed.status().message());
+  CHECK(mixed->instance_ids == std::vector<std::string>{"i-1", "i-2", "i-3", "i-4"});
+  CHECK(ParseAutoScalingGroup("<DescribeAutoScalingGroupsResponse><DescribeAutoScalingGroupsResult><AutoScalingGroups>"
+                              "<member><AutoScalingGroupName>etcd</AutoScalingGroupName><DesiredCapacity>1"
+                              "</DesiredCapacity><Instances><member><InstanceId>i-1&#13;&#10;x</InstanceId>"
+                              "<LifecycleState>InService</LifecycleState></member></Instances></member>"
+                              "</AutoScalingGroups></DescribeAutoScalingGroupsResult>"
+                              "</DescribeAutoScalingGroupsResponse>",
+                              "etcd")
+            .status()
+            .IsUnavailable());
   CHECK(ParseAutoScalingGroup(groups, "other").status().IsNotFound());
 
   auto ec2 = cloud::ParseAwsError("<Response><Errors><Error><Code>UnauthorizedOperation</Code><Message>You are not "
@@ -322,11 +352,18 @@ TEST_CASE("aws: on an instance: region and group from IMDSv2, rotating role cred
       CHECK(req.get_param_value("AutoScalingGroupNames.member.1") == "etcd-asg");
       res.set_content("<DescribeAutoScalingGroupsResponse><DescribeAutoScalingGroupsResult><AutoScalingGroups><member>"
                       "<AutoScalingGroupName>etcd-asg</AutoScalingGroupName><DesiredCapacity>3</DesiredCapacity>"
-                      "</member></AutoScalingGroups></DescribeAutoScalingGroupsResult>"
+                      "<Instances><member><InstanceId>i-0a1</InstanceId><LifecycleState>InService</LifecycleState>"
+                      "</member><member><InstanceId>i-0a2</InstanceId><LifecycleState>Pending</LifecycleState>"
+                      "</member><member><InstanceId>i-0a3</InstanceId><LifecycleState>Standby</LifecycleState>"
+                      "</member></Instances></member></AutoScalingGroups></DescribeAutoScalingGroupsResult>"
                       "</DescribeAutoScalingGroupsResponse>",
                       "text/xml");
     } else {
       CHECK(req.get_param_value("MaxResults") == "5");
+      // Asked by the group's own instances that count: the one in Standby is not.
+      CHECK(req.get_param_value("Filter.2.Name") == "instance-id");
+      CHECK(req.get_param_value("Filter.2.Value.2") == "i-0a2");
+      CHECK_FALSE(req.has_param("Filter.2.Value.3"));
       const bool first = !req.has_param("NextToken");
       const std::string id = first ? "i-0a1" : "i-0a2";
       res.set_content(fmt::format("<DescribeInstancesResponse><reservationSet><item><instancesSet><item>"
