@@ -24,9 +24,6 @@ constexpr char kEc2Version[] = "2016-11-15";
 constexpr char kAutoScalingVersion[] = "2011-01-01";
 // A DescribeInstances page of 1000 instances is about 5 MB of XML at most.
 constexpr size_t kMaxAnswerBytes = 8 << 20;
-// A NextToken runs to a few KB.
-constexpr size_t kMaxTokenBytes = 16 * 1024;
-constexpr int kMaxPages = 100;
 constexpr auto kCallTimeout = std::chrono::seconds(10);
 
 // The root element `name` of an answer, or an empty node when it is not that document.
@@ -246,25 +243,14 @@ Result<std::optional<Member>> MemberOf(const Options& o, const Instance& instanc
                                                                                                    : cloud::Family::kV4,
                                                                 what);
   if (!host.ok()) return host.status();
-  const std::string& address = *host;
   std::string name = instance.id;
   if (!o.name_tag.empty()) {
     auto tag = instance.tags.find(o.name_tag);
     if (tag != instance.tags.end() && !tag->second.empty()) name = tag->second;
   }
-  if (Status s = CheckMemberName(name, "instance " + Printable(instance.id, 40) + "'s name"); !s.ok()) {
-    return Status::Unavailable(s.message());
-  }
-  Member m{name,
-           {fmt::format("{}://{}:{}", o.scheme, address, o.peer_port)},
-           {fmt::format("{}://{}:{}", o.scheme, address, o.client_port)}};
-  for (const auto& url : {m.peer_urls[0], m.client_urls[0]}) {
-    if (auto parsed = ParseUrl(url); !parsed.ok()) {
-      return Status::Unavailable(fmt::format("instance {} has an address etcd would refuse: {}",
-                                             Printable(instance.id, 40), parsed.status().message()));
-    }
-  }
-  return std::optional<Member>(std::move(m));
+  auto member = cloud::InstanceMember(name, *host, o.scheme, o.peer_port, o.client_port, what);
+  if (!member.ok()) return member.status();
+  return std::optional<Member>(std::move(*member));
 }
 
 std::map<std::string, std::string> DescribeInstancesQuery(const Options& o, const std::vector<std::string>* group_ids,
@@ -296,12 +282,12 @@ std::map<std::string, std::string> DescribeInstancesQuery(const Options& o, cons
 
 namespace {
 
-class AwsProvider : public DiscoveryProvider {
+class AwsProvider : public cloud::ScalingGroupProvider {
  public:
   AwsProvider(Options o, Clock::TimePoint deadline) : o_(std::move(o)), deadline_(deadline) {}
 
   Result<std::vector<Member>> Discover() override {
-    whole_group_ = false;
+    StartReading();
     if (Status s = AskInstanceMetadata(); !s.ok()) return s;
     // Once a Discover: its calls carry the same credentials, fetched again when near their expiry.
     auto creds = o_.credentials->Get(deadline_);
@@ -326,13 +312,7 @@ class AwsProvider : public DiscoveryProvider {
       }
     }
     std::vector<Member> members;
-    std::set<std::string> tokens;
-    std::string next;
-    for (int pages = 1;; ++pages) {
-      if (pages > kMaxPages) {
-        return Status::Unavailable(fmt::format("DescribeInstances did not end after {} pages of up to {}", kMaxPages,
-                                               o_.page_size));
-      }
+    Status read = cloud::ReadPages("DescribeInstances", "NextToken", [&](const std::string& next) -> Result<cloud::Page> {
       auto answer = Call(o_.ec2_endpoint, "ec2", DescribeInstancesQuery(o_, group ? &group->instance_ids : nullptr, next),
                          "ec2:DescribeInstances");
       if (!answer.ok()) return answer.status();
@@ -344,23 +324,13 @@ class AwsProvider : public DiscoveryProvider {
         if (!member.ok()) return member.status();
         if (*member) members.push_back(std::move(**member));
       }
-      next = page->next_token;
-      if (next.empty()) break;
-      if (Status s = cloud::CheckOpaque(next, kMaxTokenBytes, "DescribeInstances' NextToken"); !s.ok()) return s;
-      if (!tokens.insert(next).second) {
-        return Status::Unavailable("DescribeInstances handed out a NextToken it had given before");
-      }
-    }
+      return cloud::Page{page->instances.size(), page->next_token};
+    });
+    if (!read.ok()) return read;
     if (Status s = cloud::CheckMembers(members, Describe()); !s.ok()) return s;
-    if (group) {
-      implied_size_ = static_cast<size_t>(group->desired);
-      whole_group_ = true;
-    }
+    if (group) ReadWhole(static_cast<size_t>(group->desired));
     return members;
   }
-
-  std::optional<size_t> ImpliedSize() const override { return implied_size_; }
-  bool ListsWholeGroup() const override { return whole_group_; }
 
   std::string Describe() const override {
     std::string what = o_.asg.empty()       ? fmt::format("aws instances tagged {}{}{}", o_.tag_key,
@@ -468,8 +438,6 @@ class AwsProvider : public DiscoveryProvider {
   Options o_;
   cloud::AwsCredentials creds_;  // this Discover's
   Clock::TimePoint deadline_;
-  std::optional<size_t> implied_size_;
-  bool whole_group_ = false;
   std::string instance_id_;  // asg=auto's, from IMDS
 };
 

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <charconv>
 #include <functional>
-#include <set>
 
 #include "discovery/cloud/cloud.h"
 #include "net/cloud/azure_credentials.h"
@@ -29,7 +28,6 @@ constexpr char kComputeVersion[] = "2023-09-01";
 constexpr char kImdsInstanceVersion[] = "2021-02-01";
 // A page of NICs is at most a few hundred KB; VMs with their instance view a few MB.
 constexpr size_t kMaxAnswerBytes = 8 << 20;
-constexpr int kMaxPages = 100;
 constexpr auto kCallTimeout = std::chrono::seconds(10);
 // nextLinks (with their $skiptoken) run to a few KB.
 constexpr size_t kMaxTokenBytes = 16 * 1024;
@@ -383,20 +381,12 @@ Result<std::vector<Member>> MembersOf(const Options& o, const std::vector<Nic>& 
       auto tag = nic->tags.find(o.name_tag);
       if (tag != nic->tags.end() && !tag->second.empty()) name = tag->second;
     }
-    if (Status s = CheckMemberName(name, "VM " + Printable(nic->vm_id, 200) + "'s name"); !s.ok()) {
-      return Status::Unavailable(s.message());
-    }
-    auto host = cloud::UnicastHost(nic->private_ip, cloud::Family::kV4,
-                                   "the network interface " + Printable(nic->id, 200));
+    const std::string what = "the VM " + Printable(nic->vm_id, 200) + " (network interface " + Printable(nic->id, 200) + ")";
+    auto host = cloud::UnicastHost(nic->private_ip, cloud::Family::kV4, what);
     if (!host.ok()) return host.status();
-    Member m{name,
-             {fmt::format("{}://{}:{}", o.scheme, *host, o.peer_port)},
-             {fmt::format("{}://{}:{}", o.scheme, *host, o.client_port)}};
-    if (auto parsed = ParseUrl(m.peer_urls[0]); !parsed.ok()) {
-      return Status::Unavailable(fmt::format("the network interface {} has an address etcd would refuse: {}",
-                                             Printable(nic->id, 200), parsed.status().message()));
-    }
-    members.push_back(std::move(m));
+    auto m = cloud::InstanceMember(name, *host, o.scheme, o.peer_port, o.client_port, what);
+    if (!m.ok()) return m.status();
+    members.push_back(std::move(*m));
   }
   std::sort(members.begin(), members.end(), [](const Member& a, const Member& b) { return a.name < b.name; });
   if (Status s = cloud::CheckDistinct(members, "the VMs"); !s.ok()) return s;
@@ -418,12 +408,12 @@ std::optional<std::string> NextTarget(const std::string& base, const std::string
 
 namespace {
 
-class AzureProvider : public DiscoveryProvider {
+class AzureProvider : public cloud::ScalingGroupProvider {
  public:
   AzureProvider(Options o, Clock::TimePoint deadline) : o_(std::move(o)), deadline_(deadline) {}
 
   Result<std::vector<Member>> Discover() override {
-    whole_group_ = false;
+    StartReading();
     if (o_.vm_scale_set == "auto") {
       if (Status s = ReadInstanceMetadata(); !s.ok()) return s;
     }
@@ -473,11 +463,12 @@ class AzureProvider : public DiscoveryProvider {
     Status listed = Pages(vms_target,
                           set->flexible ? "Microsoft.Compute/virtualMachines/read"
                                         : "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read",
-                          [&](const std::string& body) -> Result<std::string> {
+                          [&](const std::string& body) -> Result<cloud::Page> {
                             auto page = ParseScaleSetVms(body);
                             if (!page.ok()) return page.status();
+                            const size_t items = page->vms.size();
                             for (ScaleSetVm& vm : page->vms) vms.push_back(std::move(vm));
-                            return page->next_link;
+                            return cloud::Page{items, page->next_link};
                           });
     if (!listed.ok()) return listed;
     auto nics = set->flexible
@@ -490,13 +481,10 @@ class AzureProvider : public DiscoveryProvider {
     auto members = MembersOf(o_, *nics, &vms);
     if (!members.ok()) return members.status();
     if (Status s = cloud::CheckMembers(*members, Describe()); !s.ok()) return s;
-    implied_size_ = static_cast<size_t>(set->capacity);
-    whole_group_ = true;
+    ReadWhole(static_cast<size_t>(set->capacity));
     return members;
   }
 
-  std::optional<size_t> ImpliedSize() const override { return implied_size_; }
-  bool ListsWholeGroup() const override { return whole_group_; }
 
   std::string Describe() const override {
     if (!o_.scale_set()) {
@@ -508,40 +496,33 @@ class AzureProvider : public DiscoveryProvider {
   }
 
  private:
-  // Every page of a list, `take` reading one and giving its nextLink.
+  // Every page of a list, `take` reading one (adding its items) and giving its nextLink.
   Status Pages(const std::string& first, const std::string& permission,
-               const std::function<Result<std::string>(const std::string&)>& take) {
-    std::string target = first;
-    std::set<std::string> seen;
-    for (int pages = 1;; ++pages) {
-      if (pages > kMaxPages) {
-        return Status::Unavailable(fmt::format("{}: the list did not end after {} pages", Describe(), kMaxPages));
-      }
-      auto body = Call(target, permission);
+               const std::function<Result<cloud::Page>(const std::string&)>& take) {
+    return cloud::ReadPages(Describe(), "nextLink", [&](const std::string& next) -> Result<cloud::Page> {
+      auto body = Call(next.empty() ? first : next, permission);
       if (!body.ok()) return body.status();
-      auto next = take(*body);
-      if (!next.ok()) return next.status().Prefixed(Describe());
-      if (next->empty()) return Status::Ok();
-      auto next_target = NextTarget(o_.endpoint, first, *next);
+      auto page = take(*body);
+      if (!page.ok()) return page.status().Prefixed(Describe());
+      if (page->next.empty()) return page;
+      auto next_target = NextTarget(o_.endpoint, first, page->next);
       if (!next_target) {
         return Status::Unavailable(fmt::format("{}: a nextLink ({} bytes) leads away from {}{}: '{}'", Describe(),
-                                               next->size(), o_.endpoint, first.substr(0, first.find('?')),
-                                               Printable(*next, 200)));
+                                               page->next.size(), o_.endpoint, first.substr(0, first.find('?')),
+                                               Printable(page->next, 200)));
       }
-      if (!seen.insert(*next_target).second) {
-        return Status::Unavailable(fmt::format("{}: a nextLink came round again", Describe()));
-      }
-      target = *next_target;
-    }
+      return cloud::Page{page->items, *next_target};
+    });
   }
 
   Result<std::vector<Nic>> ListNics(const std::string& target, const std::string& permission) {
     std::vector<Nic> nics;
-    Status s = Pages(target, permission, [&](const std::string& body) -> Result<std::string> {
+    Status s = Pages(target, permission, [&](const std::string& body) -> Result<cloud::Page> {
       auto page = ParseNicList(body);
       if (!page.ok()) return page.status();
+      const size_t items = page->nics.size();
       for (Nic& nic : page->nics) nics.push_back(std::move(nic));
-      return page->next_link;
+      return cloud::Page{items, page->next_link};
     });
     if (!s.ok()) return s;
     return nics;
@@ -623,8 +604,6 @@ class AzureProvider : public DiscoveryProvider {
   std::string token_;  // this Discover's
   Clock::TimePoint deadline_;
   int last_status_ = 0;
-  std::optional<size_t> implied_size_;
-  bool whole_group_ = false;
 };
 
 Result<std::unique_ptr<DiscoveryProvider>> Create(ProviderParams& params) {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "net/cloud/opaque.h"
 #include "quorate/limits.h"
 #include "quorate/text.h"
 
@@ -84,6 +85,40 @@ Status CheckGroupSize(int64_t size, std::string_view what) {
         fmt::format("{} has a size of {}, not a cluster size (0-{})", what, size, kMaxClusterSize));
   }
   return Status::Ok();
+}
+
+Result<Member> InstanceMember(const std::string& name, const std::string& host, const std::string& scheme,
+                              int peer_port, int client_port, std::string_view what) {
+  if (Status s = CheckMemberName(name, fmt::format("{}'s name", what)); !s.ok()) return Status::Unavailable(s.message());
+  Member m{name,
+           {fmt::format("{}://{}:{}", scheme, host, peer_port)},
+           {fmt::format("{}://{}:{}", scheme, host, client_port)}};
+  for (const auto& url : {m.peer_urls[0], m.client_urls[0]}) {
+    if (auto parsed = ParseUrl(url); !parsed.ok()) {
+      return Status::Unavailable(fmt::format("{} has an address etcd would refuse: {}", what, parsed.status().message()));
+    }
+  }
+  return m;
+}
+
+Status ReadPages(std::string_view what, std::string_view token,
+                 const std::function<Result<Page>(const std::string& next)>& read) {
+  std::set<std::string> seen;
+  std::string next;
+  size_t items = 0;
+  for (int pages = 1;; ++pages) {
+    if (pages > kMaxPages || items > kMaxItemsRead) {
+      return Status::Unavailable(
+          fmt::format("{} did not end after {} pages and {} items, more than any group holds", what, pages - 1, items));
+    }
+    auto page = read(next);
+    if (!page.ok()) return page.status();
+    items += page->items;
+    if (page->next.empty()) return Status::Ok();
+    if (Status s = CheckOpaque(page->next, 16 * 1024, fmt::format("{}'s {}", what, token)); !s.ok()) return s;
+    if (!seen.insert(page->next).second) return Status::Unavailable(fmt::format("{}: a {} came round again", what, token));
+    next = std::move(page->next);
+  }
 }
 
 }  // namespace quorate::cloud

@@ -1,14 +1,18 @@
-// What the cloud providers (aws, gce, azure) share above their APIs' shapes: the checks every
-// instance passes before it becomes a member. A provider includes this folder, src/net/cloud/ (the
-// credentials) and include/quorate/; nothing else includes it.
+// What the cloud providers (aws, gce, azure) share above their APIs' shapes: reading a paged list,
+// the checks every instance passes before it becomes a member, and the state of a scaling group
+// (rule 9's facts). A provider includes this folder, src/net/cloud/ (the credentials) and
+// include/quorate/; nothing else includes it.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "quorate/member.h"
+#include "quorate/provider.h"
 #include "quorate/status.h"
 
 namespace quorate::cloud {
@@ -34,5 +38,48 @@ Status CheckMembers(const std::vector<Member>& members, std::string_view what);
 // A group's size as its cloud gives it; Unavailable beyond kMaxClusterSize (etcd's own limit is
 // lower still in practice) or below 0.
 Status CheckGroupSize(int64_t size, std::string_view what);
+
+// The member an instance stands for: `name` as etcd takes it, URLs on `host` (UnicastHost's or
+// DnsHost's) at the ports given. Unavailable naming `what` (the instance) otherwise.
+Result<Member> InstanceMember(const std::string& name, const std::string& host, const std::string& scheme,
+                              int peer_port, int client_port, std::string_view what);
+
+// One page of a paged list as a provider read it: how many items it held, and what names the next
+// page (a token, or a nextLink's target), empty on the last.
+struct Page {
+  size_t items = 0;
+  std::string next;
+};
+// The most items and pages a list is read to: far past any group's size (a list filtered on the
+// instances, not the API, holds the others too), so a list that never ends stops.
+inline constexpr size_t kMaxItemsRead = 100000;
+inline constexpr int kMaxPages = 10000;
+// Every page of a list: `read(next)` reads the page `next` names ("" for the first). Unavailable
+// naming `what` past kMaxItemsRead items or kMaxPages pages, for a `next` that is not a token
+// (CheckOpaque) or one given before, calling it by `token` ("NextToken"); the first error of `read`
+// as it is.
+Status ReadPages(std::string_view what, std::string_view token,
+                 const std::function<Result<Page>(const std::string& next)>& read);
+
+// A provider that reads a group its cloud keeps (an Auto Scaling group, a managed instance group, a
+// scale set): the size the group names, and whether the last Discover read it whole (rule 9).
+class ScalingGroupProvider : public DiscoveryProvider {
+ public:
+  std::optional<size_t> ImpliedSize() const override { return implied_size_; }
+  bool ListsWholeGroup() const override { return whole_group_; }
+
+ protected:
+  // At the start of every Discover: nothing is known whole until the group is read to its end.
+  void StartReading() { whole_group_ = false; }
+  // The group was read whole, its size `size`.
+  void ReadWhole(size_t size) {
+    implied_size_ = size;
+    whole_group_ = true;
+  }
+
+ private:
+  std::optional<size_t> implied_size_;
+  bool whole_group_ = false;
+};
 
 }  // namespace quorate::cloud

@@ -2,7 +2,6 @@
 
 #include <cctype>
 #include <memory>
-#include <set>
 
 #include <fmt/format.h>
 #include <re2/re2.h>
@@ -24,10 +23,7 @@ namespace {
 // A page of 500 instances with their metadata (startup scripts included) stays well under this.
 constexpr size_t kMaxAnswerBytes = 32 << 20;
 constexpr size_t kMaxSmallAnswerBytes = 64 * 1024;
-constexpr int kMaxPages = 100;
 constexpr auto kCallTimeout = std::chrono::seconds(10);
-// Page tokens run to a few KB.
-constexpr size_t kMaxTokenBytes = 16 * 1024;
 
 // zone_pattern as RE2 reads it (linear time in the zone's length, whatever the pattern), anchored at
 // both ends as the documented "regular expression on the zone name" is matched whole.
@@ -186,27 +182,17 @@ bool Counts(const std::string& status) {
 Result<std::optional<Member>> MemberOf(const Options& o, const Instance& instance) {
   const std::string& given = o.addr_type == "public_v4" ? instance.nat_ip : instance.network_ip;
   if (given.empty()) return std::optional<Member>();
-  auto host = cloud::UnicastHost(given, cloud::Family::kV4, "instance " + Printable(instance.name, 64));
+  const std::string what = "instance " + Printable(instance.name, 64);
+  auto host = cloud::UnicastHost(given, cloud::Family::kV4, what);
   if (!host.ok()) return host.status();
-  const std::string& address = *host;
   std::string name = instance.name;
   if (!o.name_tag.empty()) {
     auto label = instance.labels.find(o.name_tag);
     if (label != instance.labels.end() && !label->second.empty()) name = label->second;
   }
-  if (Status s = CheckMemberName(name, "instance " + Printable(instance.name, 64) + "'s name"); !s.ok()) {
-    return Status::Unavailable(s.message());
-  }
-  Member m{name,
-           {fmt::format("{}://{}:{}", o.scheme, address, o.peer_port)},
-           {fmt::format("{}://{}:{}", o.scheme, address, o.client_port)}};
-  for (const auto& url : {m.peer_urls[0], m.client_urls[0]}) {
-    if (auto parsed = ParseUrl(url); !parsed.ok()) {
-      return Status::Unavailable(fmt::format("instance {} has an address etcd would refuse: {}",
-                                             Printable(instance.name, 64), parsed.status().message()));
-    }
-  }
-  return std::optional<Member>(std::move(m));
+  auto member = cloud::InstanceMember(name, *host, o.scheme, o.peer_port, o.client_port, what);
+  if (!member.ok()) return member.status();
+  return std::optional<Member>(std::move(*member));
 }
 
 std::string InstancesFilter(const Options& o) {
@@ -371,7 +357,7 @@ Result<Options> TakeOptions(ProviderParams& params) {
 
 namespace {
 
-class GceProvider : public DiscoveryProvider {
+class GceProvider : public cloud::ScalingGroupProvider {
  public:
   GceProvider(Options o, Clock::TimePoint deadline) : o_(std::move(o)), deadline_(deadline) {
     if (!o_.mig.empty() && o_.mig != "auto") group_ = GroupRef{o_.mig_zone, o_.mig_region, o_.mig};
@@ -379,7 +365,7 @@ class GceProvider : public DiscoveryProvider {
   }
 
   Result<std::vector<Member>> Discover() override {
-    whole_group_ = false;
+    StartReading();
     if (o_.project.empty()) {
       auto project = o_.credentials->Metadata("/computeMetadata/v1/project/project-id", deadline_);
       if (!project.ok()) return project.status().Prefixed("provider=gce has no project_name and cannot read it");
@@ -413,13 +399,7 @@ class GceProvider : public DiscoveryProvider {
       group = *parsed;
     }
     std::vector<Member> members;
-    std::set<std::string> tokens;
-    std::string next;
-    for (int pages = 1;; ++pages) {
-      if (pages > kMaxPages) {
-        return Status::Unavailable(fmt::format("aggregated/instances did not end after {} pages of up to {}", kMaxPages,
-                                               o_.page_size));
-      }
+    Status read = cloud::ReadPages("aggregated/instances", "nextPageToken", [&](const std::string& next) -> Result<cloud::Page> {
       auto answer = Get(AggregatedInstancesTarget(o_, next), kMaxAnswerBytes,
                         fmt::format("aggregated/instances of project {}", o_.project), "compute.instances.list");
       if (!answer.ok()) return answer.status();
@@ -448,23 +428,13 @@ class GceProvider : public DiscoveryProvider {
         if (!member.ok()) return member.status();
         if (*member) members.push_back(std::move(**member));
       }
-      next = page->next_page_token;
-      if (next.empty()) break;
-      if (Status s = cloud::CheckOpaque(next, kMaxTokenBytes, "aggregated/instances' nextPageToken"); !s.ok()) return s;
-      if (!tokens.insert(next).second) {
-        return Status::Unavailable("aggregated/instances handed out a nextPageToken it had given before");
-      }
-    }
+      return cloud::Page{page->instances.size(), page->next_page_token};
+    });
+    if (!read.ok()) return read;
     if (Status s = cloud::CheckMembers(members, Describe()); !s.ok()) return s;
-    if (group) {
-      implied_size_ = static_cast<size_t>(group->target_size);
-      whole_group_ = true;
-    }
+    if (group) ReadWhole(static_cast<size_t>(group->target_size));
     return members;
   }
-
-  std::optional<size_t> ImpliedSize() const override { return implied_size_; }
-  bool ListsWholeGroup() const override { return whole_group_; }
 
   std::string Describe() const override {
     std::string what;
@@ -530,8 +500,6 @@ class GceProvider : public DiscoveryProvider {
   std::optional<GroupRef> group_;
   std::unique_ptr<RE2> zones_;
   std::string token_;  // this Discover's
-  std::optional<size_t> implied_size_;
-  bool whole_group_ = false;
 };
 
 Result<std::unique_ptr<DiscoveryProvider>> Create(ProviderParams& params) {

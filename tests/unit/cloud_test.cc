@@ -67,4 +67,44 @@ TEST_CASE("cloud: a token handed out is printable ASCII of a bounded size, and n
   }
 }
 
+TEST_CASE("cloud: a paged list is read to its end by the items read, not a page count; one that never ends stops") {
+  // 1,000 instances 5 to a page: 200 pages (a page cap of 100 stopped at 500).
+  int pages = 0;
+  CHECK(ReadPages("list", "NextToken", [&](const std::string& next) -> Result<Page> {
+          CHECK(next == (pages == 0 ? "" : "p" + std::to_string(pages)));
+          ++pages;
+          return Page{5, pages < 200 ? "p" + std::to_string(pages) : ""};
+        }).ok());
+  CHECK(pages == 200);
+  // Full pages without end stop past kMaxItemsRead; empty ones past kMaxPages.
+  for (size_t items : {size_t{1000}, size_t{0}}) {
+    int calls = 0;
+    Status endless = ReadPages("list", "NextToken", [&](const std::string&) -> Result<Page> {
+      return Page{items, "p" + std::to_string(++calls)};
+    });
+    CHECK(endless.IsUnavailable());
+    CHECK(endless.message().find("did not end") != std::string::npos);
+    CHECK(calls == (items ? 101 : kMaxPages));
+  }
+  // A token given before, or one that would break a request, stops it; an error is passed on as it is.
+  CHECK(ReadPages("list", "nextLink", [](const std::string&) -> Result<Page> { return Page{1, "same"}; })
+            .message()
+            .find("a nextLink came round again") != std::string::npos);
+  Status crlf = ReadPages("list", "NextToken", [](const std::string&) -> Result<Page> { return Page{1, "p\r\nX: 1"}; });
+  CHECK(crlf.IsUnavailable());
+  CHECK(crlf.message().find("list's NextToken") == 0);
+  CHECK(ReadPages("list", "NextToken", [](const std::string&) -> Result<Page> { return Status::NotFound("no"); })
+            .IsNotFound());
+}
+
+TEST_CASE("cloud: an instance's member: its name as etcd takes it, URLs of the scheme and ports given") {
+  auto m = InstanceMember("etcd-1", "[2600::1]", "https", 12380, 12379, "instance i-1");
+  REQUIRE(m.ok());
+  CHECK(m->peer_urls == std::vector<std::string>{"https://[2600::1]:12380"});
+  CHECK(m->client_urls == std::vector<std::string>{"https://[2600::1]:12379"});
+  auto bad = InstanceMember("a=b", "10.0.0.1", "http", 2380, 2379, "instance i-1");
+  CHECK(bad.status().IsUnavailable());
+  CHECK(bad.status().message().find("instance i-1's name") != std::string::npos);
+}
+
 }  // namespace quorate::cloud
