@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <memory>
+#include <set>
 
 #include <fmt/format.h>
 #include <re2/re2.h>
@@ -101,15 +102,6 @@ Result<InstancePage> ParseAggregatedInstances(const std::string& json) {
             }
           }
         }
-        auto metadata = item.find("metadata");
-        if (metadata != item.end() && metadata->is_object()) {
-          auto entries = metadata->find("items");
-          if (entries != metadata->end() && entries->is_array()) {
-            for (const auto& entry : *entries) {
-              if (entry.is_object() && Text(entry, "key") == "created-by") i.created_by = Text(entry, "value");
-            }
-          }
-        }
         page.instances.push_back(std::move(i));
       }
     }
@@ -170,11 +162,6 @@ Result<GroupRef> ParseCreatedBy(const std::string& text) {
   return ref;
 }
 
-bool CreatedBy(const Instance& instance, const GroupRef& group) {
-  auto ref = ParseCreatedBy(instance.created_by);
-  return ref.ok() && ref->zone == group.zone && ref->region == group.region && ref->name == group.name;
-}
-
 bool Counts(const std::string& status) {
   return status == "PROVISIONING" || status == "STAGING" || status == "RUNNING";
 }
@@ -210,6 +197,44 @@ std::string AggregatedInstancesTarget(const Options& o, const std::string& page_
   if (const std::string filter = InstancesFilter(o); !filter.empty()) target += "&filter=" + FormEncode(filter);
   if (!page_token.empty()) target += "&pageToken=" + FormEncode(page_token);
   return target;
+}
+
+std::string ManagedInstancesTarget(const std::string& project, const GroupRef& group, const std::string& page_token) {
+  std::string target = GroupTarget(project, group) + "/listManagedInstances?maxResults=500";
+  if (!page_token.empty()) target += "&pageToken=" + FormEncode(page_token);
+  return target;
+}
+
+Result<ManagedPage> ParseManagedInstances(const std::string& json) {
+  auto doc = ParseForeignJson(json);
+  if (!doc.ok() || !doc->is_object()) {
+    return Status::Unavailable(
+        fmt::format("the answer is not Compute Engine's listManagedInstances JSON; it starts '{}'", Start(json)));
+  }
+  ManagedPage page;
+  if (auto list = doc->find("managedInstances"); list != doc->end()) {
+    if (!list->is_array()) return Status::Unavailable("listManagedInstances' managedInstances is not a list");
+    for (const auto& item : *list) {
+      // .../zones/ZONE/instances/NAME
+      const std::string url = item.is_object() ? Text(item, "instance") : "";
+      const size_t instances = url.rfind("/instances/");
+      const size_t zones = url.rfind("/zones/", instances);
+      if (instances == std::string::npos || zones == std::string::npos) {
+        return Status::Unavailable(fmt::format("listManagedInstances names an instance '{}' that is not a zone's",
+                                               Printable(url, 200)));
+      }
+      page.instances.push_back({url.substr(zones + 7, instances - zones - 7) + "/" + url.substr(instances + 11),
+                                Text(item, "currentAction")});
+    }
+  }
+  page.next_page_token = Text(*doc, "nextPageToken");
+  return page;
+}
+
+bool GroupCounts(const std::string& current_action) {
+  static const std::set<std::string> kKept = {"NONE",       "CREATING",   "CREATING_WITHOUT_RETRIES", "VERIFYING",
+                                              "REFRESHING", "RESTARTING", "STARTING",                 "RESUMING"};
+  return kKept.count(current_action) > 0;
 }
 
 std::string GroupTarget(const std::string& project, const GroupRef& group) {
@@ -390,6 +415,7 @@ class GceProvider : public cloud::ScalingGroupProvider {
     if (!token.ok()) return token.status().Prefixed(Describe());
     token_ = std::move(*token);
     std::optional<Group> group;
+    std::set<std::string> kept;  // the group's instances it keeps, "ZONE/NAME"
     if (group_) {
       auto answer = Get(GroupTarget(o_.project, *group_), kMaxSmallAnswerBytes, "instanceGroupManagers.get of " + Describe(),
                         "compute.instanceGroupManagers.get");
@@ -397,6 +423,20 @@ class GceProvider : public cloud::ScalingGroupProvider {
       auto parsed = ParseInstanceGroupManager(*answer);
       if (!parsed.ok()) return parsed.status().Prefixed(Describe());
       group = *parsed;
+      // The group's own view of its instances: the ones it keeps, by zone and name.
+      Status listed = cloud::ReadPages("listManagedInstances", "nextPageToken",
+                                       [&](const std::string& next) -> Result<cloud::Page> {
+        auto answer = Get(ManagedInstancesTarget(o_.project, *group_, next), kMaxAnswerBytes,
+                          "listManagedInstances of " + Describe(), "compute.instanceGroupManagers.get", "POST");
+        if (!answer.ok()) return answer.status();
+        auto page = ParseManagedInstances(*answer);
+        if (!page.ok()) return page.status().Prefixed(Describe());
+        for (const ManagedInstance& i : page->instances) {
+          if (GroupCounts(i.current_action)) kept.insert(i.zone_and_name);
+        }
+        return cloud::Page{page->instances.size(), page->next_page_token};
+      });
+      if (!listed.ok()) return listed;
     }
     std::vector<Member> members;
     Status read = cloud::ReadPages("aggregated/instances", "nextPageToken", [&](const std::string& next) -> Result<cloud::Page> {
@@ -414,7 +454,7 @@ class GceProvider : public cloud::ScalingGroupProvider {
       }
       for (const Instance& i : page->instances) {
         if (!Counts(i.status)) continue;
-        if (group_ && !CreatedBy(i, *group_)) continue;
+        if (group_ && !kept.count(i.zone + "/" + i.name)) continue;
         if (zones_) {
           // Bounded before it is matched: a zone is a resource name, never kilobytes.
           if (!IsResourceName(i.zone)) {
@@ -459,9 +499,10 @@ class GceProvider : public cloud::ScalingGroupProvider {
   // rateLimitExceeded) are waited out within the deadline; an error answer names the call and, for a
   // refusal, the permission it needs.
   Result<std::string> Get(const std::string& target, size_t max_body, const std::string& call,
-                          const std::string& permission) {
+                          const std::string& permission, const char* method = "GET") {
     HttpRequest request;
     request.base_url = o_.endpoint;
+    request.method = method;
     request.target = target;
     request.headers = {{"Authorization", "Bearer " + token_}};
     request.timeout = kCallTimeout;

@@ -48,7 +48,6 @@ Result<Options> TakeOptions(ProviderParams& params);
 struct Instance {
   std::string name, zone, status;
   std::string network_ip, nat_ip;  // networkInterfaces[0]'s, and its accessConfigs[0]'s
-  std::string created_by;          // the metadata item the group sets on its instances
   std::map<std::string, std::string> labels;
   std::vector<std::string> tags;  // the network tags, tags.items
 };
@@ -74,8 +73,6 @@ struct GroupRef {
 };
 // Unavailable when the text is not such a path.
 Result<GroupRef> ParseCreatedBy(const std::string& text);
-// The instance was created by that group (whatever project spelling, number or ID, its path uses).
-bool CreatedBy(const Instance& instance, const GroupRef& group);
 
 // Provisioning, staging and running instances are the group's (one launched with the others has its
 // address already); stopping, stopped, suspending, suspended, terminated and repairing ones are not.
@@ -91,6 +88,24 @@ std::string InstancesFilter(const Options& o);
 std::string AggregatedInstancesTarget(const Options& o, const std::string& page_token);
 // Path of instanceGroupManagers.get (or regionInstanceGroupManagers.get) for the group.
 std::string GroupTarget(const std::string& project, const GroupRef& group);
+// Path and query of one page of the group's listManagedInstances (a POST).
+std::string ManagedInstancesTarget(const std::string& project, const GroupRef& group, const std::string& page_token);
+
+// The group's own view of its instances, one page of listManagedInstances: each as "ZONE/NAME" with
+// the action the group is taking on it.
+struct ManagedInstance {
+  std::string zone_and_name, current_action;
+};
+struct ManagedPage {
+  std::vector<ManagedInstance> instances;
+  std::string next_page_token;
+};
+// Unavailable when the answer is not that list or an instance's URL names no zone and name.
+Result<ManagedPage> ParseManagedInstances(const std::string& json);
+// An instance the group keeps: no action, or being created, verified, refreshed, restarted,
+// started or resumed; one it is abandoning, deleting, recreating (a new disk), stopping or suspending
+// does not count, whatever its status.
+bool GroupCounts(const std::string& current_action);
 
 // A scope an unreachables list names could hold the instances asked for: the group's zone (or a zone
 // of its region), a zone zone_pattern takes, or any zone when neither narrows the list.

@@ -7,7 +7,8 @@ against each error answer it can give: the exit code, one line, and what the lin
 - quorate (QUORATE_BIN): throttles are waited out; a denied permission, an unreachable zone of the
   group, a garbage answer, a key the token endpoint refuses, a nextPageToken or access token with CR LF
   and an address no member has (0.0.0.0, 300.1.1.1) each end in exit 1 with one line naming
-  it, no token shown; a missing key file is exit 2.
+  it, no token shown; a missing key file is exit 2; an instance the group is abandoning is not listed
+  (listManagedInstances' currentAction).
 Binds 127.0.0.1 at a free port only; the metadata server quorate could ask is the emulator or a closed
 port on 127.0.0.1."""
 import base64
@@ -202,6 +203,13 @@ def quorate_checks(base, port, workdir, key_file, other_key, pem):
         r = discover(key_file, rc=1)
         check(ip in r.stderr, f"the address {ip} is not refused by name: {r.stderr}")
     request(base, "/_emulator/instances/etcd-9", "DELETE")
+    # The group's own view: an instance it is abandoning runs on and keeps its created-by, but is not
+    # the group's (it was listed by created-by before).
+    request(base, "/_emulator/instances/etcd-3", "POST", {"action": "ABANDONING"})
+    r = discover(key_file)
+    check(sorted(m["name"] for m in json.loads(r.stdout)["members"]) == ["etcd-1", "etcd-2"],
+          f"an instance the group abandons is listed: {r.stdout}")
+    request(base, "/_emulator/instances/etcd-3", "POST", {"action": "NONE"})
     # The emulator's unreachable zone outside the group's: not the group's concern.
     configure({"unreachables": ["zones/us-central1-c"]})
     discover(key_file)

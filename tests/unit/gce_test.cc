@@ -207,7 +207,6 @@ TEST_CASE("gce: instances of every zone become members by the address type asked
   const Instance& a1 = page->instances[0];
   CHECK(a1.zone == "us-central1-a");
   CHECK(a1.nat_ip == "34.0.0.1");
-  CHECK(a1.created_by == "projects/123/zones/us-central1-a/instanceGroupManagers/etcd");
   CHECK(page->instances[2].zone == "us-central1-c");  // from the scope when the instance names none
 
   for (const char* counts : {"PROVISIONING", "STAGING", "RUNNING"}) CHECK(Counts(counts));
@@ -253,13 +252,26 @@ TEST_CASE("gce: the group from created-by, its targetSize, and which unreachable
     CAPTURE(bad);
     CHECK(ParseCreatedBy(bad).status().IsUnavailable());
   }
-  Instance i;
-  i.created_by = "projects/my-proj/zones/us-central1-a/instanceGroupManagers/etcd";
-  CHECK(CreatedBy(i, *ref));  // the project by ID or number alike
-  CHECK_FALSE(CreatedBy(i, {"us-central1-b", "", "etcd"}));
-  CHECK_FALSE(CreatedBy(i, {"us-central1-a", "", "etcd2"}));
-  i.created_by.clear();
-  CHECK_FALSE(CreatedBy(i, *ref));
+  // The group's own view of its instances: the ones it keeps, not those it abandons or deletes.
+  auto managed = ParseManagedInstances(R"({"managedInstances":[
+      {"instance":"https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-a/instances/etcd-1",
+       "instanceStatus":"RUNNING","currentAction":"NONE"},
+      {"instance":"https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-b/instances/etcd-2",
+       "instanceStatus":"RUNNING","currentAction":"ABANDONING"}],"nextPageToken":"m2"})");
+  REQUIRE_MESSAGE(managed.ok(), managed.status().message());
+  REQUIRE(managed->instances.size() == 2);
+  CHECK(managed->instances[0].zone_and_name == "us-central1-a/etcd-1");
+  CHECK(managed->instances[1].zone_and_name == "us-central1-b/etcd-2");
+  CHECK(managed->next_page_token == "m2");
+  for (const char* kept : {"NONE", "CREATING", "CREATING_WITHOUT_RETRIES", "VERIFYING", "REFRESHING", "RESTARTING"}) {
+    CHECK(GroupCounts(kept));
+  }
+  for (const char* gone : {"ABANDONING", "DELETING", "RECREATING", "STOPPING", "SUSPENDING", ""}) CHECK_FALSE(GroupCounts(gone));
+  CHECK(ParseManagedInstances(R"({"managedInstances":[{"instance":"etcd-1"}]})").status().IsUnavailable());
+  CHECK(ParseManagedInstances("<html/>").status().IsUnavailable());
+  CHECK(ManagedInstancesTarget("p", *ref, "m2") ==
+        "/compute/v1/projects/p/zones/us-central1-a/instanceGroupManagers/etcd/listManagedInstances?maxResults=500"
+        "&pageToken=m2");
 
   auto g = ParseInstanceGroupManager(R"({"kind":"compute#instanceGroupManager","name":"etcd","targetSize":3,
       "zone":"https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-a","status":{"isStable":true}})");
@@ -447,6 +459,22 @@ struct FakeGoogle {
                                      .dump(),
                                  "application/json");
                });
+    // The group's own view: etcd-1 to etcd-3 (etcd-2, stopped, still the group's), and etcd-4 that it
+    // is abandoning (its instance runs on and still says created-by, but the group lets it go).
+    server.Post("/compute/v1/projects/proj/zones/us-central1-a/instanceGroupManagers/etcd/listManagedInstances",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  std::lock_guard lock(mu);
+                  asked.push_back("managed " + req.get_header_value("Authorization"));
+                  nlohmann::json list = nlohmann::json::array();
+                  for (const auto& [name, action] : std::vector<std::pair<std::string, std::string>>{
+                           {"etcd-1", "NONE"}, {"etcd-2", "NONE"}, {"etcd-3", "CREATING"}, {"etcd-4", "ABANDONING"}}) {
+                    list.push_back({{"instance",
+                                     "https://www.googleapis.com/compute/v1/projects/proj/zones/us-central1-a/instances/" +
+                                         name},
+                                    {"currentAction", action}});
+                  }
+                  res.set_content(nlohmann::json{{"managedInstances", list}}.dump(), "application/json");
+                });
     server.Get("/compute/v1/projects/proj/aggregated/instances", [this](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard lock(mu);
       const std::string page = req.get_param_value("pageToken");
@@ -486,6 +514,7 @@ struct FakeGoogle {
       } else {
         body = R"({"kind":"compute#instanceAggregatedList","items":{"zones/us-central1-a":{"instances":[)" +
                Instance("etcd-3", "10.0.0.3", "PROVISIONING", "etcd") + "," +
+               Instance("etcd-4", "10.0.0.4", "RUNNING", "etcd") + "," +
                Instance("other-1", "10.0.0.9", "RUNNING", "other") + "]}}}";
       }
       res.set_content(body, "application/json");
@@ -538,8 +567,8 @@ TEST_CASE("gce: the provider reads the group's size and every page with the meta
   CHECK((*p)->ListsWholeGroup());
   CHECK((*p)->Describe() == "gce managed instance group etcd in us-central1-a of project proj");
   CHECK(g.Asked() == std::vector<std::string>{"metadata project-id", "metadata created-by", "metadata token flavor=Google",
-                                               "igm Bearer ya29.first", "list page= Bearer ya29.first",
-                                               "list page=p2 Bearer ya29.first"});
+                                               "igm Bearer ya29.first", "managed Bearer ya29.first",
+                                               "list page= Bearer ya29.first", "list page=p2 Bearer ya29.first"});
   // The token is kept while it holds.
   REQUIRE((*p)->Discover().ok());
   CHECK(g.token_fetches == 1);
@@ -595,7 +624,8 @@ TEST_CASE("gce: the provider reads the group's size and every page with the meta
   auto again = (*fresh)->Discover();
   REQUIRE_MESSAGE(again.ok(), again.status().message());
   // Matched on the instances listed: the API's filter holds no tag term.
-  CHECK(Names(*again) == std::vector<std::string>{"etcd-1", "etcd-3"});
+  // By tag: etcd-4 too, which the group is abandoning but still carries the tag.
+  CHECK(Names(*again) == std::vector<std::string>{"etcd-1", "etcd-3", "etcd-4"});
   for (const std::string& asked : g.Asked()) CHECK(asked.find("filter=") == std::string::npos);
 
   // An answer without Metadata-Flavor: Google is not from a metadata server.
@@ -621,7 +651,8 @@ TEST_CASE("gce: with a service-account key, a signed JWT is traded at the key's 
   REQUIRE_MESSAGE(members.ok(), members.status().message());
   CHECK(members->size() == 2);
   CHECK(g.Asked() == std::vector<std::string>{"token grant=jwt-bearer dots=2", "igm Bearer ya29.first",
-                                               "list page= Bearer ya29.first", "list page=p2 Bearer ya29.first"});
+                                               "managed Bearer ya29.first", "list page= Bearer ya29.first",
+                                               "list page=p2 Bearer ya29.first"});
 }
 
 TEST_CASE("gce: hostile answers: a huge zone, a page token or access token with CR LF or NUL, addresses no member has") {
