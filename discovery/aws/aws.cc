@@ -70,14 +70,9 @@ Result<Options> TakeOptions(ProviderParams& params) {
   const std::string autoscaling_endpoint = params.Take("autoscaling_endpoint").value_or("");
   const std::string sts_endpoint = params.Take("sts_endpoint").value_or("");
   o.asg = params.Take("asg").value_or("");
-  o.name_tag = params.Take("name_tag").value_or("");
-  o.scheme = params.Take("scheme").value_or("http");
-  auto peer = params.TakeNumber("peer_port", 2380, 1, 65535, "a port");
-  if (!peer.ok()) return peer.status();
-  auto client = params.TakeNumber("client_port", 2379, 1, 65535, "a port");
-  if (!client.ok()) return client.status();
-  o.peer_port = *peer;
-  o.client_port = *client;
+  auto common = cloud::TakeCommonKeys(params);
+  if (!common.ok()) return common.status();
+  static_cast<cloud::CommonKeys&>(o) = std::move(*common);
   auto page_size = params.TakeNumber("page_size", 1000, 5, 1000, "a page size (DescribeInstances' MaxResults)");
   if (!page_size.ok()) return page_size.status();
   o.page_size = *page_size;
@@ -104,10 +99,6 @@ Result<Options> TakeOptions(ProviderParams& params) {
   if (!kAddrTypes.count(o.addr_type)) {
     return Status::InvalidArgument(fmt::format("{} '{}' is not one of private_v4, public_v4, public_v6, private_dns",
                                                params.Label("addr_type"), Printable(o.addr_type, 40)));
-  }
-  if (o.scheme != "http" && o.scheme != "https") {
-    return Status::InvalidArgument(
-        fmt::format("{} '{}' is not http or https", params.Label("scheme"), Printable(o.scheme, 40)));
   }
   if (o.access_key.empty() != o.secret.empty()) {
     return Status::InvalidArgument("access_key_id and secret_access_key go together: give both or neither");
@@ -248,7 +239,7 @@ Result<std::optional<Member>> MemberOf(const Options& o, const Instance& instanc
     auto tag = instance.tags.find(o.name_tag);
     if (tag != instance.tags.end() && !tag->second.empty()) name = tag->second;
   }
-  auto member = cloud::InstanceMember(name, *host, o.scheme, o.peer_port, o.client_port, what);
+  auto member = cloud::InstanceMember(name, *host, o, what);
   if (!member.ok()) return member.status();
   return std::optional<Member>(std::move(*member));
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "discovery/cloud/cloud.h"
 #include "net/cloud/aws_credentials.h"
 #include "quorate/clock.h"
 #include "quorate/member.h"
@@ -19,7 +20,9 @@
 namespace quorate::aws {
 
 // go-discover's keys, plus the Auto Scaling group, the member name and the etcd ports.
-struct Options {
+// The keys every cloud shares (name_tag: the tag naming the member, else the instance ID; scheme,
+// peer_port, client_port) come from cloud::CommonKeys.
+struct Options : cloud::CommonKeys {
   std::string region;  // empty: the instance's own, from IMDS at the first Discover
   std::string tag_key, tag_value;
   std::string addr_type = "private_v4";  // private_v4, public_v4, public_v6, private_dns
@@ -34,10 +37,6 @@ struct Options {
   // An Auto Scaling group's name; "auto": the group of the instance quorate runs on (IMDS's
   // instance-id, then DescribeAutoScalingInstances); empty: tags only.
   std::string asg;
-  std::string name_tag;                            // the tag naming the member; empty: the instance ID
-  std::string scheme = "http";
-  int peer_port = 2380;
-  int client_port = 2379;
   int page_size = 1000;  // DescribeInstances' MaxResults, 5-1000
 };
 

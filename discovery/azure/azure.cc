@@ -150,8 +150,9 @@ Result<Options> TakeOptions(ProviderParams& params) {
   o.resource_group = params.Take("resource_group").value_or("");
   o.vm_scale_set = params.Take("vm_scale_set").value_or("");
   o.ca_file = params.Take("ca_file").value_or("");
-  o.name_tag = params.Take("name_tag").value_or("");
-  o.scheme = params.Take("scheme").value_or("http");
+  auto common = cloud::TakeCommonKeys(params);
+  if (!common.ok()) return common.status();
+  static_cast<cloud::CommonKeys&>(o) = std::move(*common);
   const std::string addr_type = params.Take("addr_type").value_or("private_v4");
   const std::string environment = params.Take("environment").value_or("public");
   const cloud::AzureCloud* cloud = cloud::AzureCloudNamed(environment);
@@ -173,12 +174,6 @@ Result<Options> TakeOptions(ProviderParams& params) {
   o.endpoint = *endpoint;
   o.authority_host = *authority;
   o.imds_endpoint = *imds;
-  auto peer = params.TakeNumber("peer_port", 2380, 1, 65535, "a port");
-  if (!peer.ok()) return peer.status();
-  auto client = params.TakeNumber("client_port", 2379, 1, 65535, "a port");
-  if (!client.ok()) return client.status();
-  o.peer_port = *peer;
-  o.client_port = *client;
   if (Status s = params.CheckAllTaken({"tenant_id", "client_id", "subscription_id", "secret_access_key", "tag_name",
                                        "tag_value", "resource_group", "vm_scale_set", "environment", "endpoint",
                                        "authority_host", "imds_endpoint", "ca_file", "addr_type", "name_tag", "scheme",
@@ -222,10 +217,6 @@ Result<Options> TakeOptions(ProviderParams& params) {
     // A public address is a resource of its own that the NIC only points at: another call per VM.
     return Status::InvalidArgument(fmt::format("{} '{}': provider=azure takes private_v4 only",
                                                params.Label("addr_type"), Printable(addr_type, 40)));
-  }
-  if (o.scheme != "http" && o.scheme != "https") {
-    return Status::InvalidArgument(
-        fmt::format("{} '{}' is not http or https", params.Label("scheme"), Printable(o.scheme, 40)));
   }
   // The credentials: the keys, else the environment as Azure's SDKs and go-discover read it.
   auto credentials = cloud::AzureTokenSource::Create(
@@ -384,7 +375,7 @@ Result<std::vector<Member>> MembersOf(const Options& o, const std::vector<Nic>& 
     const std::string what = "the VM " + Printable(nic->vm_id, 200) + " (network interface " + Printable(nic->id, 200) + ")";
     auto host = cloud::UnicastHost(nic->private_ip, cloud::Family::kV4, what);
     if (!host.ok()) return host.status();
-    auto m = cloud::InstanceMember(name, *host, o.scheme, o.peer_port, o.client_port, what);
+    auto m = cloud::InstanceMember(name, *host, o, what);
     if (!m.ok()) return m.status();
     members.push_back(std::move(*m));
   }

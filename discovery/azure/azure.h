@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "discovery/cloud/cloud.h"
 #include "net/cloud/azure_credentials.h"
 #include "quorate/member.h"
 #include "quorate/provider.h"
@@ -19,7 +20,9 @@
 namespace quorate::azure {
 
 // go-discover's keys, plus the scale set from IMDS, the base URLs, the member name and the ports.
-struct Options {
+// The keys every cloud shares (name_tag: the NIC tag naming the member, else the VM's computer name or name; scheme,
+// peer_port, client_port) come from cloud::CommonKeys.
+struct Options : cloud::CommonKeys {
   // The keys given; for what they leave out, the environment (src/net/cloud/azure_credentials.h):
   // a client secret, workload identity, else the VM's managed identity (`client_id` then picks a
   // user-assigned one).
@@ -38,10 +41,6 @@ struct Options {
   std::string arm_resource;
   std::string imds_endpoint = "http://169.254.169.254:80";
   std::string ca_file;   // the CA bundle ARM and the authority must chain to; empty: the system's
-  std::string name_tag;  // the NIC tag naming the member; empty: the VM's computer name or name
-  std::string scheme = "http";
-  int peer_port = 2380;
-  int client_port = 2379;
 
   bool scale_set() const { return !vm_scale_set.empty(); }
 };

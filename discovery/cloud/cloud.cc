@@ -87,12 +87,29 @@ Status CheckGroupSize(int64_t size, std::string_view what) {
   return Status::Ok();
 }
 
-Result<Member> InstanceMember(const std::string& name, const std::string& host, const std::string& scheme,
-                              int peer_port, int client_port, std::string_view what) {
+Result<CommonKeys> TakeCommonKeys(ProviderParams& params) {
+  CommonKeys keys;
+  keys.name_tag = params.Take("name_tag").value_or("");
+  keys.scheme = params.Take("scheme").value_or("http");
+  auto peer = params.TakeNumber("peer_port", 2380, 1, 65535, "a port");
+  if (!peer.ok()) return peer.status();
+  auto client = params.TakeNumber("client_port", 2379, 1, 65535, "a port");
+  if (!client.ok()) return client.status();
+  keys.peer_port = *peer;
+  keys.client_port = *client;
+  if (keys.scheme != "http" && keys.scheme != "https") {
+    return Status::InvalidArgument(
+        fmt::format("{} '{}' is not http or https", params.Label("scheme"), Printable(keys.scheme, 40)));
+  }
+  return keys;
+}
+
+Result<Member> InstanceMember(const std::string& name, const std::string& host, const CommonKeys& keys,
+                              std::string_view what) {
   if (Status s = CheckMemberName(name, fmt::format("{}'s name", what)); !s.ok()) return Status::Unavailable(s.message());
   Member m{name,
-           {fmt::format("{}://{}:{}", scheme, host, peer_port)},
-           {fmt::format("{}://{}:{}", scheme, host, client_port)}};
+           {fmt::format("{}://{}:{}", keys.scheme, host, keys.peer_port)},
+           {fmt::format("{}://{}:{}", keys.scheme, host, keys.client_port)}};
   for (const auto& url : {m.peer_urls[0], m.client_urls[0]}) {
     if (auto parsed = ParseUrl(url); !parsed.ok()) {
       return Status::Unavailable(fmt::format("{} has an address etcd would refuse: {}", what, parsed.status().message()));

@@ -39,10 +39,22 @@ Status CheckMembers(const std::vector<Member>& members, std::string_view what);
 // lower still in practice) or below 0.
 Status CheckGroupSize(int64_t size, std::string_view what);
 
+// The keys every cloud shares: the tag or label naming the member (empty: the instance's own name),
+// and its URLs' scheme and ports. A provider's Options derive from it.
+struct CommonKeys {
+  std::string name_tag;
+  std::string scheme = "http";
+  int peer_port = 2380;
+  int client_port = 2379;
+};
+// Takes name_tag, scheme, peer_port and client_port; InvalidArgument naming the key for a port out
+// of range or a scheme that is not http or https.
+Result<CommonKeys> TakeCommonKeys(ProviderParams& params);
+
 // The member an instance stands for: `name` as etcd takes it, URLs on `host` (UnicastHost's or
-// DnsHost's) at the ports given. Unavailable naming `what` (the instance) otherwise.
-Result<Member> InstanceMember(const std::string& name, const std::string& host, const std::string& scheme,
-                              int peer_port, int client_port, std::string_view what);
+// DnsHost's) of the scheme and ports `keys` give. Unavailable naming `what` (the instance) otherwise.
+Result<Member> InstanceMember(const std::string& name, const std::string& host, const CommonKeys& keys,
+                              std::string_view what);
 
 // One page of a paged list as a provider read it: how many items it held, and what names the next
 // page (a token, or a nextLink's target), empty on the last.

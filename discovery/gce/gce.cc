@@ -177,7 +177,7 @@ Result<std::optional<Member>> MemberOf(const Options& o, const Instance& instanc
     auto label = instance.labels.find(o.name_tag);
     if (label != instance.labels.end() && !label->second.empty()) name = label->second;
   }
-  auto member = cloud::InstanceMember(name, *host, o.scheme, o.peer_port, o.client_port, what);
+  auto member = cloud::InstanceMember(name, *host, o, what);
   if (!member.ok()) return member.status();
   return std::optional<Member>(std::move(*member));
 }
@@ -271,17 +271,12 @@ Result<Options> TakeOptions(ProviderParams& params) {
   o.mig_zone = params.Take("mig_zone").value_or("");
   o.mig_region = params.Take("mig_region").value_or("");
   o.addr_type = params.Take("addr_type").value_or("private_v4");
-  o.name_tag = params.Take("name_tag").value_or("");
-  o.scheme = params.Take("scheme").value_or("http");
-  auto peer = params.TakeNumber("peer_port", 2380, 1, 65535, "a port");
-  if (!peer.ok()) return peer.status();
-  auto client = params.TakeNumber("client_port", 2379, 1, 65535, "a port");
-  if (!client.ok()) return client.status();
+  auto common = cloud::TakeCommonKeys(params);
+  if (!common.ok()) return common.status();
+  static_cast<cloud::CommonKeys&>(o) = std::move(*common);
   // aggregated/instances' maxResults: at most 500, the API's own limit.
   auto page_size = params.TakeNumber("page_size", 500, 1, 500, "a page size");
   if (!page_size.ok()) return page_size.status();
-  o.peer_port = *peer;
-  o.client_port = *client;
   o.page_size = *page_size;
   if (Status s = params.CheckAllTaken({"project_name", "zone_pattern", "tag_value", "label_key", "label_value",
                                        "credentials_file", "endpoint", "metadata_endpoint", "mig", "mig_zone",
@@ -349,10 +344,6 @@ Result<Options> TakeOptions(ProviderParams& params) {
   if (o.addr_type != "private_v4" && o.addr_type != "public_v4") {
     return Status::InvalidArgument(fmt::format("{} '{}' is not one of private_v4, public_v4",
                                                params.Label("addr_type"), Printable(o.addr_type, 40)));
-  }
-  if (o.scheme != "http" && o.scheme != "https") {
-    return Status::InvalidArgument(
-        fmt::format("{} '{}' is not http or https", params.Label("scheme"), Printable(o.scheme, 40)));
   }
   if (!endpoint.empty()) {
     auto base = cloud::GoogleBaseUrl(endpoint);

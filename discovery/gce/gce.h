@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "discovery/cloud/cloud.h"
 #include "net/cloud/google_credentials.h"
 #include "quorate/member.h"
 #include "quorate/provider.h"
@@ -19,7 +20,9 @@
 namespace quorate::gce {
 
 // go-discover's keys, plus the managed instance group, the member name and the etcd ports.
-struct Options {
+// The keys every cloud shares (name_tag: the label naming the member, else the instance name; scheme,
+// peer_port, client_port) come from cloud::CommonKeys.
+struct Options : cloud::CommonKeys {
   std::string project;  // project_name; empty: the key file's project_id, else the metadata server's
   std::string zone_pattern;  // an anchored regular expression on the zone name; empty: every zone
   std::string tag_value;     // a network tag the instances carry
@@ -32,10 +35,6 @@ struct Options {
   std::string mig;
   std::string mig_zone, mig_region;  // where the named group lives (one of them)
   std::string addr_type = "private_v4";  // private_v4 (networkIP), public_v4 (accessConfigs' natIP)
-  std::string name_tag;                  // the label naming the member; empty: the instance name
-  std::string scheme = "http";
-  int peer_port = 2380;
-  int client_port = 2379;
   int page_size = 500;  // page_size: aggregated/instances' maxResults, 1-500
 };
 

@@ -98,11 +98,11 @@ TEST_CASE("cloud: a paged list is read to its end by the items read, not a page 
 }
 
 TEST_CASE("cloud: an instance's member: its name as etcd takes it, URLs of the scheme and ports given") {
-  auto m = InstanceMember("etcd-1", "[2600::1]", "https", 12380, 12379, "instance i-1");
+  auto m = InstanceMember("etcd-1", "[2600::1]", CommonKeys{"", "https", 12380, 12379}, "instance i-1");
   REQUIRE(m.ok());
   CHECK(m->peer_urls == std::vector<std::string>{"https://[2600::1]:12380"});
   CHECK(m->client_urls == std::vector<std::string>{"https://[2600::1]:12379"});
-  auto bad = InstanceMember("a=b", "10.0.0.1", "http", 2380, 2379, "instance i-1");
+  auto bad = InstanceMember("a=b", "10.0.0.1", CommonKeys{}, "instance i-1");
   CHECK(bad.status().IsUnavailable());
   CHECK(bad.status().message().find("instance i-1's name") != std::string::npos);
 }
