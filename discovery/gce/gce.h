@@ -1,43 +1,40 @@
 // The gce provider's logic without the network: its keys, the Compute Engine API requests it makes,
-// the service-account JWT it signs, and how the JSON answers become members, checked. The provider
-// ("gce" in the registry) sends these requests with a bearer token from the metadata server or from a
-// service-account key; the unit tests and the fuzz target run the parsers on text.
+// and how the JSON answers become members, checked. The provider ("gce" in the registry) sends these
+// requests with a bearer token from src/net/cloud/google_credentials.h; the unit tests and the fuzz
+// target run the parsers on text.
 #pragma once
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "discovery/cloud/cloud.h"
+#include "net/cloud/google_credentials.h"
 #include "quorate/member.h"
 #include "quorate/provider.h"
 #include "quorate/status.h"
 
 namespace quorate::gce {
 
-// A service-account JSON key, as the Cloud console downloads it; the parts the JWT flow needs.
-struct ServiceAccountKey {
-  std::string client_email, private_key, private_key_id, token_uri, project_id;
-};
-
 // go-discover's keys, plus the managed instance group, the member name and the etcd ports.
-struct Options {
+// The keys every cloud shares (name_tag: the label naming the member, else the instance name; scheme,
+// peer_port, client_port) come from cloud::CommonKeys.
+struct Options : cloud::CommonKeys {
   std::string project;  // project_name; empty: the key file's project_id, else the metadata server's
   std::string zone_pattern;  // an anchored regular expression on the zone name; empty: every zone
   std::string tag_value;     // a network tag the instances carry
   std::string label_key, label_value;
-  std::optional<ServiceAccountKey> key;  // credentials_file (or GOOGLE_APPLICATION_CREDENTIALS); none: the metadata server
+  // The bearer tokens (credentials_file, else Application Default Credentials) and the metadata
+  // server (metadata_endpoint, else http:// + GCE_METADATA_HOST, else http://169.254.169.254).
+  std::shared_ptr<cloud::GoogleTokenSource> credentials;
   std::string endpoint = "https://compute.googleapis.com";  // the Compute API's base URL
-  std::string metadata_endpoint;  // metadata_endpoint, else http:// + GCE_METADATA_HOST, else http://169.254.169.254
   // The managed instance group: "auto" (the instance's own created-by attribute), a name, or empty.
   std::string mig;
   std::string mig_zone, mig_region;  // where the named group lives (one of them)
   std::string addr_type = "private_v4";  // private_v4 (networkIP), public_v4 (accessConfigs' natIP)
-  std::string name_tag;                  // the label naming the member; empty: the instance name
-  std::string scheme = "http";
-  int peer_port = 2380;
-  int client_port = 2379;
   int page_size = 500;  // page_size: aggregated/instances' maxResults, 1-500
 };
 
@@ -46,28 +43,10 @@ struct Options {
 // missing or not a service-account key is the operator's to fix. InvalidArgument naming the key.
 Result<Options> TakeOptions(ProviderParams& params);
 
-// InvalidArgument when the text is not a service-account key with an RSA private key and a token_uri.
-Result<ServiceAccountKey> ParseServiceAccountKey(const std::string& json);
-
-// The JWT a service account trades for an access token (RFC 7523): RS256 over base64url(header) "."
-// base64url(claims), valid for an hour from `now`, for the Compute read-only scope, addressed to
-// the key's token_uri.
-inline constexpr char kScope[] = "https://www.googleapis.com/auth/compute.readonly";
-Result<std::string> SignedJwt(const ServiceAccountKey& key, std::chrono::system_clock::time_point now);
-
-// An OAuth access token answer (the token endpoint's and the metadata server's share the shape).
-struct Token {
-  std::string access_token;
-  std::chrono::seconds expires_in{0};
-};
-// Unavailable when it is not one (no token, no positive expires_in, not Bearer).
-Result<Token> ParseToken(const std::string& json);
-
 // One instance of an aggregated list, as far as the provider reads it.
 struct Instance {
   std::string name, zone, status;
   std::string network_ip, nat_ip;  // networkInterfaces[0]'s, and its accessConfigs[0]'s
-  std::string created_by;          // the metadata item the group sets on its instances
   std::map<std::string, std::string> labels;
   std::vector<std::string> tags;  // the network tags, tags.items
 };
@@ -93,15 +72,6 @@ struct GroupRef {
 };
 // Unavailable when the text is not such a path.
 Result<GroupRef> ParseCreatedBy(const std::string& text);
-// The instance was created by that group (whatever project spelling, number or ID, its path uses).
-bool CreatedBy(const Instance& instance, const GroupRef& group);
-
-// Google's error body: {"error":{"code","message","status","errors":[{"reason"}]}}, or the token
-// endpoint's {"error":"invalid_grant","error_description":...}. Empty fields when it is neither.
-struct ApiError {
-  std::string status, reason, message;
-};
-ApiError ParseError(const std::string& json);
 
 // Provisioning, staging and running instances are the group's (one launched with the others has its
 // address already); stopping, stopped, suspending, suspended, terminated and repairing ones are not.
@@ -117,6 +87,24 @@ std::string InstancesFilter(const Options& o);
 std::string AggregatedInstancesTarget(const Options& o, const std::string& page_token);
 // Path of instanceGroupManagers.get (or regionInstanceGroupManagers.get) for the group.
 std::string GroupTarget(const std::string& project, const GroupRef& group);
+// Path and query of one page of the group's listManagedInstances (a POST).
+std::string ManagedInstancesTarget(const std::string& project, const GroupRef& group, const std::string& page_token);
+
+// The group's own view of its instances, one page of listManagedInstances: each as "ZONE/NAME" with
+// the action the group is taking on it.
+struct ManagedInstance {
+  std::string zone_and_name, current_action;
+};
+struct ManagedPage {
+  std::vector<ManagedInstance> instances;
+  std::string next_page_token;
+};
+// Unavailable when the answer is not that list or an instance's URL names no zone and name.
+Result<ManagedPage> ParseManagedInstances(const std::string& json);
+// An instance the group keeps: no action, or being created, verified, refreshed, restarted,
+// started or resumed; one it is abandoning, deleting, recreating (a new disk), stopping or suspending
+// does not count, whatever its status.
+bool GroupCounts(const std::string& current_action);
 
 // A scope an unreachables list names could hold the instances asked for: the group's zone (or a zone
 // of its region), a zone zone_pattern takes, or any zone when neither narrows the list.

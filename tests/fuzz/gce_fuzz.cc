@@ -8,8 +8,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace quorate;
   const std::string json(fuzz::Text(data, size));
-  gce::ParseError(json);
-  auto token = gce::ParseToken(json);
+  cloud::ParseGoogleError(json);
+  auto token = cloud::ParseGoogleToken(json);
   fuzz::CheckMessage(token.status());
   if (token.ok() && (token->access_token.empty() || token->expires_in.count() <= 0)) std::abort();
   auto group = gce::ParseInstanceGroupManager(json);
@@ -18,6 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto ref = gce::ParseCreatedBy(json);
   fuzz::CheckMessage(ref.status());
   if (ref.ok() && (ref->name.empty() || ref->zone.empty() == ref->region.empty())) std::abort();
+  auto managed = gce::ParseManagedInstances(json);
+  fuzz::CheckMessage(managed.status());
   auto page = gce::ParseAggregatedInstances(json);
   fuzz::CheckMessage(page.status());
   if (!page.ok()) return 0;
@@ -26,7 +28,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     o.addr_type = addr;
     o.name_tag = "member";
     for (const auto& instance : page->instances) {
-      gce::CreatedBy(instance, {"us-central1-a", "", "etcd"});
       auto member = gce::MemberOf(o, instance);
       fuzz::CheckMessage(member.status());
       if (!member.ok() || !*member) continue;

@@ -11,6 +11,8 @@ It speaks the documented JSON of the few calls the `gce` provider and Google's o
   - GET /compute/v1/projects/P/zones/Z/instances (the same, for one zone);
   - GET /compute/v1/projects/P/zones/Z/instanceGroupManagers/N and
     /compute/v1/projects/P/regions/R/instanceGroupManagers/N: an instanceGroupManager with targetSize;
+  - POST .../instanceGroupManagers/N/listManagedInstances (maxResults, pageToken): the group's own
+    view, each instance with its currentAction (NONE unless a test set another);
   - the metadata server under /computeMetadata/v1/ (project/project-id, project/numeric-project-id,
     instance/attributes/created-by, instance/service-accounts/default/token), which, like the real
     one, refuses a request without `Metadata-Flavor: Google` and says `Metadata-Flavor: Google`;
@@ -31,7 +33,8 @@ Test-only controls, without authentication, under /_emulator/:
   POST /_emulator/instances {"name", "zone", "ip", "nat_ip", "status", "labels", "tags", "mig"}
                             adds or replaces an instance (status RUNNING unless given; "mig" names a
                             group of that zone or region, which then sets its created-by item)
-  POST /_emulator/instances/NAME {"status": "TERMINATED"} changes an instance's status
+  POST /_emulator/instances/NAME {"status": "TERMINATED"} changes an instance's status, {"action":
+                            "ABANDONING"} the action its group is taking on it
   DELETE /_emulator/instances/NAME                        deletes it
   POST /_emulator/migs      {"name", "zone" | "region", "target_size"} adds or replaces a group
   POST /_emulator/config    {"deny": ["compute.instances.list", ...],
@@ -169,21 +172,24 @@ class Emulator:
         if status not in INSTANCE_STATUSES:
             raise ValueError(f"status {status} is not an instance status")
         ip = b.get("ip", "")
-        if ip and not ip.startswith("127.0.0."):
-            raise ValueError(f"{ip}: instances get 127.0.0.x addresses only")
+        # Besides loopback, two addresses no member may have, for the tests that quorate refuses them:
+        # nothing connects to either.
+        if ip and not ip.startswith("127.0.0.") and ip not in ("0.0.0.0", "300.1.1.1"):
+            raise ValueError(f"{ip}: instances get 127.0.0.x addresses only (or 0.0.0.0, 300.1.1.1 to be refused)")
         if zone not in self.zones:
             self.zones.append(zone)
         self.next_id += 1
         self.instances[name] = {"name": name, "zone": zone, "status": status, "ip": ip, "nat_ip": b.get("nat_ip", ""),
                                 "labels": dict(b.get("labels", {})), "tags": list(b.get("tags", [])),
                                 "created_by": self.mig_path(zone, b["mig"]) if b.get("mig") else "",
+                                "action": "NONE",
                                 "id": str(7000000000000000000 + self.next_id),
                                 "created": time.strftime("%Y-%m-%dT%H:%M:%S.000-07:00")}
 
     def mig_path(self, zone, name):
         for (kind, location, n) in self.migs:
             if n == name and (location == zone or (kind == "regions" and zone.startswith(location + "-"))):
-                return f"projects/{self.project_number}/{kind}/{location}/instanceGroupManagers/{name}"
+                return self.mig_path_of(kind, location, name)
         raise ValueError(f"no group {name} holds zone {zone}")
 
     def put_mig(self, b):
@@ -290,6 +296,20 @@ class Emulator:
                "updatePolicy": {"type": "PROACTIVE"}}
         out["zone" if kind == "zones" else "region"] = base
         return out
+
+    def managed_instances(self, kind, location, name, query):
+        self.mig(kind, location, name)  # 404 for a group that is not there
+        path = self.mig_path_of(kind, location, name)
+        on_page, token = self.page(query, [i for i in self.instances.values() if i["created_by"] == path])
+        out = {"managedInstances": [{
+            "instance": f"{COMPUTE}/projects/{self.project}/zones/{i['zone']}/instances/{i['name']}",
+            "id": i["id"], "instanceStatus": i["status"], "currentAction": i["action"]} for i in on_page]}
+        if token:
+            out["nextPageToken"] = token
+        return out
+
+    def mig_path_of(self, kind, location, name):
+        return f"projects/{self.project_number}/{kind}/{location}/instanceGroupManagers/{name}"
 
     def issue_token(self):
         token = "ya29.emu-" + uuid.uuid4().hex
@@ -419,7 +439,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                            f"requests per minute' of service 'compute.googleapis.com' for consumer 'project_number:"
                            f"{em.project_number}'.", "usageLimits")
         parts = path.split("/")[3:]  # projects, P, ...
-        if method != "GET" or len(parts) < 3 or parts[0] != "projects":
+        managed = len(parts) == 7 and parts[4] == "instanceGroupManagers" and parts[6] == "listManagedInstances"
+        if method != ("POST" if managed else "GET") or len(parts) < 3 or parts[0] != "projects":
             raise ApiError(404, "NOT_FOUND", "notFound", f"Not Found: {path}")
         if parts[1] != em.project:
             raise ApiError(403, "PERMISSION_DENIED", "forbidden",
@@ -434,6 +455,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if len(rest) == 4 and rest[0] in ("zones", "regions") and rest[2] == "instanceGroupManagers":
             self.check_allowed("compute.instanceGroupManagers.get")
             return 200, em.mig(rest[0], rest[1], rest[3])
+        if managed:
+            self.check_allowed("compute.instanceGroupManagers.get")
+            return 200, em.managed_instances(rest[0], rest[1], rest[3], query)
         raise ApiError(404, "NOT_FOUND", "notFound", f"Not Found: {path}")
 
     def check_allowed(self, permission):
@@ -467,6 +491,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         del em.instances[name]
                         return self.send(200, {})
                     if method == "POST":
+                        if "action" in body:
+                            em.instances[name]["action"] = str(body["action"])
+                            return self.send(200, {})
                         if body.get("status") not in INSTANCE_STATUSES:
                             raise ValueError(f"status {body.get('status')} is not an instance status")
                         em.instances[name]["status"] = body["status"]
