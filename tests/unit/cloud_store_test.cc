@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "../support/ports.h"
 #include "../support/scoped_env.h"
 #include "store/vfs_azblob.h"
 #include "store/vfs_gcs.h"
@@ -239,6 +240,36 @@ TEST_CASE("gs:// requests carry the seam's bearer token; a session URI elsewhere
   CHECK(write.IsUnavailable());
   CHECK_MESSAGE(Mentions(write, "the metadata server did not answer"), write.message());
   CHECK(requests == 0);
+}
+
+TEST_CASE("azblob:// with a bearer token: the token and the pinned version on every request, no Shared Key") {
+  std::string authorization, version;
+  ScriptedServer server([&](const httplib::Request& req, httplib::Response& res) {
+    authorization = req.get_header_value("Authorization");
+    version = req.get_header_value("x-ms-version");
+    res.status = 201;
+  });
+  ScopedEnv no_key("AZURE_STORAGE_KEY", "");
+  auto vfs = OpenAzblobVfs(fmt::format("azblob://acct01/cont/p?endpoint={}", server.endpoint()), Clock::kNever,
+                           FixedToken("eyJ0.azure"));
+  REQUIRE(vfs.ok());
+  CHECK(*(*vfs)->CreateIfAbsent("k", "v"));
+  CHECK(authorization == "Bearer eyJ0.azure");
+  CHECK(version == kAzureBlobVersion);
+}
+
+TEST_CASE("a store that never answers: Unavailable within timeout=") {
+  SilentListener silent;
+  auto vfs = OpenGcsVfs(fmt::format("gs://bucket/p?endpoint={}&timeout=700ms", silent.url()), Clock::kNever,
+                        FixedToken("t"));
+  REQUIRE(vfs.ok());
+  auto start = std::chrono::steady_clock::now();
+  Status write = (*vfs)->Write("k", "x");
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  CHECK(write.IsUnavailable());
+  CHECK_MESSAGE(Mentions(write, "is the store up?"), write.message());
+  CHECK(elapsed >= 600ms);
+  CHECK(elapsed < 1500ms);
 }
 
 }  // namespace quorate
