@@ -24,8 +24,6 @@ constexpr size_t kMaxListPageBytes = 4 << 20;
 constexpr int kMaxListPages = 1000;
 // Cloud Storage's page tokens and Azure's markers are a few hundred bytes.
 constexpr size_t kMaxPageTokenBytes = 4096;
-// An answer to a PUT or DELETE, or a refusal, is a few hundred bytes.
-constexpr size_t kMaxAnswerBytes = 64 * 1024;
 // OAuth access tokens run to about 2 KB (Azure AD's JWTs); anything far larger is not one.
 constexpr size_t kMaxBearerTokenBytes = 16 * 1024;
 
@@ -96,9 +94,6 @@ class RangedDownload : public VfsDownload {
     return n;
   }
 
-  // Whether the object is missing (not its bucket), as the store reads a 404.
-  std::function<bool(const ObjectAnswer&)> object_missing;
-
  private:
   Status Fetch() {
     ObjectCall get = get_;
@@ -111,7 +106,7 @@ class RangedDownload : public VfsDownload {
       at_end_ = true;
       return Status::Ok();
     }
-    if (r->status == 404 && object_missing(*r)) return Status::NotFound(fmt::format("{} does not exist", get.what));
+    if (r->status == 404 && store_.ObjectMissing(*r)) return Status::NotFound(fmt::format("{} does not exist", get.what));
     if (r->status != 206 && r->status != 200) return store_.Refused(get, *r);
     // 200 is the whole object from a store that ignores ranges: it fitted in one part.
     part_ = std::move(r->body);
@@ -424,7 +419,6 @@ Result<std::unique_ptr<VfsUpload>> ObjectStore::Upload(const std::string& key) {
 Result<std::unique_ptr<VfsDownload>> ObjectStore::Download(const std::string& key) {
   if (Status s = ValidateKey(key); !s.ok()) return s;
   auto download = std::make_unique<RangedDownload>(*this, GetCall(FullKey(key)));
-  download->object_missing = [this](const ObjectAnswer& a) { return ObjectMissing(a); };
   if (Status s = download->Start(); !s.ok()) return s;
   return std::unique_ptr<VfsDownload>(std::move(download));
 }

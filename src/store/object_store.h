@@ -99,6 +99,8 @@ class ObjectStore : public Vfs {
   // A streamed object goes up and comes down in parts of this size: memory stays flat whatever the
   // size. A multiple of 256 KiB, as Cloud Storage's resumable chunks must be.
   static constexpr size_t kPartBytes = 8 << 20;
+  // An answer to a PUT or DELETE, or a refusal, is a few hundred bytes.
+  static constexpr size_t kMaxAnswerBytes = 64 * 1024;
 
   struct Settings {
     std::string url;   // scheme://bucket, without the prefix: keys are url/root/key
@@ -137,6 +139,8 @@ class ObjectStore : public Vfs {
 
   // A refusal of `call` as a Status: the cloud's error code and message, escaped, and what to fix.
   virtual Status Refused(const ObjectCall& call, const ObjectAnswer& answer) const = 0;
+  // A 404 about the object, not about the bucket or container.
+  virtual bool ObjectMissing(const ObjectAnswer& answer) const = 0;
 
  protected:
   explicit ObjectStore(Settings settings) : s_(std::move(settings)) {}
@@ -149,8 +153,6 @@ class ObjectStore : public Vfs {
   virtual ObjectCall DeleteCall(const std::string& full_key) const = 0;
   // The answer to PutCall(only_if_absent) when the object was already there.
   virtual bool AlreadyThere(const ObjectAnswer& answer) const = 0;
-  // A 404 about the object, not about the bucket or container.
-  virtual bool ObjectMissing(const ObjectAnswer& answer) const = 0;
   virtual bool Retryable(const ObjectAnswer& answer) const;
   // Adds the credentials to one try of a request (a signature carries the time of sending).
   virtual Status Authorize(HttpRequest& request, Clock::TimePoint deadline) = 0;

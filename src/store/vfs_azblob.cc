@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <ctime>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "quorate/env.h"
@@ -82,7 +83,6 @@ std::string SharedKeyAuthorization(const std::string& account, const std::string
 
 namespace {
 
-constexpr size_t kMaxAnswerBytes = 64 * 1024;
 // Put Block List takes at most 50,000 blocks.
 constexpr size_t kMaxBlocks = 50000;
 // An account key is 64 bytes (88 in base64); a key far longer is not one.
@@ -157,7 +157,7 @@ class BlockUpload : public PartUpload {
     put.query = {{"comp", "block"}, {"blockid", id}};
     put.headers = {{"Content-Type", "application/octet-stream"}};
     put.body = std::move(bytes);
-    auto r = store_.Send(put, store_.PartDeadline(), kMaxAnswerBytes);
+    auto r = store_.Send(put, store_.PartDeadline(), ObjectStore::kMaxAnswerBytes);
     if (!r.ok()) return r.status();
     if (r->status != 201) return store_.Refused(put, *r);
     ids_.push_back(std::move(id));
@@ -175,7 +175,7 @@ class BlockUpload : public PartUpload {
     commit.query = {{"comp", "blocklist"}};
     commit.headers = {{"Content-Type", "application/xml"}, {"x-ms-blob-content-type", "application/octet-stream"}};
     commit.body = std::move(list);
-    auto r = store_.Send(commit, store_.PartDeadline(), kMaxAnswerBytes);
+    auto r = store_.Send(commit, store_.PartDeadline(), ObjectStore::kMaxAnswerBytes);
     if (!r.ok()) return r.status();
     if (r->status != 201) return store_.Refused(commit, *r);
     return Status::Ok();
@@ -222,6 +222,10 @@ class AzblobVfs : public ObjectStore {
                                                         container_, account_));
     }
     return Status::InvalidArgument(text);
+  }
+
+  bool ObjectMissing(const ObjectAnswer& answer) const override {
+    return ParseBlobError(answer).code != "ContainerNotFound";
   }
 
  protected:
@@ -278,9 +282,6 @@ class AzblobVfs : public ObjectStore {
   // service versions and emulators.
   bool AlreadyThere(const ObjectAnswer& answer) const override {
     return answer.status == 412 || (answer.status == 409 && ParseBlobError(answer).code == "BlobAlreadyExists");
-  }
-  bool ObjectMissing(const ObjectAnswer& answer) const override {
-    return ParseBlobError(answer).code != "ContainerNotFound";
   }
 
   Status Authorize(HttpRequest& request, Clock::TimePoint deadline) override {

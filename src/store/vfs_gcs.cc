@@ -13,7 +13,6 @@
 namespace quorate {
 namespace {
 
-constexpr size_t kMaxAnswerBytes = 64 * 1024;
 // Cloud Storage's upload IDs are about 150 bytes.
 constexpr size_t kMaxUploadIdBytes = 1024;
 // A part Cloud Storage kept only in part is sent again from where it stopped, this many times at most.
@@ -46,8 +45,6 @@ bool BucketMissing(const ObjectAnswer& answer) {
   return answer.status == 404 && answer.body.find("bucket does not exist") != std::string::npos;
 }
 
-class GcsVfs;
-
 // A resumable upload: a session begun once, parts PUT at their offsets, the last PUT naming the
 // total size. The session's URI comes from the answer, but only its upload_id is taken from it:
 // requests (and the token) go to the configured endpoint, never to a host an answer names.
@@ -68,7 +65,7 @@ class GcsResumable : public PartUpload {
       put.body = std::string(rest);
       put.headers = {{"Content-Type", "application/octet-stream"},
                      {"Content-Range", fmt::format("bytes {}-{}/*", offset_, end - 1)}};
-      auto r = store_.Send(put, store_.PartDeadline(), kMaxAnswerBytes);
+      auto r = store_.Send(put, store_.PartDeadline(), ObjectStore::kMaxAnswerBytes);
       if (!r.ok()) return r.status();
       // 308 Resume Incomplete: the Range header says how much the store holds so far.
       if (r->status != 308) return store_.Refused(put, *r);
@@ -90,7 +87,7 @@ class GcsResumable : public PartUpload {
                    {"Content-Range", last.empty() ? fmt::format("bytes */{}", total)
                                                   : fmt::format("bytes {}-{}/{}", offset_, total - 1, total)}};
     put.body = std::move(last);
-    auto r = store_.Send(put, store_.PartDeadline(), kMaxAnswerBytes);
+    auto r = store_.Send(put, store_.PartDeadline(), ObjectStore::kMaxAnswerBytes);
     if (!r.ok()) return r.status();
     if (r->status != 200 && r->status != 201) return store_.Refused(put, *r);
     return Status::Ok();
@@ -99,7 +96,7 @@ class GcsResumable : public PartUpload {
   void Abort() override {
     ObjectCall cancel = session_;
     cancel.method = "DELETE";
-    (void)store_.Send(cancel, store_.PartDeadline(), kMaxAnswerBytes);
+    (void)store_.Send(cancel, store_.PartDeadline(), ObjectStore::kMaxAnswerBytes);
   }
 
  private:
@@ -150,6 +147,8 @@ class GcsVfs : public ObjectStore {
     }
     return Status::InvalidArgument(text);
   }
+
+  bool ObjectMissing(const ObjectAnswer& answer) const override { return !BucketMissing(answer); }
 
  protected:
   ObjectCall ListCall(const std::string& full_prefix, const std::string& page_token) const override {
@@ -205,7 +204,6 @@ class GcsVfs : public ObjectStore {
   }
 
   bool AlreadyThere(const ObjectAnswer& answer) const override { return answer.status == 412; }
-  bool ObjectMissing(const ObjectAnswer& answer) const override { return !BucketMissing(answer); }
 
   Status Authorize(HttpRequest& request, Clock::TimePoint deadline) override {
     auto token = token_(deadline);
