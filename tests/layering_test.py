@@ -5,6 +5,7 @@ test with its file and line.
 Layers, low to high:
   include/quorate/ (public: what a discovery provider relies on)
   src/core/ (model and decision), src/net/ (the HTTP client) (siblings)
+  src/net/cloud/ (the clouds' credentials and the checks on what they hand out)
   src/etcd/, src/agent/, src/store/ (siblings: none includes another)
   discovery/discovery.{h,cc} (the discovery glue: the provider the flags name, the wait for members)
   src/status/
@@ -14,7 +15,8 @@ A file may include its own layer and the layers below it. Besides:
   include/quorate/ includes nothing under src/;
   nothing outside tests/ includes testing/ (fakes for the tests; testing/ itself may include anything);
   a discovery provider includes include/quorate/ and its own folder only, but for the exceptions
-  listed in KNOWN below.
+  listed in KNOWN below; the cloud providers (aws, gce, azure) also include their kit,
+  discovery/cloud/, and src/net/cloud/; the kit includes include/quorate/ and src/net/cloud/.
 
   python3 tests/layering_test.py [REPO_ROOT]   check the tree (default: this file's repository)
   python3 tests/layering_test.py --self-test   check that bad includes in a made-up tree do fail
@@ -28,7 +30,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SCANNED = ("src", "include", "discovery", "testing")
 # Where an include is looked up, after the including file's own folder (the build's -I order).
 INCLUDE_ROOTS = ("include", "src", ".")
-RANK = {"public": 0, "core": 1, "net": 1, "etcd": 2, "agent": 2, "store": 2, "glue": 2, "status": 3, "backup": 3, "node": 4, "cli": 5}
+RANK = {"public": 0, "core": 1, "net": 1, "cloud": 1.5, "etcd": 2, "agent": 2, "store": 2, "glue": 2, "status": 3,
+        "backup": 3, "node": 4, "cli": 5}
+# The providers built on the cloud kit (discovery/cloud/), which may include it and src/net/cloud/.
+CLOUD_PROVIDERS = ("discovery/aws", "discovery/gce", "discovery/azure", "discovery/cloud")
 # Includes that break the rules today, each with why it stays: (including file, included file).
 KNOWN = {
     # The etcd provider is an etcd client. etcd_client.h is internal (it speaks core/cluster.h);
@@ -43,6 +48,8 @@ def layer(path):
     parts = path.split("/")
     if parts[0] == "include":
         return "public"
+    if parts[:2] == ["src", "net"] and len(parts) > 3 and parts[2] == "cloud":
+        return "cloud"
     if parts[0] == "src" and len(parts) > 2 and parts[1] in RANK:
         return parts[1]
     if parts[0] == "testing":
@@ -78,9 +85,13 @@ def allowed(src_layer, dst_layer, src, dst):
     if src_layer.startswith("discovery/"):
         if dst_layer in ("public", src_layer):
             return None
+        if src_layer in CLOUD_PROVIDERS and dst_layer in ("cloud", "discovery/cloud"):
+            return None
         return "a discovery provider may include only include/quorate/ and its own folder"
     if dst_layer.startswith("discovery/"):
         return "only a provider's own folder may include its headers"
+    if src_layer == "cloud" and dst_layer not in ("public", "cloud"):
+        return "src/net/cloud/ includes only include/quorate/ and itself"
     if src_layer == "public":
         return None if dst_layer == "public" else "include/quorate/ may include nothing under src/"
     if src_layer == dst_layer:
@@ -136,6 +147,10 @@ def self_test():
         "testing/fake.h": '#include "node/run.h"\n',
         "discovery/p/p.h": '#include "quorate/member.h"\n',
         "discovery/p/p.cc": '#include "p.h"\n',
+        "src/net/cloud/creds.h": '#include "quorate/status.h"\n',
+        "src/store/s3.h": '#include "net/cloud/creds.h"\n',
+        "discovery/cloud/kit.h": '#include "net/cloud/creds.h"\n',
+        "discovery/aws/aws.cc": '#include "discovery/cloud/kit.h"\n#include "net/cloud/creds.h"\n',
     }
     bad = {
         # file: (text, the line that must be named)
@@ -148,6 +163,9 @@ def self_test():
         "src/status/bad.cc": ('#include "node/run.h"\n', 1),
         "discovery/p/bad.cc": ('#include "core/planner.h"\n', 1),
         "src/node/bad.cc": ('#include "../cli/cli.cc"\n', 1),
+        "discovery/p/bad_kit.cc": ('#include "discovery/cloud/kit.h"\n', 1),
+        "src/net/cloud/bad.cc": ('#include "store/s3.h"\n', 1),
+        "src/store/bad_kit.cc": ('#include "discovery/cloud/kit.h"\n', 1),
     }
     failures = []
     with tempfile.TemporaryDirectory() as root:

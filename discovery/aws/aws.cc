@@ -5,14 +5,14 @@
 #include <chrono>
 #include <ctime>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
-#include "quorate/duration.h"
+#include "discovery/cloud/cloud.h"
+#include "net/cloud/opaque.h"
 #include "quorate/env.h"
-#include "quorate/fs.h"
 #include "quorate/http.h"
-#include "quorate/json.h"
 #include "quorate/log.h"
 #include "quorate/s3.h"
 #include "quorate/text.h"
@@ -24,6 +24,8 @@ constexpr char kEc2Version[] = "2016-11-15";
 constexpr char kAutoScalingVersion[] = "2011-01-01";
 // A DescribeInstances page of 1000 instances is about 5 MB of XML at most.
 constexpr size_t kMaxAnswerBytes = 8 << 20;
+// A NextToken runs to a few KB.
+constexpr size_t kMaxTokenBytes = 16 * 1024;
 constexpr int kMaxPages = 100;
 constexpr auto kCallTimeout = std::chrono::seconds(10);
 
@@ -40,20 +42,11 @@ std::string Start(const std::string& xml) { return Printable(xml.substr(0, 80), 
 
 void SetRegion(Options& o, const std::string& region) {
   o.region = region;
-  if (o.endpoint.empty()) {
-    o.ec2_endpoint = fmt::format("https://ec2.{}.amazonaws.com:443", region);
-    o.autoscaling_endpoint = fmt::format("https://autoscaling.{}.amazonaws.com:443", region);
-    o.sts_endpoint = fmt::format("https://sts.{}.amazonaws.com:443", region);
-  } else {
-    o.ec2_endpoint = o.autoscaling_endpoint = o.sts_endpoint = o.endpoint;
+  for (const auto& [service, url, given] : {std::tuple{"ec2", &o.ec2_endpoint, o.ec2_given},
+                                            std::tuple{"autoscaling", &o.autoscaling_endpoint, o.autoscaling_given},
+                                            std::tuple{"sts", &o.sts_endpoint, o.sts_given}}) {
+    if (!given) *url = o.endpoint.empty() ? cloud::AwsEndpoint(service, region) : o.endpoint;
   }
-}
-
-Result<std::string> CheckRegion(const std::string& text) {
-  if (text.empty() || text.size() > 32 || text.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") != std::string::npos) {
-    return Status::Unavailable(fmt::format("'{}' is not an AWS region name (like eu-west-1)", Printable(text, 40)));
-  }
-  return text;
 }
 
 Result<std::string> CheckInstanceId(const std::string& text) {
@@ -76,6 +69,9 @@ Result<Options> TakeOptions(ProviderParams& params) {
   o.secret = params.Take("secret_access_key").value_or("");
   o.session_token = params.Take("session_token").value_or("");
   o.endpoint = params.Take("endpoint").value_or("");
+  const std::string ec2_endpoint = params.Take("ec2_endpoint").value_or("");
+  const std::string autoscaling_endpoint = params.Take("autoscaling_endpoint").value_or("");
+  const std::string sts_endpoint = params.Take("sts_endpoint").value_or("");
   o.asg = params.Take("asg").value_or("");
   o.name_tag = params.Take("name_tag").value_or("");
   o.scheme = params.Take("scheme").value_or("http");
@@ -89,12 +85,13 @@ Result<Options> TakeOptions(ProviderParams& params) {
   if (!page_size.ok()) return page_size.status();
   o.page_size = *page_size;
   if (Status s = params.CheckAllTaken({"region", "tag_key", "tag_value", "addr_type", "access_key_id",
-                                       "secret_access_key", "session_token", "endpoint", "asg", "name_tag", "scheme",
+                                       "secret_access_key", "session_token", "endpoint", "ec2_endpoint",
+                                       "autoscaling_endpoint", "sts_endpoint", "asg", "name_tag", "scheme",
                                        "peer_port", "client_port", "page_size"});
       !s.ok()) {
     return s;
   }
-  if (!region.empty() && !CheckRegion(region).ok()) {
+  if (!region.empty() && !cloud::CheckAwsRegion(region).ok()) {
     return Status::InvalidArgument(fmt::format("{} '{}' is not an AWS region name (like eu-west-1)",
                                                params.Label("region"), Printable(region, 40)));
   }
@@ -118,42 +115,25 @@ Result<Options> TakeOptions(ProviderParams& params) {
   if (o.access_key.empty() != o.secret.empty()) {
     return Status::InvalidArgument("access_key_id and secret_access_key go together: give both or neither");
   }
-  // The chain AWS's SDKs follow: keys, environment, web identity, instance role.
-  if (o.access_key.empty()) {
-    o.access_key = Env("AWS_ACCESS_KEY_ID");
-    o.secret = Env("AWS_SECRET_ACCESS_KEY");
-    if (o.session_token.empty()) o.session_token = Env("AWS_SESSION_TOKEN");
-  }
-  if (o.access_key.empty() != o.secret.empty()) {
-    return Status::InvalidArgument("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together: set both or neither");
-  }
-  if (o.access_key.empty()) {
-    o.web_identity_token_file = Env("AWS_WEB_IDENTITY_TOKEN_FILE");
-    o.role_arn = Env("AWS_ROLE_ARN");
-    o.role_session_name = Env("AWS_ROLE_SESSION_NAME");
-    if (o.role_session_name.empty()) o.role_session_name = "quorate";
-    if (o.web_identity_token_file.empty() != o.role_arn.empty()) {
-      return Status::InvalidArgument(
-          "AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN go together (as EKS sets them for a service account)");
-    }
-  }
-  // IMDS answers for the instance role, the region left out and asg=auto.
-  o.imds_endpoint = Env("AWS_EC2_METADATA_SERVICE_ENDPOINT");
-  while (!o.imds_endpoint.empty() && o.imds_endpoint.back() == '/') o.imds_endpoint.pop_back();
-  if (o.imds_endpoint.empty()) o.imds_endpoint = "http://169.254.169.254:80";
-  if (!ParseUrl(o.imds_endpoint).ok()) {
-    return Status::InvalidArgument(fmt::format("AWS_EC2_METADATA_SERVICE_ENDPOINT '{}' is not a URL like "
-                                               "http://169.254.169.254:80",
-                                               Printable(o.imds_endpoint, 100)));
-  }
-  if (!o.endpoint.empty()) {
-    auto url = ParseUrl(o.endpoint);
-    if (!url.ok() || o.endpoint.find('/', o.endpoint.find("://") + 3) != std::string::npos) {
+  for (const auto& [key, value, url, given] :
+       {std::tuple{"endpoint", o.endpoint, &o.endpoint, static_cast<bool*>(nullptr)},
+        std::tuple{"ec2_endpoint", ec2_endpoint, &o.ec2_endpoint, &o.ec2_given},
+        std::tuple{"autoscaling_endpoint", autoscaling_endpoint, &o.autoscaling_endpoint, &o.autoscaling_given},
+        std::tuple{"sts_endpoint", sts_endpoint, &o.sts_endpoint, &o.sts_given}}) {
+    if (value.empty()) continue;
+    auto parsed = ParseUrl(value);
+    if (!parsed.ok() || value.find('/', value.find("://") + 3) != std::string::npos) {
       return Status::InvalidArgument(fmt::format("{} '{}' is not a base URL like http://127.0.0.1:5000",
-                                                 params.Label("endpoint"), Printable(o.endpoint, 100)));
+                                                 params.Label(key), Printable(value, 100)));
     }
+    *url = value;
+    if (given) *given = true;
   }
   if (!region.empty()) SetRegion(o, region);
+  auto chain = cloud::AwsCredentialChain::Create(
+      {o.access_key, o.secret, o.session_token, o.region, o.sts_endpoint, "", nullptr});
+  if (!chain.ok()) return chain.status();
+  o.credentials = std::move(*chain);
   return o;
 }
 
@@ -206,8 +186,20 @@ Result<Group> ParseAutoScalingGroup(const std::string& xml, const std::string& n
                                              Printable(name, 64), Printable(desired, 16)));
     }
     group.desired = std::stoi(desired);
+    if (Status s = cloud::CheckGroupSize(group.desired, fmt::format("Auto Scaling group {}", Printable(name, 64)));
+        !s.ok()) {
+      return s;
+    }
     for (pugi::xml_node m : g.child("Instances").children("member")) {
-      group.instance_ids.push_back(m.child("InstanceId").text().get());
+      if (!GroupCounts(m.child("LifecycleState").text().get())) continue;
+      auto id = CheckInstanceId(m.child("InstanceId").text().get());
+      if (!id.ok()) return id.status().Prefixed(fmt::format("Auto Scaling group {}", Printable(name, 64)));
+      group.instance_ids.push_back(*id);
+    }
+    if (Status s = cloud::CheckGroupSize(static_cast<int64_t>(group.instance_ids.size()),
+                                         fmt::format("Auto Scaling group {}'s instance list", Printable(name, 64)));
+        !s.ok()) {
+      return s;
     }
     return group;
   }
@@ -225,7 +217,7 @@ Result<std::string> ParseAutoScalingInstanceGroup(const std::string& xml, const 
        root.child("DescribeAutoScalingInstancesResult").child("AutoScalingInstances").children("member")) {
     if (instance_id != i.child("InstanceId").text().get()) continue;
     std::string group = i.child("AutoScalingGroupName").text().get();
-    if (group.empty() || group.size() > 255) {
+    if (group.empty() || group.size() > 255 || !IsPrintable(group)) {
       return Status::Unavailable(fmt::format("DescribeAutoScalingInstances gives instance {} a group name of {} bytes",
                                              Printable(instance_id, 40), group.size()));
     }
@@ -234,166 +226,27 @@ Result<std::string> ParseAutoScalingInstanceGroup(const std::string& xml, const 
   return Status::NotFound(fmt::format("instance {} is in no Auto Scaling group", Printable(instance_id, 40)));
 }
 
-ApiError ParseError(const std::string& xml) {
-  pugi::xml_document doc;
-  if (!doc.load_buffer(xml.data(), xml.size(), pugi::parse_default & ~pugi::parse_doctype)) return {};
-  pugi::xml_node error = doc.child("Response").child("Errors").child("Error");
-  if (!error) error = doc.child("ErrorResponse").child("Error");
-  return {error.child("Code").text().get(), error.child("Message").text().get()};
-}
-
-namespace {
-
-// "2026-11-24T14:00:00Z" (IMDS) or with a fraction (STS).
-std::optional<std::chrono::system_clock::time_point> ParseIsoTime(const std::string& text) {
-  if (text.empty() || text.back() != 'Z') return std::nullopt;
-  return ParseUtcTimePrefix(text);
-}
-
-Result<Credentials> CheckedCredentials(Credentials c, const std::string& expiration, const std::string& source) {
-  auto when = ParseIsoTime(expiration);
-  if (c.access_key.empty() || c.secret.empty() || !when) {
-    return Status::Unavailable(fmt::format("{} lacks an access key, a secret or an ISO 8601 Expiration", source));
-  }
-  c.expiration = *when;
-  return c;
-}
-
-// A GET or PUT without SigV4 (STS's web identity call, IMDS): the body when 200.
-Result<std::string> Fetch(const std::string& base, const std::string& method, const std::string& target,
-                          std::vector<std::pair<std::string, std::string>> headers, Clock::TimePoint deadline,
-                          const std::string& what, const std::string& body = "") {
-  HttpRequest request;
-  request.base_url = base;
-  request.method = method;
-  request.target = target;
-  request.headers = std::move(headers);
-  request.body = body;
-  request.timeout = kCallTimeout;
-  request.deadline = deadline;
-  request.max_body = 64 * 1024;
-  HttpResult result = HttpSendThrottled(request, RealClock());
-  if (!result.ok()) return result.ToStatus(what);
-  if (result.response.status != 200) {
-    ApiError error = ParseError(result.response.body);
-    return Status::Unavailable(fmt::format("{}: HTTP {} {}{}", what, result.response.status,
-                                           Printable(error.code, 64),
-                                           error.message.empty() ? "" : ": " + Printable(error.message, 200)));
-  }
-  return result.response.body;
-}
-
-// IMDSv2 as AWS's SDKs speak it: one session token, asked for with a PUT (which a container's
-// extra network hop cannot forward), then carried by every GET.
-class ImdsSession {
- public:
-  ImdsSession(std::string endpoint, Clock::TimePoint deadline) : endpoint_(std::move(endpoint)), deadline_(deadline) {}
-
-  Result<std::string> Get(const std::string& path) {
-    if (token_.empty()) {
-      auto token = Fetch(endpoint_, "PUT", "/latest/api/token", {{"X-aws-ec2-metadata-token-ttl-seconds", "21600"}},
-                         deadline_, "PUT /latest/api/token");
-      if (!token.ok()) return token.status();
-      if (token->empty() || token->size() > 4096 || token->find_first_of("\r\n") != std::string::npos) {
-        return Status::Unavailable("PUT /latest/api/token answered no usable session token");
-      }
-      token_ = std::move(*token);
-    }
-    return Fetch(endpoint_, "GET", path, {{"X-aws-ec2-metadata-token", token_}}, deadline_, "GET " + path);
-  }
-
- private:
-  std::string endpoint_, token_;
-  Clock::TimePoint deadline_;
-};
-
-}  // namespace
-
-Result<Credentials> ParseAssumeRoleWithWebIdentity(const std::string& xml) {
-  pugi::xml_document doc;
-  pugi::xml_node creds =
-      Root(doc, xml, "AssumeRoleWithWebIdentityResponse").child("AssumeRoleWithWebIdentityResult").child("Credentials");
-  if (!creds) {
-    return Status::Unavailable(fmt::format("the answer is not STS's AssumeRoleWithWebIdentityResponse XML; it "
-                                           "starts '{}'",
-                                           Start(xml)));
-  }
-  return CheckedCredentials({creds.child("AccessKeyId").text().get(), creds.child("SecretAccessKey").text().get(),
-                             creds.child("SessionToken").text().get(), {}},
-                            creds.child("Expiration").text().get(), "STS's AssumeRoleWithWebIdentity answer");
-}
-
-Result<Credentials> ParseImdsCredentials(const std::string& json) {
-  auto doc = ParseForeignJson(json);
-  if (!doc.ok() || !doc->is_object()) {
-    return Status::Unavailable(
-        fmt::format("the instance role's credentials are not IMDS's JSON object; it starts '{}'", Start(json)));
-  }
-  auto text = [&](const char* field) {
-    auto it = doc->find(field);
-    return it != doc->end() && it->is_string() ? it->get<std::string>() : std::string();
-  };
-  return CheckedCredentials({text("AccessKeyId"), text("SecretAccessKey"), text("Token"), {}}, text("Expiration"),
-                            "IMDS's instance role credentials");
-}
-
-Result<Credentials> FetchCredentials(const Options& o, Clock::TimePoint deadline) {
-  if (!o.web_identity_token_file.empty()) {
-    // Read at every exchange: the kubelet rotates the projected token.
-    auto read = ReadFile(o.web_identity_token_file, 16 * 1024);
-    if (!read.ok()) return Status::Unavailable(fmt::format("AWS_WEB_IDENTITY_TOKEN_FILE: {}", read.status().message()));
-    std::string token = std::move(*read);
-    while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
-    // A form POST, as AWS's SDKs send it: the token stays out of URLs and access logs.
-    std::string form = "Action=AssumeRoleWithWebIdentity&Version=2011-06-15";
-    for (const auto& [k, v] : {std::pair{"RoleArn", o.role_arn}, std::pair{"RoleSessionName", o.role_session_name},
-                               std::pair{"WebIdentityToken", token}}) {
-      form += fmt::format("&{}={}", k, sigv4::UriEncode(v, false));
-    }
-    auto body = Fetch(o.sts_endpoint, "POST", "/", {{"Content-Type", "application/x-www-form-urlencoded"}}, deadline,
-                      fmt::format("AssumeRoleWithWebIdentity of {} at {}", Printable(o.role_arn, 200), o.sts_endpoint),
-                      form);
-    if (!body.ok()) {
-      return body.status().Prefixed("the web identity needs sts:AssumeRoleWithWebIdentity on the role's trust policy");
-    }
-    return ParseAssumeRoleWithWebIdentity(*body);
-  }
-  const std::string what = fmt::format("the instance role from IMDS at {}", o.imds_endpoint);
-  ImdsSession imds(o.imds_endpoint, deadline);
-  auto roles = imds.Get("/latest/meta-data/iam/security-credentials/");
-  if (!roles.ok()) return roles.status().Prefixed(what);
-  const std::string role = roles->substr(0, roles->find('\n'));
-  if (role.empty() || role.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+=,.@_-") !=
-                          std::string::npos) {
-    return Status::Unavailable(fmt::format("{}: no instance role (the instance profile names '{}')", what,
-                                           Printable(role, 64)));
-  }
-  auto creds = imds.Get("/latest/meta-data/iam/security-credentials/" + role);
-  if (!creds.ok()) return creds.status().Prefixed(what);
-  return ParseImdsCredentials(*creds);
-}
-
-Result<std::vector<std::string>> ImdsGet(const std::string& endpoint, const std::vector<std::string>& paths,
-                                         Clock::TimePoint deadline) {
-  ImdsSession imds(endpoint, deadline);
-  std::vector<std::string> answers;
-  for (const auto& path : paths) {
-    auto answer = imds.Get(path);
-    if (!answer.ok()) return answer.status().Prefixed(fmt::format("IMDS at {}", endpoint));
-    answers.push_back(std::move(*answer));
-  }
-  return answers;
-}
-
 bool Counts(const std::string& state) { return state == "pending" || state == "running"; }
 
+bool GroupCounts(const std::string& lifecycle_state) {
+  return lifecycle_state == "InService" || lifecycle_state == "Pending" || lifecycle_state == "Pending:Wait" ||
+         lifecycle_state == "Pending:Proceed";
+}
+
 Result<std::optional<Member>> MemberOf(const Options& o, const Instance& instance) {
-  std::string address;
-  if (o.addr_type == "private_v4") address = instance.private_ip;
-  if (o.addr_type == "public_v4") address = instance.public_ip;
-  if (o.addr_type == "private_dns") address = instance.private_dns;
-  if (o.addr_type == "public_v6") address = instance.ipv6.empty() ? "" : "[" + instance.ipv6 + "]";
-  if (address.empty()) return std::optional<Member>();
+  std::string given;
+  if (o.addr_type == "private_v4") given = instance.private_ip;
+  if (o.addr_type == "public_v4") given = instance.public_ip;
+  if (o.addr_type == "private_dns") given = instance.private_dns;
+  if (o.addr_type == "public_v6") given = instance.ipv6;
+  if (given.empty()) return std::optional<Member>();
+  const std::string what = "instance " + Printable(instance.id, 40);
+  auto host = o.addr_type == "private_dns" ? cloud::DnsHost(given, what)
+                                           : cloud::UnicastHost(given, o.addr_type == "public_v6" ? cloud::Family::kV6
+                                                                                                   : cloud::Family::kV4,
+                                                                what);
+  if (!host.ok()) return host.status();
+  const std::string& address = *host;
   std::string name = instance.id;
   if (!o.name_tag.empty()) {
     auto tag = instance.tags.find(o.name_tag);
@@ -414,7 +267,8 @@ Result<std::optional<Member>> MemberOf(const Options& o, const Instance& instanc
   return std::optional<Member>(std::move(m));
 }
 
-std::map<std::string, std::string> DescribeInstancesQuery(const Options& o, const std::string& next_token) {
+std::map<std::string, std::string> DescribeInstancesQuery(const Options& o, const std::vector<std::string>* group_ids,
+                                                          const std::string& next_token) {
   std::map<std::string, std::string> q = {{"Action", "DescribeInstances"},
                                           {"Version", kEc2Version},
                                           {"MaxResults", std::to_string(o.page_size)},
@@ -422,9 +276,12 @@ std::map<std::string, std::string> DescribeInstancesQuery(const Options& o, cons
                                           {"Filter.1.Value.1", "pending"},
                                           {"Filter.1.Value.2", "running"}};
   int n = 2;
-  if (!o.asg.empty()) {
-    q[fmt::format("Filter.{}.Name", n)] = "tag:aws:autoscaling:groupName";
-    q[fmt::format("Filter.{}.Value.1", n++)] = o.asg;
+  if (group_ids) {
+    // By ID, as the group lists them: a filter (MaxResults does not go with InstanceIds), at most
+    // kMaxClusterSize values, within the API's 200.
+    q[fmt::format("Filter.{}.Name", n)] = "instance-id";
+    for (size_t i = 0; i < group_ids->size(); ++i) q[fmt::format("Filter.{}.Value.{}", n, i + 1)] = (*group_ids)[i];
+    ++n;
   }
   if (!o.tag_key.empty() && !o.tag_value.empty()) {
     q[fmt::format("Filter.{}.Name", n)] = "tag:" + o.tag_key;
@@ -446,7 +303,10 @@ class AwsProvider : public DiscoveryProvider {
   Result<std::vector<Member>> Discover() override {
     whole_group_ = false;
     if (Status s = AskInstanceMetadata(); !s.ok()) return s;
-    if (Status s = RefreshCredentials(); !s.ok()) return s;
+    // Once a Discover: its calls carry the same credentials, fetched again when near their expiry.
+    auto creds = o_.credentials->Get(deadline_);
+    if (!creds.ok()) return creds.status().Prefixed(Describe());
+    creds_ = std::move(*creds);
     if (Status s = FindOwnGroup(); !s.ok()) return s;
     std::optional<Group> group;
     if (!o_.asg.empty()) {
@@ -461,6 +321,9 @@ class AwsProvider : public DiscoveryProvider {
         return Status::Unavailable(fmt::format("{}: {}", Describe(), parsed.status().message()));
       }
       group = std::move(*parsed);
+      if (group->instance_ids.empty()) {
+        return Status::Unavailable(fmt::format("{} has no InService or Pending instance yet", Describe()));
+      }
     }
     std::vector<Member> members;
     std::set<std::string> tokens;
@@ -470,7 +333,8 @@ class AwsProvider : public DiscoveryProvider {
         return Status::Unavailable(fmt::format("DescribeInstances did not end after {} pages of up to {}", kMaxPages,
                                                o_.page_size));
       }
-      auto answer = Call(o_.ec2_endpoint, "ec2", DescribeInstancesQuery(o_, next), "ec2:DescribeInstances");
+      auto answer = Call(o_.ec2_endpoint, "ec2", DescribeInstancesQuery(o_, group ? &group->instance_ids : nullptr, next),
+                         "ec2:DescribeInstances");
       if (!answer.ok()) return answer.status();
       auto page = ParseDescribeInstances(*answer);
       if (!page.ok()) return page.status();
@@ -482,10 +346,12 @@ class AwsProvider : public DiscoveryProvider {
       }
       next = page->next_token;
       if (next.empty()) break;
+      if (Status s = cloud::CheckOpaque(next, kMaxTokenBytes, "DescribeInstances' NextToken"); !s.ok()) return s;
       if (!tokens.insert(next).second) {
         return Status::Unavailable("DescribeInstances handed out a NextToken it had given before");
       }
     }
+    if (Status s = cloud::CheckMembers(members, Describe()); !s.ok()) return s;
     if (group) {
       implied_size_ = static_cast<size_t>(group->desired);
       whole_group_ = true;
@@ -512,15 +378,16 @@ class AwsProvider : public DiscoveryProvider {
     if (o_.region.empty()) paths.push_back("/latest/meta-data/placement/region");
     if (o_.asg == "auto" && instance_id_.empty()) paths.push_back("/latest/meta-data/instance-id");
     if (paths.empty()) return Status::Ok();
-    auto answers = ImdsGet(o_.imds_endpoint, paths, deadline_);
+    auto answers = cloud::ImdsGet(o_.credentials->imds_endpoint(), paths, deadline_);
     const std::string need = o_.region.empty() ? "the region (give region=... or AWS_REGION off EC2)"
                                                : "the instance ID for asg=auto (give asg=NAME off EC2)";
     if (!answers.ok()) return answers.status().Prefixed(fmt::format("provider=aws asks IMDS for {}", need));
     size_t next = 0;
     if (o_.region.empty()) {
-      auto region = CheckRegion((*answers)[next++]);
+      auto region = cloud::CheckAwsRegion((*answers)[next++]);
       if (!region.ok()) return region.status().Prefixed("IMDS's placement/region");
       SetRegion(o_, *region);
+      o_.credentials->SetStsEndpoint(o_.sts_endpoint);
       spdlog::info("provider=aws: region {} from the instance metadata", o_.region);
     }
     if (o_.asg == "auto" && instance_id_.empty()) {
@@ -576,7 +443,7 @@ class AwsProvider : public DiscoveryProvider {
                              sigv4::Authorization(s, creds_.access_key, creds_.secret, o_.region, service));
     };
     auto throttled = [](const HttpResponse& a) {
-      const std::string code = ParseError(a.body).code;
+      const std::string code = cloud::ParseAwsError(a.body).code;
       return code == "RequestLimitExceeded" || code == "Throttling" || code == "ThrottlingException";
     };
     const std::string what = fmt::format("{} {} at {}", query.at("Action"), Describe(), endpoint);
@@ -584,33 +451,22 @@ class AwsProvider : public DiscoveryProvider {
     if (!result.ok()) return result.ToStatus(what);
     const HttpResponse& answer = result.response;
     if (answer.status == 200) return answer.body;
-    ApiError error = ParseError(answer.body);
+    cloud::AwsError error = cloud::ParseAwsError(answer.body);
     std::string text = fmt::format("{}: HTTP {}", what, answer.status);
     if (!error.code.empty()) text += " " + Printable(error.code, 64);
     if (!error.message.empty()) text += ": " + Printable(error.message, 200);
+    // Temporary credentials revoked or expired early: the next call fetches others.
+    if (error.code == "ExpiredToken" || error.code == "RequestExpired" || error.code == "AuthFailure") {
+      o_.credentials->Drop();
+    }
     if (answer.status == 401 || answer.status == 403) {
       text += fmt::format("; the credentials need {} (and are they valid, for this region?)", permission);
     }
     return Status::Unavailable(text);
   }
 
-  // Static credentials as given; fetched ones again 5 minutes before they expire, as the SDKs do.
-  Status RefreshCredentials() {
-    if (!o_.access_key.empty()) {
-      creds_ = {o_.access_key, o_.secret, o_.session_token, std::chrono::system_clock::time_point::max()};
-      return Status::Ok();
-    }
-    if (!creds_.access_key.empty() && std::chrono::system_clock::now() + std::chrono::minutes(5) < creds_.expiration) {
-      return Status::Ok();
-    }
-    auto fetched = FetchCredentials(o_, deadline_);
-    if (!fetched.ok()) return fetched.status().Prefixed(Describe());
-    creds_ = std::move(*fetched);
-    return Status::Ok();
-  }
-
   Options o_;
-  Credentials creds_;
+  cloud::AwsCredentials creds_;  // this Discover's
   Clock::TimePoint deadline_;
   std::optional<size_t> implied_size_;
   bool whole_group_ = false;

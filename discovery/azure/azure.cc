@@ -7,6 +7,9 @@
 #include <functional>
 #include <set>
 
+#include "discovery/cloud/cloud.h"
+#include "net/cloud/azure_credentials.h"
+#include "net/cloud/opaque.h"
 #include "quorate/env.h"
 #include "quorate/http.h"
 #include "quorate/json.h"
@@ -24,29 +27,12 @@ constexpr char kNetworkVersion[] = "2023-09-01";
 constexpr char kScaleSetNicVersion[] = "2018-10-01";
 constexpr char kComputeVersion[] = "2023-09-01";
 constexpr char kImdsInstanceVersion[] = "2021-02-01";
-constexpr char kImdsTokenVersion[] = "2018-02-01";
-// Azure's clouds as terraform's azurerm spells their `environment`: ARM, the identity platform, and
-// the resource a token for that ARM names.
-struct AzureCloud {
-  const char* name;
-  const char* endpoint;
-  const char* authority_host;
-  const char* arm_resource;
-};
-constexpr AzureCloud kClouds[] = {
-    {"public", "https://management.azure.com:443", "https://login.microsoftonline.com:443",
-     "https://management.azure.com/"},
-    {"usgovernment", "https://management.usgovcloudapi.net:443", "https://login.microsoftonline.us:443",
-     "https://management.usgovcloudapi.net/"},
-    {"china", "https://management.chinacloudapi.cn:443", "https://login.chinacloudapi.cn:443",
-     "https://management.chinacloudapi.cn/"},
-};
 // A page of NICs is at most a few hundred KB; VMs with their instance view a few MB.
 constexpr size_t kMaxAnswerBytes = 8 << 20;
 constexpr int kMaxPages = 100;
 constexpr auto kCallTimeout = std::chrono::seconds(10);
-// A token is fetched again this long before it expires, as Azure's SDKs do.
-constexpr auto kTokenMargin = std::chrono::minutes(5);
+// nextLinks (with their $skiptoken) run to a few KB.
+constexpr size_t kMaxTokenBytes = 16 * 1024;
 
 std::string Lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -138,15 +124,6 @@ const json& Field(const json& object, const char* field) {
   return it == object.end() ? kNull : *it;
 }
 
-// A whole number as JSON gives it or as a string of digits (IMDS sends numbers as strings).
-std::optional<int64_t> Whole(const json& value) {
-  if (value.is_number_integer()) return value.get<int64_t>();
-  if (!value.is_string()) return std::nullopt;
-  const std::string text = value.get<std::string>();
-  if (text.empty() || text.size() > 12 || !OnlyOf(text, "0123456789")) return std::nullopt;
-  return std::stoll(text);
-}
-
 // An ARM list answer: the document and its "value" array; Unavailable naming `what` otherwise.
 Result<json> ListOf(const std::string& text, const std::string& what) {
   auto doc = ParseForeignJson(text);
@@ -179,19 +156,18 @@ Result<Options> TakeOptions(ProviderParams& params) {
   o.scheme = params.Take("scheme").value_or("http");
   const std::string addr_type = params.Take("addr_type").value_or("private_v4");
   const std::string environment = params.Take("environment").value_or("public");
-  const AzureCloud* cloud = nullptr;
-  for (const auto& c : kClouds) {
-    if (environment == c.name) cloud = &c;
-  }
+  const cloud::AzureCloud* cloud = cloud::AzureCloudNamed(environment);
   if (cloud == nullptr) {
     return Status::InvalidArgument(fmt::format("{} '{}' is not public, usgovernment or china",
                                                params.Label("environment"), Printable(environment, 40)));
   }
-  o.endpoint = cloud->endpoint;
+  o.endpoint = cloud->arm_endpoint;
   o.authority_host = cloud->authority_host;
   o.arm_resource = cloud->arm_resource;
   auto endpoint = BaseUrl(params, "endpoint", o.endpoint);
   if (!endpoint.ok()) return endpoint.status();
+  // AZURE_AUTHORITY_HOST, as AKS's workload identity sets it, when the key leaves it out.
+  const bool authority_from_env = !params.Take("authority_host").has_value() && !Env("AZURE_AUTHORITY_HOST").empty();
   auto authority = BaseUrl(params, "authority_host", o.authority_host);
   if (!authority.ok()) return authority.status();
   auto imds = BaseUrl(params, "imds_endpoint", o.imds_endpoint);
@@ -253,29 +229,15 @@ Result<Options> TakeOptions(ProviderParams& params) {
     return Status::InvalidArgument(
         fmt::format("{} '{}' is not http or https", params.Label("scheme"), Printable(o.scheme, 40)));
   }
-  // go-discover's environment for what the keys leave out.
-  const bool tenant_given = !o.tenant_id.empty();
-  if (o.tenant_id.empty()) o.tenant_id = Env("ARM_TENANT_ID");
-  if (o.client_id.empty()) o.client_id = Env("ARM_CLIENT_ID");
+  // The credentials: the keys, else the environment as Azure's SDKs and go-discover read it.
+  auto credentials = cloud::AzureTokenSource::Create(
+      {o.tenant_id, o.client_id, o.secret, authority_from_env ? "" : o.authority_host, o.imds_endpoint, o.ca_file,
+       nullptr},
+      o.arm_resource);
+  if (!credentials.ok()) return credentials.status();
+  o.credentials = std::move(*credentials);
+  o.authority_host = o.credentials->authority_host();
   if (o.subscription_id.empty()) o.subscription_id = Env("ARM_SUBSCRIPTION_ID");
-  if (o.secret.empty()) o.secret = Env("ARM_CLIENT_SECRET");
-  if (tenant_given && o.secret.empty()) {
-    return Status::InvalidArgument(
-        "tenant_id goes with secret_access_key or ARM_CLIENT_SECRET (a service principal's client secret); a "
-        "managed identity needs neither");
-  }
-  if (!o.secret.empty() && (o.tenant_id.empty() || o.client_id.empty())) {
-    return Status::InvalidArgument(
-        "a client secret (secret_access_key or ARM_CLIENT_SECRET) needs tenant_id and client_id (or ARM_TENANT_ID "
-        "and ARM_CLIENT_ID)");
-  }
-  if (!o.tenant_id.empty() && !IsGuidOrDomain(o.tenant_id)) {
-    return Status::InvalidArgument(
-        fmt::format("tenant_id '{}' is not a tenant ID or domain", Printable(o.tenant_id, 100)));
-  }
-  if (!o.client_id.empty() && !IsGuidOrDomain(o.client_id)) {
-    return Status::InvalidArgument(fmt::format("client_id '{}' is not a client ID", Printable(o.client_id, 100)));
-  }
   if (o.subscription_id.empty() && o.vm_scale_set != "auto") {
     return Status::InvalidArgument(
         "provider=azure needs subscription_id=... (or ARM_SUBSCRIPTION_ID); only vm_scale_set=auto reads it from the "
@@ -286,35 +248,6 @@ Result<Options> TakeOptions(ProviderParams& params) {
         fmt::format("subscription_id '{}' is not a subscription ID", Printable(o.subscription_id, 100)));
   }
   return o;
-}
-
-Result<Token> ParseToken(const std::string& text, std::chrono::system_clock::time_point now) {
-  auto doc = ParseForeignJson(text);
-  if (!doc.ok() || !doc->is_object()) {
-    return Status::Unavailable(fmt::format("the token answer is not a JSON object; it starts '{}'", Start(text)));
-  }
-  Token token;
-  token.access_token = Text(*doc, "access_token");
-  if (token.access_token.empty()) return Status::Unavailable("the token answer has no access_token");
-  const std::string type = Text(*doc, "token_type");
-  if (!type.empty() && Lower(type) != "bearer") {
-    return Status::Unavailable(fmt::format("the token answer's token_type is '{}', not Bearer", Printable(type, 32)));
-  }
-  // Ten years at most: a lifetime past that is garbage, and would overflow the clock's arithmetic.
-  constexpr int64_t kMaxSeconds = 10LL * 366 * 24 * 3600;
-  if (auto on = Whole(Field(*doc, "expires_on")); on && *on > 0) {
-    const auto since_epoch = now.time_since_epoch();
-    const int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(since_epoch).count();
-    if (*on > now_s + kMaxSeconds) return Status::Unavailable("the token answer's expires_on is years away");
-    token.expires = std::chrono::system_clock::time_point(std::chrono::seconds(*on));
-    return token;
-  }
-  auto in = Whole(Field(*doc, "expires_in"));
-  if (!in || *in > kMaxSeconds) {
-    return Status::Unavailable("the token answer has no expires_in or expires_on in seconds");
-  }
-  token.expires = now + std::chrono::seconds(*in);
-  return token;
 }
 
 Result<NicPage> ParseNicList(const std::string& text) {
@@ -385,10 +318,11 @@ Result<ScaleSet> ParseScaleSet(const std::string& text) {
         fmt::format("the answer is not ARM's scale set resource (JSON); it starts '{}'", Start(text)));
   }
   const json& capacity = Field(Field(*doc, "sku"), "capacity");
-  if (!capacity.is_number_integer() || capacity.get<int64_t>() < 0 || capacity.get<int64_t>() > 10000) {
+  if (!capacity.is_number_integer()) {
     return Status::Unavailable(
         fmt::format("the scale set resource has sku.capacity {}, not a count", Printable(capacity.dump(), 32)));
   }
+  if (Status s = cloud::CheckGroupSize(capacity.get<int64_t>(), "the scale set"); !s.ok()) return s;
   const std::string mode = Lower(Text(Field(*doc, "properties"), "orchestrationMode"));
   // Sets made before Flexible existed have no orchestrationMode: they are Uniform.
   if (!mode.empty() && mode != "uniform" && mode != "flexible") {
@@ -414,14 +348,6 @@ Result<InstanceMetadata> ParseInstanceMetadata(const std::string& text) {
         Printable(m.subscription_id, 64), Printable(m.resource_group, 100), Printable(m.vm_scale_set, 64)));
   }
   return m;
-}
-
-ApiError ParseError(const std::string& text) {
-  auto doc = ParseForeignJson(text);
-  if (!doc.ok()) return {};
-  const json& error = Field(*doc, "error");
-  if (error.is_object()) return {Text(error, "code"), Text(error, "message")};
-  return {Text(*doc, "error"), Text(*doc, "error_description")};
 }
 
 bool Counts(const ScaleSetVm& vm) {
@@ -460,11 +386,12 @@ Result<std::vector<Member>> MembersOf(const Options& o, const std::vector<Nic>& 
     if (Status s = CheckMemberName(name, "VM " + Printable(nic->vm_id, 200) + "'s name"); !s.ok()) {
       return Status::Unavailable(s.message());
     }
-    const std::string host =
-        nic->private_ip.find(':') == std::string::npos ? nic->private_ip : "[" + nic->private_ip + "]";
+    auto host = cloud::UnicastHost(nic->private_ip, cloud::Family::kV4,
+                                   "the network interface " + Printable(nic->id, 200));
+    if (!host.ok()) return host.status();
     Member m{name,
-             {fmt::format("{}://{}:{}", o.scheme, host, o.peer_port)},
-             {fmt::format("{}://{}:{}", o.scheme, host, o.client_port)}};
+             {fmt::format("{}://{}:{}", o.scheme, *host, o.peer_port)},
+             {fmt::format("{}://{}:{}", o.scheme, *host, o.client_port)}};
     if (auto parsed = ParseUrl(m.peer_urls[0]); !parsed.ok()) {
       return Status::Unavailable(fmt::format("the network interface {} has an address etcd would refuse: {}",
                                              Printable(nic->id, 200), parsed.status().message()));
@@ -472,20 +399,20 @@ Result<std::vector<Member>> MembersOf(const Options& o, const std::vector<Nic>& 
     members.push_back(std::move(m));
   }
   std::sort(members.begin(), members.end(), [](const Member& a, const Member& b) { return a.name < b.name; });
-  for (size_t i = 1; i < members.size(); ++i) {
-    if (members[i].name == members[i - 1].name) {
-      return Status::Unavailable(fmt::format("two VMs are both named '{}'", Printable(members[i].name, 64)));
-    }
-  }
+  if (Status s = cloud::CheckDistinct(members, "the VMs"); !s.ok()) return s;
   return members;
 }
 
-std::optional<std::string> SameOriginTarget(const std::string& base, const std::string& link) {
+std::optional<std::string> NextTarget(const std::string& base, const std::string& listed, const std::string& link) {
+  // Printable ASCII without spaces, as a URL is: a CR, LF or NUL would shape a request of its own.
+  if (!cloud::CheckOpaque(link, kMaxTokenBytes, "nextLink").ok()) return std::nullopt;
   auto a = SplitUrl(base);
   auto b = SplitUrl(link);
   if (!a || !b || a->scheme != b->scheme || a->host != b->host || a->port != b->port) return std::nullopt;
-  if (b->rest.empty()) return "/";
-  if (b->rest.front() != '/') return "/" + b->rest;
+  const std::string path = listed.substr(0, listed.find('?'));
+  if (b->rest.compare(0, path.size(), path) != 0 || b->rest.size() == path.size() || b->rest[path.size()] != '?') {
+    return std::nullopt;
+  }
   return b->rest;
 }
 
@@ -500,7 +427,10 @@ class AzureProvider : public DiscoveryProvider {
     if (o_.vm_scale_set == "auto") {
       if (Status s = ReadInstanceMetadata(); !s.ok()) return s;
     }
-    if (Status s = RefreshToken(); !s.ok()) return s;
+    // Once a Discover: its calls carry the same token, fetched again when near its expiry.
+    auto token = o_.credentials->Token(deadline_);
+    if (!token.ok()) return token.status().Prefixed(Describe());
+    token_ = std::move(*token);
     if (!o_.scale_set()) {
       auto nics = ListNics(fmt::format("/subscriptions/{}/providers/Microsoft.Network/networkInterfaces?api-version={}",
                                        o_.subscription_id, kNetworkVersion),
@@ -516,7 +446,10 @@ class AzureProvider : public DiscoveryProvider {
           }
         }
       }
-      return MembersOf(o_, tagged, nullptr);
+      auto members = MembersOf(o_, tagged, nullptr);
+      if (!members.ok()) return members.status();
+      if (Status s = cloud::CheckMembers(*members, Describe()); !s.ok()) return s;
+      return members;
     }
     const std::string set_path =
         fmt::format("/subscriptions/{}/resourceGroups/{}/providers/Microsoft.Compute/virtualMachineScaleSets/{}",
@@ -556,6 +489,7 @@ class AzureProvider : public DiscoveryProvider {
     if (!nics.ok()) return nics.status();
     auto members = MembersOf(o_, *nics, &vms);
     if (!members.ok()) return members.status();
+    if (Status s = cloud::CheckMembers(*members, Describe()); !s.ok()) return s;
     implied_size_ = static_cast<size_t>(set->capacity);
     whole_group_ = true;
     return members;
@@ -575,8 +509,9 @@ class AzureProvider : public DiscoveryProvider {
 
  private:
   // Every page of a list, `take` reading one and giving its nextLink.
-  Status Pages(std::string target, const std::string& permission,
+  Status Pages(const std::string& first, const std::string& permission,
                const std::function<Result<std::string>(const std::string&)>& take) {
+    std::string target = first;
     std::set<std::string> seen;
     for (int pages = 1;; ++pages) {
       if (pages > kMaxPages) {
@@ -587,10 +522,11 @@ class AzureProvider : public DiscoveryProvider {
       auto next = take(*body);
       if (!next.ok()) return next.status().Prefixed(Describe());
       if (next->empty()) return Status::Ok();
-      auto next_target = SameOriginTarget(o_.endpoint, *next);
+      auto next_target = NextTarget(o_.endpoint, first, *next);
       if (!next_target) {
-        return Status::Unavailable(
-            fmt::format("{}: a nextLink leads away from {}: '{}'", Describe(), o_.endpoint, Printable(*next, 200)));
+        return Status::Unavailable(fmt::format("{}: a nextLink ({} bytes) leads away from {}{}: '{}'", Describe(),
+                                               next->size(), o_.endpoint, first.substr(0, first.find('?')),
+                                               Printable(*next, 200)));
       }
       if (!seen.insert(*next_target).second) {
         return Status::Unavailable(fmt::format("{}: a nextLink came round again", Describe()));
@@ -615,11 +551,11 @@ class AzureProvider : public DiscoveryProvider {
   // within the deadline; a refusal names the permission the call needs.
   Result<std::string> Call(const std::string& target, const std::string& permission) {
     HttpRequest request = Request(o_.endpoint, "GET", target);
-    request.headers = {{"Accept", "application/json"}, {"Authorization", "Bearer " + token_.access_token}};
+    request.headers = {{"Accept", "application/json"}, {"Authorization", "Bearer " + token_}};
     const std::string what = fmt::format("{}: GET {}{}", Describe(), o_.endpoint, Printable(target, 300));
     auto body = Answer(request, what, kMaxAnswerBytes);
     if (body.ok()) return body;
-    if (last_status_ == 401) token_ = {};  // revoked or expired early: the next try fetches another
+    if (last_status_ == 401) o_.credentials->Drop();  // revoked or expired early: the next try fetches another
     if (last_status_ == 401 || last_status_ == 403) {
       return Status::Unavailable(
           fmt::format("{}; the identity needs {} (the Reader role on the resource group or "
@@ -655,62 +591,11 @@ class AzureProvider : public DiscoveryProvider {
     }
     last_status_ = result.response.status;
     if (result.response.status == 200) return std::move(result.response.body);
-    ApiError error = ParseError(result.response.body);
+    cloud::AzureError error = cloud::ParseAzureError(result.response.body);
     std::string text = fmt::format("{}: HTTP {}", what, result.response.status);
     if (!error.code.empty()) text += " " + Printable(error.code, 64);
     if (!error.message.empty()) text += ": " + Printable(error.message, 300);
     return Status::Unavailable(text);
-  }
-
-  // The cached token while it has more than kTokenMargin (or half its life, if shorter) to live, so
-  // it outlasts the Discover() it starts; else a new one, from the client secret or the managed
-  // identity.
-  Status RefreshToken() {
-    const auto now = std::chrono::system_clock::now();
-    const auto margin = std::min<std::chrono::system_clock::duration>(kTokenMargin, (token_.expires - obtained_) / 2);
-    if (!token_.access_token.empty() && now + margin < token_.expires) return Status::Ok();
-    auto body = o_.secret.empty() ? ManagedIdentityToken() : ClientSecretToken();
-    if (!body.ok()) return body.status();
-    auto token = ParseToken(*body, now);
-    if (!token.ok()) return token.status().Prefixed(Describe());
-    token_ = std::move(*token);
-    obtained_ = now;
-    return Status::Ok();
-  }
-
-  Result<std::string> ClientSecretToken() {
-    HttpRequest request = Request(o_.authority_host, "POST", fmt::format("/{}/oauth2/v2.0/token", o_.tenant_id));
-    request.headers = {{"Content-Type", "application/x-www-form-urlencoded"}, {"Accept", "application/json"}};
-    // In the body, never the URL: the secret stays out of access logs and of our messages.
-    request.body = fmt::format("grant_type=client_credentials&client_id={}&client_secret={}&scope={}",
-                               sigv4::UriEncode(o_.client_id, false), sigv4::UriEncode(o_.secret, false),
-                               sigv4::UriEncode(o_.arm_resource + ".default", false));
-    auto body = Answer(request,
-                       fmt::format("{}: the client secret of client {} at {}/{}", Describe(), o_.client_id,
-                                   o_.authority_host, o_.tenant_id),
-                       64 * 1024);
-    if (!body.ok() && (last_status_ == 400 || last_status_ == 401)) {
-      return Status::Unavailable(body.status().message() +
-                                 "; is the client secret current, for this client_id and tenant_id?");
-    }
-    return body;
-  }
-
-  Result<std::string> ManagedIdentityToken() {
-    std::string target = fmt::format("/metadata/identity/oauth2/token?api-version={}&resource={}", kImdsTokenVersion,
-                                     sigv4::UriEncode(o_.arm_resource, false));
-    if (!o_.client_id.empty()) target += "&client_id=" + sigv4::UriEncode(o_.client_id, false);
-    HttpRequest request = Request(o_.imds_endpoint, "GET", target);
-    request.headers = {{"Metadata", "true"}};
-    auto body =
-        Answer(request, fmt::format("{}: the managed identity's token from IMDS at {}", Describe(), o_.imds_endpoint),
-               64 * 1024);
-    if (!body.ok() && last_status_ == 400) {
-      return Status::Unavailable(body.status().message() +
-                                 "; does the VM have a managed identity (else give tenant_id, client_id and "
-                                 "secret_access_key)?");
-    }
-    return body;
   }
 
   // vm_scale_set=auto: this VM's scale set, resource group and (unless given) subscription, once.
@@ -735,8 +620,7 @@ class AzureProvider : public DiscoveryProvider {
   }
 
   Options o_;
-  Token token_;
-  std::chrono::system_clock::time_point obtained_;
+  std::string token_;  // this Discover's
   Clock::TimePoint deadline_;
   int last_status_ = 0;
   std::optional<size_t> implied_size_;

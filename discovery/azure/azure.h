@@ -6,10 +6,12 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "net/cloud/azure_credentials.h"
 #include "quorate/member.h"
 #include "quorate/provider.h"
 #include "quorate/status.h"
@@ -18,9 +20,12 @@ namespace quorate::azure {
 
 // go-discover's keys, plus the scale set from IMDS, the base URLs, the member name and the ports.
 struct Options {
-  // With `secret` a service principal's client secret (tenant_id and client_id needed); without,
-  // the VM's managed identity from IMDS (`client_id` then picks a user-assigned one).
+  // The keys given; for what they leave out, the environment (src/net/cloud/azure_credentials.h):
+  // a client secret, workload identity, else the VM's managed identity (`client_id` then picks a
+  // user-assigned one).
   std::string tenant_id, client_id, subscription_id, secret;
+  // The bearer tokens for `arm_resource`; TakeOptions sets it.
+  std::shared_ptr<cloud::AzureTokenSource> credentials;
   // Either NICs tagged tag_name=tag_value anywhere in the subscription, or a scale set's.
   std::string tag_name, tag_value;
   std::string resource_group, vm_scale_set;  // vm_scale_set "auto": this VM's, read from IMDS
@@ -41,19 +46,10 @@ struct Options {
   bool scale_set() const { return !vm_scale_set.empty(); }
 };
 
-// Reads the keys, and for the credentials they leave out the environment as go-discover reads it
-// (ARM_TENANT_ID, ARM_CLIENT_ID, ARM_SUBSCRIPTION_ID, ARM_CLIENT_SECRET). InvalidArgument naming
-// the key at fault and the fix.
+// Reads the keys, and for what they leave out the environment as go-discover and Azure's SDKs read
+// it (ARM_SUBSCRIPTION_ID; the credentials' AZURE_* and ARM_*). InvalidArgument naming the key at
+// fault and the fix.
 Result<Options> TakeOptions(ProviderParams& params);
-
-// A bearer token for ARM and until when it holds.
-struct Token {
-  std::string access_token;
-  std::chrono::system_clock::time_point expires;
-};
-// The token endpoint's answer (expires_in a number) or IMDS's (expires_in, expires_on as strings),
-// `now` being when it was asked for; Unavailable when it is not one or lacks a part.
-Result<Token> ParseToken(const std::string& json, std::chrono::system_clock::time_point now);
 
 // One network interface of a list answer, as far as the provider reads it.
 struct Nic {
@@ -97,12 +93,6 @@ struct InstanceMetadata {
 };
 Result<InstanceMetadata> ParseInstanceMetadata(const std::string& json);
 
-// ARM's {"error": {"code", "message"}} and the token endpoints' {"error", "error_description"}.
-struct ApiError {
-  std::string code, message;
-};
-ApiError ParseError(const std::string& json);
-
 // A scale set's instance counts while it is being created or runs; one being deleted, stopping,
 // stopped or deallocated does not.
 bool Counts(const ScaleSetVm& vm);
@@ -110,12 +100,14 @@ bool Counts(const ScaleSetVm& vm);
 // The members: one per VM, its primary NIC's primary private address (a NIC attached to no VM, or
 // without an address yet, makes none). `vms` (scale sets) keeps only the NICs of instances that
 // count and names them by computer name; without it a member is named after its VM. `name_tag` on
-// the NIC overrides both. Sorted by name. Unavailable for a name or address etcd would refuse.
+// the NIC overrides both. Sorted by name. Unavailable for a name etcd would refuse or an address
+// that is not a unicast IPv4 one.
 Result<std::vector<Member>> MembersOf(const Options& o, const std::vector<Nic>& nics,
                                       const std::vector<ScaleSetVm>* vms);
 
-// The path and query of a nextLink, when it points at `base` (scheme://host:port) itself: the
-// bearer token goes nowhere else. nullopt otherwise.
-std::optional<std::string> SameOriginTarget(const std::string& base, const std::string& link);
+// The path and query of a nextLink, when it points at `base` (scheme://host:port) itself and at the
+// path of the list it continues (`listed`, the first page's target): the bearer token goes nowhere
+// else. nullopt otherwise, and for a link with a space, a control byte or non-ASCII in it.
+std::optional<std::string> NextTarget(const std::string& base, const std::string& listed, const std::string& link);
 
 }  // namespace quorate::azure

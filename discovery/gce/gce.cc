@@ -1,19 +1,18 @@
 #include "gce.h"
 
-#include <openssl/bio.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-
 #include <cctype>
 #include <memory>
-#include <regex>
 #include <set>
 
 #include <fmt/format.h>
+#include <re2/re2.h>
 
+#include "discovery/cloud/cloud.h"
+#include "net/cloud/opaque.h"
+
+#include "net/cloud/google_credentials.h"
 #include "quorate/clock.h"
 #include "quorate/env.h"
-#include "quorate/fs.h"
 #include "quorate/http.h"
 #include "quorate/json.h"
 #include "quorate/s3.h"
@@ -25,24 +24,17 @@ namespace {
 // A page of 500 instances with their metadata (startup scripts included) stays well under this.
 constexpr size_t kMaxAnswerBytes = 32 << 20;
 constexpr size_t kMaxSmallAnswerBytes = 64 * 1024;
-constexpr size_t kMaxKeyFileBytes = 64 * 1024;
 constexpr int kMaxPages = 100;
 constexpr auto kCallTimeout = std::chrono::seconds(10);
-// A token is fetched again when less than this is left of it, so no call carries one that expires
-// on the way (Google's libraries keep a similar margin).
-constexpr auto kTokenMargin = std::chrono::minutes(2);
-constexpr char kDefaultMetadata[] = "http://169.254.169.254";
+// Page tokens run to a few KB.
+constexpr size_t kMaxTokenBytes = 16 * 1024;
 
-// scheme://host[:port] with nothing after it (a trailing slash dropped), or nullopt.
-std::optional<std::string> BaseUrl(std::string url) {
-  while (!url.empty() && url.back() == '/') url.pop_back();
-  const size_t colon = url.find("://");
-  if (colon == std::string::npos) return std::nullopt;
-  const std::string scheme = url.substr(0, colon);
-  if (scheme != "http" && scheme != "https") return std::nullopt;
-  const std::string rest = url.substr(colon + 3);
-  if (rest.empty() || rest.find_first_of("/?#@ ") != std::string::npos || !IsPrintable(rest)) return std::nullopt;
-  return url;
+// zone_pattern as RE2 reads it (linear time in the zone's length, whatever the pattern), anchored at
+// both ends as the documented "regular expression on the zone name" is matched whole.
+std::unique_ptr<RE2> ZonePattern(const std::string& pattern) {
+  RE2::Options options;
+  options.set_log_errors(false);
+  return std::make_unique<RE2>(pattern, options);
 }
 
 // A name Google allows for a zone, region, group or project: lower-case letters, digits, '-' (and
@@ -66,104 +58,9 @@ std::string Text(const nlohmann::json& object, const char* field) {
 
 std::string LastSegment(const std::string& url) { return url.substr(url.rfind('/') + 1); }
 
-std::string Base64Url(const std::string& bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
-  out.resize(static_cast<size_t>(n));
-  while (!out.empty() && out.back() == '=') out.pop_back();
-  for (char& c : out) {
-    if (c == '+') c = '-';
-    if (c == '/') c = '_';
-  }
-  return out;
-}
-
 std::string FormEncode(const std::string& text) { return sigv4::UriEncode(text, false); }
 
-using PrivateKey = std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)>;
-
-// The PEM key of a key file (unencrypted, as Google issues them); empty when it is not one.
-PrivateKey LoadPrivateKey(const std::string& pem) {
-  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free);
-  // No passphrase: OpenSSL's default would ask for one on the terminal.
-  pem_password_cb* no_passphrase = [](char*, int, int, void*) { return 0; };
-  return PrivateKey(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, no_passphrase, nullptr) : nullptr, EVP_PKEY_free);
-}
-
 }  // namespace
-
-Result<ServiceAccountKey> ParseServiceAccountKey(const std::string& json) {
-  auto doc = ParseForeignJson(json);
-  if (!doc.ok() || !doc->is_object()) {
-    return Status::InvalidArgument("is not a JSON key file (it is not a JSON object)");
-  }
-  if (Text(*doc, "type") != "service_account") {
-    return Status::InvalidArgument(fmt::format("is a '{}' credential, not a service-account key (\"type\": "
-                                               "\"service_account\"); create one with gcloud iam service-accounts keys create",
-                                               Printable(Text(*doc, "type"), 40)));
-  }
-  ServiceAccountKey key{Text(*doc, "client_email"), Text(*doc, "private_key"), Text(*doc, "private_key_id"),
-                        Text(*doc, "token_uri"), Text(*doc, "project_id")};
-  if (key.token_uri.empty()) key.token_uri = "https://oauth2.googleapis.com/token";
-  if (key.client_email.empty() || key.private_key.empty()) {
-    return Status::InvalidArgument("lacks client_email or private_key");
-  }
-  const size_t scheme_end = key.token_uri.find("://");
-  if (scheme_end == std::string::npos ||
-      !BaseUrl(key.token_uri.substr(0, key.token_uri.find('/', scheme_end + 3)))) {
-    return Status::InvalidArgument(fmt::format("has token_uri '{}', not an http(s) URL", Printable(key.token_uri, 100)));
-  }
-  PrivateKey pkey = LoadPrivateKey(key.private_key);
-  if (!pkey || EVP_PKEY_base_id(pkey.get()) != EVP_PKEY_RSA) {
-    return Status::InvalidArgument("has a private_key that is not a PEM RSA key");
-  }
-  return key;
-}
-
-Result<std::string> SignedJwt(const ServiceAccountKey& key, std::chrono::system_clock::time_point now) {
-  nlohmann::json header = {{"alg", "RS256"}, {"typ", "JWT"}};
-  if (!key.private_key_id.empty()) header["kid"] = key.private_key_id;
-  const auto iat = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
-  const nlohmann::json claims = {
-      {"iss", key.client_email}, {"scope", kScope}, {"aud", key.token_uri}, {"iat", iat}, {"exp", iat + 3600}};
-  const std::string input = Base64Url(header.dump()) + "." + Base64Url(claims.dump());
-
-  PrivateKey pkey = LoadPrivateKey(key.private_key);
-  if (!pkey) return Status::InvalidArgument("the service-account key's private_key is not a PEM key");
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  size_t size = 0;
-  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, EVP_sha256(), nullptr, pkey.get()) != 1 ||
-      EVP_DigestSign(ctx.get(), nullptr, &size, reinterpret_cast<const unsigned char*>(input.data()), input.size()) != 1) {
-    return Status::Internal("signing the service-account JWT failed");
-  }
-  std::string signature(size, '\0');
-  if (EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(signature.data()), &size,
-                     reinterpret_cast<const unsigned char*>(input.data()), input.size()) != 1) {
-    return Status::Internal("signing the service-account JWT failed");
-  }
-  signature.resize(size);
-  return input + "." + Base64Url(signature);
-}
-
-Result<Token> ParseToken(const std::string& json) {
-  auto doc = ParseForeignJson(json);
-  if (!doc.ok() || !doc->is_object()) {
-    return Status::Unavailable(fmt::format("the token answer is not a JSON object; it starts '{}'", Start(json)));
-  }
-  Token token;
-  token.access_token = Text(*doc, "access_token");
-  auto expires = doc->find("expires_in");
-  const std::string type = Text(*doc, "token_type");
-  if (token.access_token.empty() || !IsPrintable(token.access_token) || token.access_token.size() > 4096 ||
-      expires == doc->end() || !expires->is_number_integer() || expires->get<int64_t>() <= 0 ||
-      expires->get<int64_t>() > 7 * 24 * 3600 || (!type.empty() && type != "Bearer")) {
-    // The answer is not shown: it may hold a token.
-    return Status::Unavailable("the token answer lacks an access_token, a positive expires_in or token_type Bearer");
-  }
-  token.expires_in = std::chrono::seconds(expires->get<int64_t>());
-  return token;
-}
 
 Result<InstancePage> ParseAggregatedInstances(const std::string& json) {
   auto doc = ParseForeignJson(json);
@@ -241,9 +138,13 @@ Result<Group> ParseInstanceGroupManager(const std::string& json) {
   Group group;
   group.name = Text(*doc, "name");
   auto size = doc->find("targetSize");
-  if (size == doc->end() || !size->is_number_integer() || size->get<int64_t>() < 0 || size->get<int64_t>() > 10000) {
+  if (size == doc->end() || !size->is_number_integer()) {
     return Status::Unavailable(fmt::format("instance group manager {} has targetSize '{}', not a count",
                                            Printable(group.name, 64), size == doc->end() ? "" : Printable(size->dump(), 16)));
+  }
+  if (Status s = cloud::CheckGroupSize(size->get<int64_t>(), "instance group manager " + Printable(group.name, 64));
+      !s.ok()) {
+    return s;
   }
   group.target_size = static_cast<int>(size->get<int64_t>());
   return group;
@@ -278,28 +179,16 @@ bool CreatedBy(const Instance& instance, const GroupRef& group) {
   return ref.ok() && ref->zone == group.zone && ref->region == group.region && ref->name == group.name;
 }
 
-ApiError ParseError(const std::string& json) {
-  auto doc = ParseForeignJson(json);
-  if (!doc.ok() || !doc->is_object()) return {};
-  auto error = doc->find("error");
-  if (error == doc->end()) return {};
-  if (error->is_string()) return {error->get<std::string>(), "", Text(*doc, "error_description")};
-  if (!error->is_object()) return {};
-  ApiError out{Text(*error, "status"), "", Text(*error, "message")};
-  auto errors = error->find("errors");
-  if (errors != error->end() && errors->is_array() && !errors->empty() && (*errors)[0].is_object()) {
-    out.reason = Text((*errors)[0], "reason");
-  }
-  return out;
-}
-
 bool Counts(const std::string& status) {
   return status == "PROVISIONING" || status == "STAGING" || status == "RUNNING";
 }
 
 Result<std::optional<Member>> MemberOf(const Options& o, const Instance& instance) {
-  const std::string& address = o.addr_type == "public_v4" ? instance.nat_ip : instance.network_ip;
-  if (address.empty()) return std::optional<Member>();
+  const std::string& given = o.addr_type == "public_v4" ? instance.nat_ip : instance.network_ip;
+  if (given.empty()) return std::optional<Member>();
+  auto host = cloud::UnicastHost(given, cloud::Family::kV4, "instance " + Printable(instance.name, 64));
+  if (!host.ok()) return host.status();
+  const std::string& address = *host;
   std::string name = instance.name;
   if (!o.name_tag.empty()) {
     auto label = instance.labels.find(o.name_tag);
@@ -311,11 +200,6 @@ Result<std::optional<Member>> MemberOf(const Options& o, const Instance& instanc
   Member m{name,
            {fmt::format("{}://{}:{}", o.scheme, address, o.peer_port)},
            {fmt::format("{}://{}:{}", o.scheme, address, o.client_port)}};
-  // An IPv4 address only: anything else (a host name, a bracket, a path) is not what GCE serves.
-  if (address.find_first_not_of("0123456789.") != std::string::npos) {
-    return Status::Unavailable(fmt::format("instance {} has the address '{}', not an IPv4 address",
-                                           Printable(instance.name, 64), Printable(address, 64)));
-  }
   for (const auto& url : {m.peer_urls[0], m.client_urls[0]}) {
     if (auto parsed = ParseUrl(url); !parsed.ok()) {
       return Status::Unavailable(fmt::format("instance {} has an address etcd would refuse: {}",
@@ -358,7 +242,7 @@ bool ScopeMatters(const Options& o, const std::optional<GroupRef>& group, const 
     return zone.rfind(group->region + "-", 0) == 0;
   }
   if (o.zone_pattern.empty()) return true;
-  return std::regex_match(zone, std::regex(o.zone_pattern, std::regex::ECMAScript));
+  return IsResourceName(zone) && RE2::FullMatch(zone, *ZonePattern(o.zone_pattern));
 }
 
 Result<Options> TakeOptions(ProviderParams& params) {
@@ -369,8 +253,7 @@ Result<Options> TakeOptions(ProviderParams& params) {
   o.label_key = params.Take("label_key").value_or("");
   const auto label_value = params.Take("label_value");
   o.label_value = label_value.value_or("");
-  std::string credentials = params.Take("credentials_file").value_or("");
-  std::string credentials_label = params.Label("credentials_file");
+  const std::string credentials = params.Take("credentials_file").value_or("");
   const std::string endpoint = params.Take("endpoint").value_or("");
   const std::string metadata = params.Take("metadata_endpoint").value_or("");
   o.mig = params.Take("mig").value_or("");
@@ -415,11 +298,10 @@ Result<Options> TakeOptions(ProviderParams& params) {
         "letter), as Compute Engine allows them");
   }
   if (!o.zone_pattern.empty()) {
-    try {
-      std::regex check(o.zone_pattern, std::regex::ECMAScript);
-    } catch (const std::regex_error&) {
-      return Status::InvalidArgument(fmt::format("{} '{}' is not a regular expression",
-                                                 params.Label("zone_pattern"), Printable(o.zone_pattern, 100)));
+    if (auto pattern = ZonePattern(o.zone_pattern); !pattern->ok()) {
+      return Status::InvalidArgument(fmt::format("{} '{}' is not a regular expression (RE2's syntax): {}",
+                                                 params.Label("zone_pattern"), Printable(o.zone_pattern, 100),
+                                                 Printable(pattern->error(), 200)));
     }
   }
   if (!o.mig.empty()) {
@@ -462,48 +344,28 @@ Result<Options> TakeOptions(ProviderParams& params) {
         fmt::format("{} '{}' is not http or https", params.Label("scheme"), Printable(o.scheme, 40)));
   }
   if (!endpoint.empty()) {
-    auto base = BaseUrl(endpoint);
+    auto base = cloud::GoogleBaseUrl(endpoint);
     if (!base) {
       return Status::InvalidArgument(fmt::format("{} '{}' is not a base URL like http://127.0.0.1:8080",
                                                  params.Label("endpoint"), Printable(endpoint, 100)));
     }
     o.endpoint = *base;
   }
+  cloud::GoogleSettings settings;
+  settings.credentials_file = credentials;
+  settings.credentials_label = params.Label("credentials_file");
   if (!metadata.empty()) {
-    auto base = BaseUrl(metadata);
+    auto base = cloud::GoogleBaseUrl(metadata);
     if (!base) {
       return Status::InvalidArgument(fmt::format("{} '{}' is not a base URL like http://169.254.169.254",
                                                  params.Label("metadata_endpoint"), Printable(metadata, 100)));
     }
-    o.metadata_endpoint = *base;
-  } else if (const std::string host = Env("GCE_METADATA_HOST"); !host.empty()) {
-    auto base = BaseUrl("http://" + host);
-    if (!base) {
-      return Status::InvalidArgument(
-          fmt::format("GCE_METADATA_HOST '{}' is not a host[:port] like 169.254.169.254", Printable(host, 100)));
-    }
-    o.metadata_endpoint = *base;
-  } else {
-    o.metadata_endpoint = kDefaultMetadata;
+    settings.metadata_endpoint = *base;
   }
-  // Application Default Credentials' first place, as Google's libraries read it.
-  if (credentials.empty()) {
-    credentials = Env("GOOGLE_APPLICATION_CREDENTIALS");
-    credentials_label = "GOOGLE_APPLICATION_CREDENTIALS";
-  }
-  if (!credentials.empty()) {
-    auto text = ReadFile(credentials, kMaxKeyFileBytes);
-    if (!text.ok()) {
-      return Status::InvalidArgument(fmt::format("{}: {}", credentials_label, text.status().message()));
-    }
-    auto key = ParseServiceAccountKey(*text);
-    if (!key.ok()) {
-      return Status::InvalidArgument(
-          fmt::format("{} {} {}", credentials_label, Printable(credentials, 200), key.status().message()));
-    }
-    o.key = std::move(*key);
-    if (o.project.empty() && IsResourceName(o.key->project_id)) o.project = o.key->project_id;
-  }
+  auto google = cloud::GoogleTokenSource::Create(settings);
+  if (!google.ok()) return google.status();
+  o.credentials = std::move(*google);
+  if (o.project.empty() && IsResourceName(o.credentials->project_id())) o.project = o.credentials->project_id();
   return o;
 }
 
@@ -513,13 +375,13 @@ class GceProvider : public DiscoveryProvider {
  public:
   GceProvider(Options o, Clock::TimePoint deadline) : o_(std::move(o)), deadline_(deadline) {
     if (!o_.mig.empty() && o_.mig != "auto") group_ = GroupRef{o_.mig_zone, o_.mig_region, o_.mig};
-    if (!o_.zone_pattern.empty()) zones_ = std::regex(o_.zone_pattern, std::regex::ECMAScript);
+    if (!o_.zone_pattern.empty()) zones_ = ZonePattern(o_.zone_pattern);
   }
 
   Result<std::vector<Member>> Discover() override {
     whole_group_ = false;
     if (o_.project.empty()) {
-      auto project = Metadata("/computeMetadata/v1/project/project-id");
+      auto project = o_.credentials->Metadata("/computeMetadata/v1/project/project-id", deadline_);
       if (!project.ok()) return project.status().Prefixed("provider=gce has no project_name and cannot read it");
       if (!IsResourceName(*project)) {
         return Status::Unavailable(fmt::format("the metadata server's project-id '{}' is not a project ID",
@@ -528,7 +390,7 @@ class GceProvider : public DiscoveryProvider {
       o_.project = *project;
     }
     if (o_.mig == "auto" && !group_) {
-      auto created_by = Metadata("/computeMetadata/v1/instance/attributes/created-by");
+      auto created_by = o_.credentials->Metadata("/computeMetadata/v1/instance/attributes/created-by", deadline_);
       if (!created_by.ok()) {
         return created_by.status().Prefixed("mig=auto reads the instance's created-by attribute, set only on an "
                                             "instance of a managed instance group");
@@ -537,7 +399,10 @@ class GceProvider : public DiscoveryProvider {
       if (!ref.ok()) return ref.status().Prefixed("mig=auto");
       group_ = *ref;
     }
-    if (Status s = RefreshToken(); !s.ok()) return s;
+    // Once a Discover: its calls carry the same token, fetched again when near its expiry.
+    auto token = o_.credentials->Token(deadline_);
+    if (!token.ok()) return token.status().Prefixed(Describe());
+    token_ = std::move(*token);
     std::optional<Group> group;
     if (group_) {
       auto answer = Get(GroupTarget(o_.project, *group_), kMaxSmallAnswerBytes, "instanceGroupManagers.get of " + Describe(),
@@ -570,7 +435,14 @@ class GceProvider : public DiscoveryProvider {
       for (const Instance& i : page->instances) {
         if (!Counts(i.status)) continue;
         if (group_ && !CreatedBy(i, *group_)) continue;
-        if (zones_ && !std::regex_match(i.zone, *zones_)) continue;
+        if (zones_) {
+          // Bounded before it is matched: a zone is a resource name, never kilobytes.
+          if (!IsResourceName(i.zone)) {
+            return Status::Unavailable(fmt::format("{}: instance {} has a zone of {} bytes that is not a zone name",
+                                                   Describe(), Printable(i.name, 64), i.zone.size()));
+          }
+          if (!RE2::FullMatch(i.zone, *zones_)) continue;
+        }
         if (!o_.tag_value.empty() && std::find(i.tags.begin(), i.tags.end(), o_.tag_value) == i.tags.end()) continue;
         auto member = MemberOf(o_, i);
         if (!member.ok()) return member.status();
@@ -578,10 +450,12 @@ class GceProvider : public DiscoveryProvider {
       }
       next = page->next_page_token;
       if (next.empty()) break;
+      if (Status s = cloud::CheckOpaque(next, kMaxTokenBytes, "aggregated/instances' nextPageToken"); !s.ok()) return s;
       if (!tokens.insert(next).second) {
         return Status::Unavailable("aggregated/instances handed out a nextPageToken it had given before");
       }
     }
+    if (Status s = cloud::CheckMembers(members, Describe()); !s.ok()) return s;
     if (group) {
       implied_size_ = static_cast<size_t>(group->target_size);
       whole_group_ = true;
@@ -619,12 +493,12 @@ class GceProvider : public DiscoveryProvider {
     HttpRequest request;
     request.base_url = o_.endpoint;
     request.target = target;
-    request.headers = {{"Authorization", "Bearer " + token_.access_token}};
+    request.headers = {{"Authorization", "Bearer " + token_}};
     request.timeout = kCallTimeout;
     request.deadline = deadline_;
     request.max_body = max_body;
     auto throttled = [](const HttpResponse& a) {
-      const std::string reason = ParseError(a.body).reason;
+      const std::string reason = cloud::ParseGoogleError(a.body).reason;
       return a.status == 403 && (reason == "rateLimitExceeded" || reason == "userRateLimitExceeded");
     };
     const std::string what = fmt::format("{} at {}", call, o_.endpoint);
@@ -632,13 +506,13 @@ class GceProvider : public DiscoveryProvider {
     if (!result.ok()) return result.ToStatus(what);
     const HttpResponse& answer = result.response;
     if (answer.status == 200) return answer.body;
-    ApiError error = ParseError(answer.body);
+    cloud::GoogleError error = cloud::ParseGoogleError(answer.body);
     std::string text = fmt::format("{}: HTTP {}", what, answer.status);
     if (!error.status.empty()) text += " " + Printable(error.status, 64);
     if (!error.reason.empty()) text += " (" + Printable(error.reason, 64) + ")";
     if (!error.message.empty()) text += ": " + Printable(error.message, 200);
     if (answer.status == 401) {
-      token_ = {};  // refused: the next try fetches a new one
+      o_.credentials->Drop();  // refused: the next try fetches a new one
       text += fmt::format("; the access token was refused (is the service account's key still valid?)");
     }
     if (answer.status == 403) {
@@ -651,87 +525,11 @@ class GceProvider : public DiscoveryProvider {
     return Status::Unavailable(text);
   }
 
-  // A metadata server value: only an answer that says Metadata-Flavor: Google is one (anything else
-  // on that address, a proxy or a captive portal, is not the metadata server).
-  Result<std::string> Metadata(const std::string& path, size_t max_body = 4096) {
-    HttpRequest request;
-    request.base_url = o_.metadata_endpoint;
-    request.target = path;
-    request.headers = {{"Metadata-Flavor", "Google"}};
-    request.timeout = kCallTimeout;
-    request.deadline = deadline_;
-    request.max_body = max_body;
-    const std::string what = fmt::format("the metadata server at {} (GET {})", o_.metadata_endpoint, path);
-    HttpResult result = HttpSendThrottled(request, RealClock());
-    if (!result.ok()) return result.ToStatus(what);
-    if (result.response.Header("Metadata-Flavor") != "Google") {
-      return Status::Unavailable(fmt::format("{}: the answer lacks Metadata-Flavor: Google, so it is not from a "
-                                             "metadata server",
-                                             what));
-    }
-    if (result.response.status != 200) {
-      return Status::Unavailable(fmt::format("{}: HTTP {}", what, result.response.status));
-    }
-    // Values are served bare; a line break after one (a proxy, a test server) is not part of it.
-    std::string value = result.response.body;
-    while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) value.pop_back();
-    return value;
-  }
-
-  // The token held until kTokenMargin before it expires; then a new one from the key's token_uri
-  // (a signed JWT) or the metadata server.
-  Status RefreshToken() {
-    if (!token_.access_token.empty() && RealClock().Now() + kTokenMargin < token_expiry_) return Status::Ok();
-    const Clock::TimePoint asked = RealClock().Now();
-    Result<std::string> body = Status::Internal("no token asked");
-    if (o_.key) {
-      auto jwt = SignedJwt(*o_.key, std::chrono::system_clock::now());
-      if (!jwt.ok()) return jwt.status();
-      const size_t path = o_.key->token_uri.find('/', o_.key->token_uri.find("://") + 3);
-      const std::string base = o_.key->token_uri.substr(0, path);
-      const std::string target = path == std::string::npos ? "/" : o_.key->token_uri.substr(path);
-      const std::string what = fmt::format("the token exchange of {} at {}", Printable(o_.key->client_email, 100),
-                                           Printable(o_.key->token_uri, 100));
-      HttpRequest request;
-      request.base_url = base;
-      request.method = "POST";
-      request.target = target;
-      request.headers = {{"Content-Type", "application/x-www-form-urlencoded"}};
-      request.body = "grant_type=" + FormEncode("urn:ietf:params:oauth:grant-type:jwt-bearer") + "&assertion=" + *jwt;
-      request.timeout = kCallTimeout;
-      request.deadline = deadline_;
-      request.max_body = kMaxSmallAnswerBytes;
-      HttpResult result = HttpSendThrottled(request, RealClock());
-      if (!result.ok()) return result.ToStatus(what);
-      if (result.response.status != 200) {
-        ApiError error = ParseError(result.response.body);
-        return Status::Unavailable(fmt::format("{}: HTTP {} {}{}{}", what, result.response.status, Printable(error.status, 64),
-                                               error.message.empty() ? "" : ": " + Printable(error.message, 200),
-                                               result.response.status == 400 || result.response.status == 401
-                                                   ? " (is the key deleted or disabled?)"
-                                                   : ""));
-      }
-      body = result.response.body;
-    } else {
-      body = Metadata("/computeMetadata/v1/instance/service-accounts/default/token", kMaxSmallAnswerBytes);
-      if (!body.ok()) {
-        return body.status().Prefixed("no credentials_file (nor GOOGLE_APPLICATION_CREDENTIALS) and no token from the "
-                                      "instance's service account");
-      }
-    }
-    auto token = ParseToken(*body);
-    if (!token.ok()) return token.status().Prefixed(Describe());
-    token_ = std::move(*token);
-    token_expiry_ = asked + token_.expires_in;
-    return Status::Ok();
-  }
-
   Options o_;
   Clock::TimePoint deadline_;
   std::optional<GroupRef> group_;
-  std::optional<std::regex> zones_;
-  Token token_;
-  Clock::TimePoint token_expiry_;
+  std::unique_ptr<RE2> zones_;
+  std::string token_;  // this Discover's
   std::optional<size_t> implied_size_;
   bool whole_group_ = false;
 };

@@ -1,25 +1,22 @@
 // The gce provider's logic without the network: its keys, the Compute Engine API requests it makes,
-// the service-account JWT it signs, and how the JSON answers become members, checked. The provider
-// ("gce" in the registry) sends these requests with a bearer token from the metadata server or from a
-// service-account key; the unit tests and the fuzz target run the parsers on text.
+// and how the JSON answers become members, checked. The provider ("gce" in the registry) sends these
+// requests with a bearer token from src/net/cloud/google_credentials.h; the unit tests and the fuzz
+// target run the parsers on text.
 #pragma once
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "net/cloud/google_credentials.h"
 #include "quorate/member.h"
 #include "quorate/provider.h"
 #include "quorate/status.h"
 
 namespace quorate::gce {
-
-// A service-account JSON key, as the Cloud console downloads it; the parts the JWT flow needs.
-struct ServiceAccountKey {
-  std::string client_email, private_key, private_key_id, token_uri, project_id;
-};
 
 // go-discover's keys, plus the managed instance group, the member name and the etcd ports.
 struct Options {
@@ -27,9 +24,10 @@ struct Options {
   std::string zone_pattern;  // an anchored regular expression on the zone name; empty: every zone
   std::string tag_value;     // a network tag the instances carry
   std::string label_key, label_value;
-  std::optional<ServiceAccountKey> key;  // credentials_file (or GOOGLE_APPLICATION_CREDENTIALS); none: the metadata server
+  // The bearer tokens (credentials_file, else Application Default Credentials) and the metadata
+  // server (metadata_endpoint, else http:// + GCE_METADATA_HOST, else http://169.254.169.254).
+  std::shared_ptr<cloud::GoogleTokenSource> credentials;
   std::string endpoint = "https://compute.googleapis.com";  // the Compute API's base URL
-  std::string metadata_endpoint;  // metadata_endpoint, else http:// + GCE_METADATA_HOST, else http://169.254.169.254
   // The managed instance group: "auto" (the instance's own created-by attribute), a name, or empty.
   std::string mig;
   std::string mig_zone, mig_region;  // where the named group lives (one of them)
@@ -45,23 +43,6 @@ struct Options {
 // (GOOGLE_APPLICATION_CREDENTIALS, GCE_METADATA_HOST). The key file is read here: a file that is
 // missing or not a service-account key is the operator's to fix. InvalidArgument naming the key.
 Result<Options> TakeOptions(ProviderParams& params);
-
-// InvalidArgument when the text is not a service-account key with an RSA private key and a token_uri.
-Result<ServiceAccountKey> ParseServiceAccountKey(const std::string& json);
-
-// The JWT a service account trades for an access token (RFC 7523): RS256 over base64url(header) "."
-// base64url(claims), valid for an hour from `now`, for the Compute read-only scope, addressed to
-// the key's token_uri.
-inline constexpr char kScope[] = "https://www.googleapis.com/auth/compute.readonly";
-Result<std::string> SignedJwt(const ServiceAccountKey& key, std::chrono::system_clock::time_point now);
-
-// An OAuth access token answer (the token endpoint's and the metadata server's share the shape).
-struct Token {
-  std::string access_token;
-  std::chrono::seconds expires_in{0};
-};
-// Unavailable when it is not one (no token, no positive expires_in, not Bearer).
-Result<Token> ParseToken(const std::string& json);
 
 // One instance of an aggregated list, as far as the provider reads it.
 struct Instance {
@@ -95,13 +76,6 @@ struct GroupRef {
 Result<GroupRef> ParseCreatedBy(const std::string& text);
 // The instance was created by that group (whatever project spelling, number or ID, its path uses).
 bool CreatedBy(const Instance& instance, const GroupRef& group);
-
-// Google's error body: {"error":{"code","message","status","errors":[{"reason"}]}}, or the token
-// endpoint's {"error":"invalid_grant","error_description":...}. Empty fields when it is neither.
-struct ApiError {
-  std::string status, reason, message;
-};
-ApiError ParseError(const std::string& json);
 
 // Provisioning, staging and running instances are the group's (one launched with the others has its
 // address already); stopping, stopped, suspending, suspended, terminated and repairing ones are not.

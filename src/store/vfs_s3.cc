@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "net/cloud/aws_credentials.h"
 #include "quorate/clock.h"
 #include "quorate/duration.h"
 #include "quorate/env.h"
@@ -319,7 +320,8 @@ class S3Vfs : public Vfs {
     bool conditional_put = false;
     std::chrono::milliseconds timeout{5000};
     int page_size = 0;  // 0: the store's default (1000 on AWS)
-    std::string access_key, secret, session_token;
+    // AWS's chain (src/net/cloud/aws_credentials.h), as the aws provider uses it.
+    std::shared_ptr<cloud::AwsCredentialChain> credentials;
     Clock::TimePoint deadline = Clock::kNever;  // the caller's: no call lasts past it
   };
   explicit S3Vfs(Options o) : o_(std::move(o)) {}
@@ -519,8 +521,9 @@ class S3Vfs : public Vfs {
     if (r.status == 403) {
       return Status::InvalidArgument(
           text +
-          "; credentials rejected: check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), "
-          "the region and the clock");
+          fmt::format("; credentials rejected: check {} (s3:GetObject, s3:PutObject, s3:ListBucket and "
+                      "s3:DeleteObject on the bucket), the region and the clock",
+                      o_.credentials->Source()));
     }
     if (r.error.code == "NoSuchBucket") {
       return Status::InvalidArgument(
@@ -550,7 +553,12 @@ class S3Vfs : public Vfs {
     int tries = 0;
     do {
       ++tries;
-      HttpResult result = SendOnce(call, deadline, max_body);
+      auto creds = o_.credentials->Get(deadline);
+      if (!creds.ok()) {
+        last = creds.status().message();
+        continue;
+      }
+      HttpResult result = SendOnce(call, *creds, deadline, max_body);
       const std::string what = fmt::format("{} {} at {}", call.method, Url(call.key), EndpointText());
       if (result.ok()) {
         Response r{result.response.status, std::move(result.response.body), {}, std::move(result.response.headers)};
@@ -572,13 +580,14 @@ class S3Vfs : public Vfs {
         std::chrono::duration_cast<std::chrono::milliseconds>(RealClock().Now() - start).count(), last));
   }
 
-  HttpResult SendOnce(const Call& call, Clock::TimePoint deadline, size_t max_body) {
+  HttpResult SendOnce(const Call& call, const cloud::AwsCredentials& creds, Clock::TimePoint deadline,
+                      size_t max_body) {
     const s3::Target target = s3::Address(o_.endpoint.host, o_.endpoint.port, o_.bucket, call.key, o_.path_style);
     sigv4::Request signed_part{call.method, target.path, call.query, call.headers, sigv4::Sha256Hex(call.body)};
     signed_part.headers["host"] = target.host;
     signed_part.headers["x-amz-date"] = sigv4::AmzDate(std::chrono::system_clock::now());
     signed_part.headers["x-amz-content-sha256"] = signed_part.payload_hash;
-    if (!o_.session_token.empty()) signed_part.headers["x-amz-security-token"] = o_.session_token;
+    if (!creds.session_token.empty()) signed_part.headers["x-amz-security-token"] = creds.session_token;
 
     HttpRequest request;
     request.method = call.method;
@@ -591,7 +600,7 @@ class S3Vfs : public Vfs {
     request.target += query;
     for (const auto& [name, value] : signed_part.headers) request.headers.emplace_back(name, value);
     request.headers.emplace_back("Authorization",
-                                 sigv4::Authorization(signed_part, o_.access_key, o_.secret, o_.region, "s3"));
+                                 sigv4::Authorization(signed_part, creds.access_key, creds.secret, o_.region, "s3"));
     if (call.method == "PUT" || call.method == "POST") {
       request.body = call.body;
       request.headers.emplace_back("Content-Type", "application/octet-stream");
@@ -827,8 +836,7 @@ Result<std::unique_ptr<Vfs>> OpenS3Vfs(const std::string& url, Clock::TimePoint 
   o.region = params.count("region") ? params["region"] : Env("AWS_REGION");
   if (o.region.empty()) o.region = Env("AWS_DEFAULT_REGION");
   if (o.region.empty()) o.region = "us-east-1";
-  auto endpoint = ParseEndpoint(params.count("endpoint") ? params["endpoint"]
-                                                         : fmt::format("https://s3.{}.amazonaws.com", o.region));
+  auto endpoint = ParseEndpoint(params.count("endpoint") ? params["endpoint"] : cloud::AwsEndpoint("s3", o.region));
   if (!endpoint.ok()) return bad(endpoint.status().message());
   o.endpoint = *endpoint;
   // S3-compatible servers (MinIO, s3rver, Ceph) seldom have wildcard DNS for bucket.host; AWS
@@ -852,14 +860,12 @@ Result<std::unique_ptr<Vfs>> OpenS3Vfs(const std::string& url, Clock::TimePoint 
     }
   }
 
-  o.access_key = Env("AWS_ACCESS_KEY_ID");
-  o.secret = Env("AWS_SECRET_ACCESS_KEY");
-  o.session_token = Env("AWS_SESSION_TOKEN");
-  if (o.access_key.empty() || o.secret.empty()) {
-    return bad(
-        "no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for "
-        "temporary ones)");
-  }
+  // The chain the aws provider uses: keys, profiles, web identity, container, instance role.
+  cloud::AwsSettings settings;
+  settings.region = o.region;
+  auto credentials = cloud::AwsCredentialChain::Create(settings);
+  if (!credentials.ok()) return bad(credentials.status().message());
+  o.credentials = std::move(*credentials);
   return std::unique_ptr<Vfs>(new S3Vfs(std::move(o)));
 }
 

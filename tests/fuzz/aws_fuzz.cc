@@ -7,15 +7,15 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace quorate;
   const std::string xml(fuzz::Text(data, size));
-  aws::ParseError(xml);
-  for (const auto& creds : {aws::ParseAssumeRoleWithWebIdentity(xml), aws::ParseImdsCredentials(xml)}) {
+  cloud::ParseAwsError(xml);
+  for (const auto& creds : {cloud::ParseAssumeRoleWithWebIdentity(xml), cloud::ParseCredentialsJson(xml, "fuzz")}) {
     fuzz::CheckMessage(creds.status());
     if (creds.ok() && (creds->access_key.empty() || creds->secret.empty())) std::abort();
   }
   auto own = aws::ParseAutoScalingInstanceGroup(xml, "i-0a1");
   fuzz::CheckMessage(own.status());
   if (own.ok() && own->empty()) std::abort();
-  fuzz::CheckMessage(aws::CheckRegion(xml).status());
+  fuzz::CheckMessage(cloud::CheckAwsRegion(xml).status());
   fuzz::CheckMessage(aws::CheckInstanceId(xml).status());
   auto group = aws::ParseAutoScalingGroup(xml, "etcd");
   fuzz::CheckMessage(group.status());

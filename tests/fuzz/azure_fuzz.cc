@@ -7,8 +7,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace quorate;
   const std::string text(fuzz::Text(data, size));
-  azure::ParseError(text);
-  auto token = azure::ParseToken(text, std::chrono::system_clock::now());
+  cloud::ParseAzureError(text);
+  auto token = cloud::ParseAzureToken(text, std::chrono::system_clock::now());
   fuzz::CheckMessage(token.status());
   if (token.ok() && token->access_token.empty()) std::abort();
   auto set = azure::ParseScaleSet(text);
@@ -17,8 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto imds = azure::ParseInstanceMetadata(text);
   fuzz::CheckMessage(imds.status());
   if (imds.ok() && (imds->subscription_id.empty() || imds->resource_group.empty())) std::abort();
-  auto link = azure::SameOriginTarget("https://management.azure.com:443", text);
-  if (link && (link->empty() || link->front() != '/')) std::abort();
+  auto link = azure::NextTarget("https://management.azure.com:443", "/subscriptions/s/x?api-version=1", text);
+  if (link && link->rfind("/subscriptions/s/x?", 0) != 0) std::abort();
   auto vms = azure::ParseScaleSetVms(text);
   fuzz::CheckMessage(vms.status());
   auto page = azure::ParseNicList(text);

@@ -8,8 +8,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace quorate;
   const std::string json(fuzz::Text(data, size));
-  gce::ParseError(json);
-  auto token = gce::ParseToken(json);
+  cloud::ParseGoogleError(json);
+  auto token = cloud::ParseGoogleToken(json);
   fuzz::CheckMessage(token.status());
   if (token.ok() && (token->access_token.empty() || token->expires_in.count() <= 0)) std::abort();
   auto group = gce::ParseInstanceGroupManager(json);

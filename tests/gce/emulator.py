@@ -169,8 +169,10 @@ class Emulator:
         if status not in INSTANCE_STATUSES:
             raise ValueError(f"status {status} is not an instance status")
         ip = b.get("ip", "")
-        if ip and not ip.startswith("127.0.0."):
-            raise ValueError(f"{ip}: instances get 127.0.0.x addresses only")
+        # Besides loopback, two addresses no member may have, for the tests that quorate refuses them:
+        # nothing connects to either.
+        if ip and not ip.startswith("127.0.0.") and ip not in ("0.0.0.0", "300.1.1.1"):
+            raise ValueError(f"{ip}: instances get 127.0.0.x addresses only (or 0.0.0.0, 300.1.1.1 to be refused)")
         if zone not in self.zones:
             self.zones.append(zone)
         self.next_id += 1

@@ -5,8 +5,9 @@ against each error answer it can give: the exit code, one line, and what the lin
   is refused (invalid_grant); the metadata server wants Metadata-Flavor: Google and says it; a filter
   it cannot parse is a 400; throttles, denials and unreachable zones have Google's shapes;
 - quorate (QUORATE_BIN): throttles are waited out; a denied permission, an unreachable zone of the
-  group, a garbage answer and a key the token endpoint refuses each end in exit 1 with one line
-  naming it; a missing key file is exit 2.
+  group, a garbage answer, a key the token endpoint refuses, a nextPageToken or access token with CR LF
+  and an address no member has (0.0.0.0, 300.1.1.1) each end in exit 1 with one line naming
+  it, no token shown; a missing key file is exit 2.
 Binds 127.0.0.1 at a free port only; the metadata server quorate could ask is the emulator or a closed
 port on 127.0.0.1."""
 import base64
@@ -184,6 +185,23 @@ def quorate_checks(base, port, workdir, key_file, other_key, pem):
         r = discover(key_file, rc=1)
         check(named in r.stderr, f"the error does not name {named}: {r.stderr}")
         configure({"deny": [], "unreachables": [], "fail": []})
+    # Hostile answers: a page token that would break the request line, an access token with CR LF
+    # (never shown, not even its start: discover() checks), an address no member has.
+    garbled = json.dumps({"access_token": "ya29.secret\r\nX-Smuggled: 1", "expires_in": 3600, "token_type": "Bearer"})
+    crlf_page = json.dumps({"kind": "compute#instanceAggregatedList", "items": {}, "nextPageToken": "p2\r\nX: 1"})
+    for config, named in [({"fail": [{"path_prefix": f"/compute/v1/projects/{PROJECT}/aggregated", "status": 200,
+                                      "body": crlf_page, "times": -1}]}, "nextPageToken"),
+                          ({"fail": [{"path_prefix": "/token", "status": 200, "body": garbled, "times": -1}]},
+                           "access_token")]:
+        configure(config)
+        r = discover(key_file, rc=1)
+        check(named in r.stderr, f"the error does not name {named}: {r.stderr}")
+        configure({"fail": []})
+    for ip in ("0.0.0.0", "300.1.1.1"):
+        request(base, "/_emulator/instances", "POST", {"name": "etcd-9", "zone": ZONE, "ip": ip, "mig": "etcd"})
+        r = discover(key_file, rc=1)
+        check(ip in r.stderr, f"the address {ip} is not refused by name: {r.stderr}")
+    request(base, "/_emulator/instances/etcd-9", "DELETE")
     # The emulator's unreachable zone outside the group's: not the group's concern.
     configure({"unreachables": ["zones/us-central1-c"]})
     discover(key_file)

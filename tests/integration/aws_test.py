@@ -13,6 +13,9 @@ token and rotates the instance role's credentials.
   as a learner, and the cluster ends with 3 healthy voters, the departed one gone, no key lost;
 - a web identity (AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN, as EKS sets them) is exchanged at
   moto's STS for the credentials;
+- the README's unit: the nodes run with `--backup-to s3://...` (moto's S3) and no AWS_* keys, so the
+  store signs with the same instance role as discovery; the leader's scheduled backup lands in the
+  bucket (the store read the environment only, and every node exited 2 with "no credentials");
 - a misspelt key is bad input (exit 2), no region anywhere is a runtime failure naming it (exit 1),
   and no secret shows in any output or log."""
 import json
@@ -102,6 +105,20 @@ def test():
     check("cluster size 3, from aws Auto Scaling group etcd in us-east-1" in r.stdout,
           f"the table does not say where the size came from: {r.stdout}")
 
+    # The group's own view: an instance it put in Standby is not a member, whatever EC2 says of it.
+    autoscaling.create_auto_scaling_group(AutoScalingGroupName="standby", LaunchTemplate={"LaunchTemplateName": "etcd"},
+                                          MinSize=0, MaxSize=3, DesiredCapacity=2, VPCZoneIdentifier=subnet)
+    standby_ids = [i["InstanceId"] for i in autoscaling.describe_auto_scaling_groups(
+        AutoScalingGroupNames=["standby"])["AutoScalingGroups"][0]["Instances"]]
+    autoscaling.enter_standby(InstanceIds=standby_ids[:1], AutoScalingGroupName="standby",
+                              ShouldDecrementDesiredCapacity=True)
+    r = run([QUORATE, "discover", "-w", "json", "--discovery",
+             f"provider=aws asg=standby region=us-east-1 endpoint={endpoint}"], check_rc=0, env=dict(role_env, **static_keys))
+    listed = [m["name"] for m in json.loads(r.stdout)["members"]]
+    check(listed == standby_ids[1:], f"the group's Standby instance {standby_ids[0]} is listed: {listed}")
+    autoscaling.delete_auto_scaling_group(AutoScalingGroupName="standby", ForceDelete=True)
+    ec2.terminate_instances(InstanceIds=standby_ids)
+
     # Paging: more tagged instances than a DescribeInstances page holds (page_size=5). They are
     # never started: their addresses are only listed.
     # One launch each: moto fills a page with reservations.
@@ -128,10 +145,15 @@ def test():
             check_rc=0, env=env)
     check(all(n.name in r.stdout for n in c.nodes), f"discover with a web identity does not list the group: {r.stdout}")
 
-    # The group bootstraps at once, every node asking its own IMDS.
+    # The group bootstraps at once, every node asking its own IMDS, for discovery and for the backups.
+    boto3.client("s3", **aws).create_bucket(Bucket="etcd-backups")
+    backups = ["--backup-to", f"s3://etcd-backups/prod?endpoint={endpoint}", "--backup-schedule", "2s"]
     for node in c.nodes:
-        node.run()
+        node.run(backups)
     wait_healthy(c)
+    s3 = boto3.client("s3", **aws)
+    wait_until(lambda: s3.list_objects_v2(Bucket="etcd-backups", Prefix="prod/").get("KeyCount", 0) > 0, 60,
+               "a scheduled backup signed with the instance role in s3://etcd-backups/prod")
     c.check_prediction(predicted)
     c.etcdctl("put", "/before-churn", "kept")
     for node in c.nodes:
@@ -151,7 +173,7 @@ def test():
     newcomer = c.add_node()
     be_instance(newcomer, new_ids[0], now[new_ids[0]])
     c.nodes.remove(victim)
-    newcomer.run()
+    newcomer.run(backups)
     wait_until(lambda: started_voters(c, 3) and newcomer.name in str(c.member_list()), 90,
                f"{newcomer.name} to take {victim.name}'s seat")
     wait_healthy(c)

@@ -8,7 +8,8 @@ namespace of the test's own. Every instance's address is one the test names, on 
   scale set gets a new instance at a new address, whose quorate removes the departed member ("its
   instance has departed") and joins; 3 voters again, and a key written before is still there;
 - vm_scale_set=auto with the managed identity from IMDS, a throttle waited out, a Flexible scale set,
-  and a denial named;
+  and a denial named; a nextLink or a token with CR LF and the unspecified address refused, by name,
+  exit 1, no token shown;
 - tag and scale set keys mixed are bad input (exit 2, one line, nothing written), and the client
   secret shows in no output or log."""
 import json
@@ -86,6 +87,23 @@ def test():
     check(r.stderr.strip().count("\n") == 0 and "Microsoft.Compute/virtualMachineScaleSets/read" in r.stderr
           and "AuthorizationFailed" in r.stderr, f"a denial: {r.stderr}")
     em.configure(deny=[])
+    # Hostile answers: a nextLink with CR LF (the bearer token goes nowhere), a token answer with
+    # CR LF in its access_token (never shown), an address no member has: exit 1, one line naming it.
+    vms = f"/subscriptions/{SUBSCRIPTION}/resourceGroups/etcd-rg/providers/Microsoft.Compute/virtualMachineScaleSets/etcd"
+    smuggled = json.dumps({"value": [], "nextLink": f"{em.base}{vms}/virtualMachines?$skiptoken=1\r\nGET /steal"})
+    garbled = json.dumps({"token_type": "Bearer", "expires_in": 3599, "access_token": "eyJ0eXAi.secret\r\nX: 1"})
+    for fail, named in [({"path_prefix": f"{vms}/virtualMachines", "status": 200, "body": smuggled}, "nextLink"),
+                        ({"path_prefix": f"/{TENANT}/oauth2", "status": 200, "body": garbled}, "access_token")]:
+        em.configure(fail=[dict(fail, times=-1)])
+        r = run([QUORATE, "discover", "--timeout", "1s", "--discovery", spec], check_rc=1)
+        check(r.stderr.strip().count("\n") == 0 and named in r.stderr and "eyJ0eXAi" not in r.stderr,
+              f"a hostile {named}: {r.stderr}")
+        em.configure(fail=[])
+    em.scale_set("etcd-odd", 1)
+    em.add_instance("0.0.0.0", vm_scale_set="etcd-odd")
+    r = run([QUORATE, "discover", "--timeout", "1s", "--discovery", spec.replace("vm_scale_set=etcd", "vm_scale_set=etcd-odd")],
+            check_rc=1)
+    check("0.0.0.0" in r.stderr and r.stderr.strip().count("\n") == 0, f"the unspecified address: {r.stderr}")
 
     for node in c.nodes:
         node.run()

@@ -11,20 +11,12 @@
 
 #include <fmt/format.h>
 
+#include "../support/iso8601.h"
+
 #include "../../discovery/aws/aws.h"
 
 namespace quorate::aws {
 namespace {
-
-// IMDS's and STS's form of a time: 2026-11-24T20:00:00Z.
-std::string Iso8601(std::chrono::system_clock::time_point t) {
-  std::time_t seconds = std::chrono::system_clock::to_time_t(t);
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
 
 Result<Options> OptionsOf(const std::string& text) {
   auto spec = ParseDiscoverySpec(text);
@@ -63,7 +55,7 @@ TEST_CASE("aws: keys as go-discover spells them, the environment for what they l
   REQUIRE_MESSAGE(o.ok(), o.status().message());
   CHECK(o->ec2_endpoint == "https://ec2.eu-west-1.amazonaws.com:443");
   CHECK(o->autoscaling_endpoint == "https://autoscaling.eu-west-1.amazonaws.com:443");
-  CHECK(o->access_key == "AKID");
+  CHECK(o->credentials->Source() == "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
   CHECK(o->peer_port == 2380);
   auto tagged = OptionsOf("provider=aws tag_key=role tag_value=etcd region=us-east-1 endpoint=http://127.0.0.1:5000 "
                           "addr_type=private_dns peer_port=12380 name_tag=Name");
@@ -104,39 +96,44 @@ TEST_CASE("aws: keys as go-discover spells them, the environment for what they l
   setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/etcd", 1);
   auto web = OptionsOf("provider=aws asg=etcd region=us-east-1");
   REQUIRE_MESSAGE(web.ok(), web.status().message());
-  CHECK(web->access_key.empty());
-  CHECK(web->role_session_name == "quorate");
+  CHECK(web->credentials->Source() ==
+        "web identity arn:aws:iam::123456789012:role/etcd (AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN)");
   CHECK(web->sts_endpoint == "https://sts.us-east-1.amazonaws.com:443");
   unsetenv("AWS_WEB_IDENTITY_TOKEN_FILE");
   unsetenv("AWS_ROLE_ARN");
   // Nothing given: the instance role, from IMDS at its link-local address.
   auto role = OptionsOf("provider=aws asg=etcd region=us-east-1");
   REQUIRE_MESSAGE(role.ok(), role.status().message());
-  CHECK(role->imds_endpoint == "http://169.254.169.254:80");
-  CHECK(CheckRegion("eu-central-1").ok());
-  CHECK(CheckRegion("<html>").status().IsUnavailable());
+  CHECK(role->credentials->imds_endpoint() == "http://169.254.169.254:80");
+  CHECK(role->credentials->Source() == "the instance role from IMDS at http://169.254.169.254:80");
+  CHECK(cloud::CheckAwsRegion("eu-central-1").ok());
+  CHECK(cloud::CheckAwsRegion("<html>").status().IsUnavailable());
   CHECK(CheckInstanceId("i-0abc123def").ok());
   for (const char* bad : {"", "i-", "i-XYZ", "vm-1", "i-0abc\n"}) CHECK(CheckInstanceId(bad).status().IsUnavailable());
 }
 
-TEST_CASE("aws: DescribeInstances asks for the group's pending and running instances, page by page") {
+TEST_CASE("aws: DescribeInstances asks for the group's own pending and running instances, page by page") {
   Options o;
   o.asg = "etcd";
   o.tag_key = "role";
   o.tag_value = "etcd";
-  auto q = DescribeInstancesQuery(o, "page2");
+  const std::vector<std::string> ids = {"i-1", "i-2"};
+  auto q = DescribeInstancesQuery(o, &ids, "page2");
   CHECK(q.at("Action") == "DescribeInstances");
   CHECK(q.at("Filter.1.Name") == "instance-state-name");
   CHECK(q.at("Filter.1.Value.1") == "pending");
   CHECK(q.at("Filter.1.Value.2") == "running");
-  CHECK(q.at("Filter.2.Name") == "tag:aws:autoscaling:groupName");
-  CHECK(q.at("Filter.2.Value.1") == "etcd");
+  // The instances the group lists, not the group-name tag (which an attached instance lacks).
+  CHECK(q.at("Filter.2.Name") == "instance-id");
+  CHECK(q.at("Filter.2.Value.1") == "i-1");
+  CHECK(q.at("Filter.2.Value.2") == "i-2");
   CHECK(q.at("Filter.3.Name") == "tag:role");
   CHECK(q.at("NextToken") == "page2");
   CHECK(q.at("MaxResults") == "1000");
   o.tag_value.clear();
-  CHECK(DescribeInstancesQuery(o, "").at("Filter.3.Name") == "tag-key");
-  CHECK(DescribeInstancesQuery(o, "").count("NextToken") == 0);
+  CHECK(DescribeInstancesQuery(o, &ids, "").at("Filter.3.Name") == "tag-key");
+  CHECK(DescribeInstancesQuery(o, &ids, "").count("NextToken") == 0);
+  CHECK(DescribeInstancesQuery(o, nullptr, "").at("Filter.2.Name") == "tag-key");
 }
 
 TEST_CASE("aws: instances become members by the address type asked; stopped ones do not count") {
@@ -184,15 +181,41 @@ TEST_CASE("aws: the group's desired size, the error bodies of both APIs, and ans
   REQUIRE(g.ok());
   CHECK(g->desired == 3);
   CHECK(g->instance_ids == std::vector<std::string>{"i-1"});
+  // The group's own view of its instances: InService and Pending count, the rest do not.
+  std::string states;
+  const std::vector<std::string> lifecycle = {"InService", "Pending", "Pending:Wait", "Pending:Proceed", "Standby",
+                                              "EnteringStandby", "Terminating", "Terminating:Wait", "Detaching",
+                                              "Detached", "Quarantined", "Warmed:Running", "Warmed:Pending"};
+  for (size_t i = 0; i < lifecycle.size(); ++i) {
+    states += fmt::format("<member><InstanceId>i-{}</InstanceId><LifecycleState>{}</LifecycleState></member>", i + 1,
+                          lifecycle[i]);
+  }
+  auto mixed = ParseAutoScalingGroup(
+      "<DescribeAutoScalingGroupsResponse><DescribeAutoScalingGroupsResult><AutoScalingGroups><member>"
+      "<AutoScalingGroupName>etcd</AutoScalingGroupName><DesiredCapacity>4</DesiredCapacity><Instances>" +
+          states + "</Instances></member></AutoScalingGroups></DescribeAutoScalingGroupsResult>"
+                   "</DescribeAutoScalingGroupsResponse>",
+      "etcd");
+  REQUIRE_MESSAGE(mixed.ok(), mixed.status().message());
+  CHECK(mixed->instance_ids == std::vector<std::string>{"i-1", "i-2", "i-3", "i-4"});
+  CHECK(ParseAutoScalingGroup("<DescribeAutoScalingGroupsResponse><DescribeAutoScalingGroupsResult><AutoScalingGroups>"
+                              "<member><AutoScalingGroupName>etcd</AutoScalingGroupName><DesiredCapacity>1"
+                              "</DesiredCapacity><Instances><member><InstanceId>i-1&#13;&#10;x</InstanceId>"
+                              "<LifecycleState>InService</LifecycleState></member></Instances></member>"
+                              "</AutoScalingGroups></DescribeAutoScalingGroupsResult>"
+                              "</DescribeAutoScalingGroupsResponse>",
+                              "etcd")
+            .status()
+            .IsUnavailable());
   CHECK(ParseAutoScalingGroup(groups, "other").status().IsNotFound());
 
-  auto ec2 = ParseError("<Response><Errors><Error><Code>UnauthorizedOperation</Code><Message>You are not "
+  auto ec2 = cloud::ParseAwsError("<Response><Errors><Error><Code>UnauthorizedOperation</Code><Message>You are not "
                         "authorized</Message></Error></Errors><RequestID>x</RequestID></Response>");
   CHECK(ec2.code == "UnauthorizedOperation");
-  auto asg = ParseError("<ErrorResponse><Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded"
+  auto asg = cloud::ParseAwsError("<ErrorResponse><Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded"
                         "</Message></Error></ErrorResponse>");
   CHECK(asg.code == "Throttling");
-  CHECK(ParseError("not xml").code.empty());
+  CHECK(cloud::ParseAwsError("not xml").code.empty());
 
   CHECK(ParseDescribeInstances("<html>proxy</html>").status().IsUnavailable());
   CHECK(ParseDescribeInstances("<DescribeInstancesResponse><reservationSet><item><instancesSet><item>"
@@ -235,9 +258,17 @@ TEST_CASE("aws: the instance role's credentials from IMDSv2: a session token fir
   int port = imds.bind_to_any_port("127.0.0.1");
   REQUIRE(port > 0);
   std::thread serving([&] { imds.listen_after_bind(); });
-  Options o;
-  o.imds_endpoint = "http://127.0.0.1:" + std::to_string(port);
-  auto creds = FetchCredentials(o, Clock::kNever);
+  for (const char* name : {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE",
+                           "AWS_ROLE_ARN", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"}) {
+    unsetenv(name);
+  }
+  setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials", 1);
+  setenv("AWS_CONFIG_FILE", "/nonexistent/config", 1);
+  cloud::AwsSettings settings;
+  settings.imds_endpoint = "http://127.0.0.1:" + std::to_string(port);
+  auto chain = cloud::AwsCredentialChain::Create(settings);
+  REQUIRE_MESSAGE(chain.ok(), chain.status().message());
+  auto creds = (*chain)->Get(Clock::kNever);
   imds.stop();
   serving.join();
   REQUIRE_MESSAGE(creds.ok(), creds.status().message());
@@ -251,7 +282,7 @@ TEST_CASE("aws: the instance role's credentials from IMDSv2: a session token fir
 }
 
 TEST_CASE("aws: STS's web identity answer and IMDS's credentials, and answers that are not them") {
-  auto sts = ParseAssumeRoleWithWebIdentity(
+  auto sts = cloud::ParseAssumeRoleWithWebIdentity(
       R"(<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
 <AssumeRoleWithWebIdentityResult><Credentials><SessionToken>tok</SessionToken><SecretAccessKey>sec</SecretAccessKey>
 <Expiration>2026-11-24T20:00:00.000Z</Expiration><AccessKeyId>ASIA1</AccessKeyId></Credentials>
@@ -259,10 +290,10 @@ TEST_CASE("aws: STS's web identity answer and IMDS's credentials, and answers th
   REQUIRE_MESSAGE(sts.ok(), sts.status().message());
   CHECK(sts->access_key == "ASIA1");
   CHECK(sts->session_token == "tok");
-  CHECK(ParseAssumeRoleWithWebIdentity("<ErrorResponse/>").status().IsUnavailable());
-  CHECK(ParseImdsCredentials(R"({"AccessKeyId":"A","SecretAccessKey":"S","Expiration":"tomorrow"})").status().IsUnavailable());
-  CHECK(ParseImdsCredentials("<html>captive portal</html>").status().IsUnavailable());
-  CHECK(ParseImdsCredentials(R"({"AccessKeyId":"A","SecretAccessKey":"S","Expiration":"4522-11-24T20:00:00Z"})")
+  CHECK(cloud::ParseAssumeRoleWithWebIdentity("<ErrorResponse/>").status().IsUnavailable());
+  CHECK(cloud::ParseCredentialsJson(R"({"AccessKeyId":"A","SecretAccessKey":"S","Expiration":"tomorrow"})").status().IsUnavailable());
+  CHECK(cloud::ParseCredentialsJson("<html>captive portal</html>").status().IsUnavailable());
+  CHECK(cloud::ParseCredentialsJson(R"({"AccessKeyId":"A","SecretAccessKey":"S","Expiration":"4522-11-24T20:00:00Z"})")
             .status()
             .IsUnavailable());
 }
@@ -321,11 +352,18 @@ TEST_CASE("aws: on an instance: region and group from IMDSv2, rotating role cred
       CHECK(req.get_param_value("AutoScalingGroupNames.member.1") == "etcd-asg");
       res.set_content("<DescribeAutoScalingGroupsResponse><DescribeAutoScalingGroupsResult><AutoScalingGroups><member>"
                       "<AutoScalingGroupName>etcd-asg</AutoScalingGroupName><DesiredCapacity>3</DesiredCapacity>"
-                      "</member></AutoScalingGroups></DescribeAutoScalingGroupsResult>"
+                      "<Instances><member><InstanceId>i-0a1</InstanceId><LifecycleState>InService</LifecycleState>"
+                      "</member><member><InstanceId>i-0a2</InstanceId><LifecycleState>Pending</LifecycleState>"
+                      "</member><member><InstanceId>i-0a3</InstanceId><LifecycleState>Standby</LifecycleState>"
+                      "</member></Instances></member></AutoScalingGroups></DescribeAutoScalingGroupsResult>"
                       "</DescribeAutoScalingGroupsResponse>",
                       "text/xml");
     } else {
       CHECK(req.get_param_value("MaxResults") == "5");
+      // Asked by the group's own instances that count: the one in Standby is not.
+      CHECK(req.get_param_value("Filter.2.Name") == "instance-id");
+      CHECK(req.get_param_value("Filter.2.Value.2") == "i-0a2");
+      CHECK_FALSE(req.has_param("Filter.2.Value.3"));
       const bool first = !req.has_param("NextToken");
       const std::string id = first ? "i-0a1" : "i-0a2";
       res.set_content(fmt::format("<DescribeInstancesResponse><reservationSet><item><instancesSet><item>"
@@ -370,6 +408,99 @@ TEST_CASE("aws: on an instance: region and group from IMDSv2, rotating role cred
   CHECK(keys_used == std::vector<std::string>{"ASIAROLE1", "ASIAROLE1", "ASIAROLE1", "ASIAROLE1", "ASIAROLE2",
                                               "ASIAROLE2", "ASIAROLE2"});
   CHECK(tokens == 3);
+}
+
+TEST_CASE("aws: hostile answers: garbled credentials never shown, bad addresses, NextToken with CR LF, a group too big") {
+  // A garbled credential answer is described by its size, never shown, not even its start.
+  for (const std::string& answer : {std::string("AccessKeyId=ASIASECRET SecretAccessKey=hunter2value"),
+                                   std::string(R"({"AccessKeyId":"ASIASECRET","SecretAccessKey":"hunter2\r\nvalue",)"
+                                               R"("Token":"t","Expiration":"2026-11-24T20:00:00Z"})"),
+                                   std::string(R"({"AccessKeyId":"ASIASECRET","SecretAccessKey":"hunter2value",)"
+                                               R"("Token":"t\u0000","Expiration":"2026-11-24T20:00:00Z"})")}) {
+    auto creds = cloud::ParseCredentialsJson(answer);
+    CAPTURE(answer);
+    REQUIRE_FALSE(creds.ok());
+    CHECK(creds.status().IsUnavailable());
+    CHECK(creds.status().message().find("ASIASECRET") == std::string::npos);
+    CHECK(creds.status().message().find("hunter2") == std::string::npos);
+  }
+  auto sts = cloud::ParseAssumeRoleWithWebIdentity("<AssumeRoleWithWebIdentityResponse>ASIASECRET hunter2value");
+  REQUIRE_FALSE(sts.ok());
+  CHECK(sts.status().message().find("ASIASECRET") == std::string::npos);
+  CHECK(sts.status().message().find("hunter2") == std::string::npos);
+
+  // Only a unicast address of the family asked is a member's; a private DNS name must be a host name.
+  Options o;
+  for (const char* ip : {"0.0.0.0", "255.255.255.255", "300.1.1.1", "224.0.0.1", "etcd.internal", "10.0.0.1\r\n"}) {
+    CAPTURE(ip);
+    Instance i{"i-1", "running", ip, "", "", "", {}};
+    CHECK(MemberOf(o, i).status().IsUnavailable());
+  }
+  o.addr_type = "public_v6";
+  CHECK(MemberOf(o, Instance{"i-1", "running", "", "", "", "ff02::1", {}}).status().IsUnavailable());
+  CHECK(MemberOf(o, Instance{"i-1", "running", "", "", "", "10.0.0.1", {}}).status().IsUnavailable());
+  REQUIRE(MemberOf(o, Instance{"i-1", "running", "", "", "", "2600:1f18::1", {}}).ok());
+  o.addr_type = "private_dns";
+  CHECK(MemberOf(o, Instance{"i-1", "running", "", "", "ip-10.ec2.internal\r\nX: 1", "", {}}).status().IsUnavailable());
+
+  CHECK(ParseAutoScalingGroup("<DescribeAutoScalingGroupsResponse><DescribeAutoScalingGroupsResult>"
+                              "<AutoScalingGroups><member><AutoScalingGroupName>etcd</AutoScalingGroupName>"
+                              "<DesiredCapacity>10000</DesiredCapacity></member></AutoScalingGroups>"
+                              "</DescribeAutoScalingGroupsResult></DescribeAutoScalingGroupsResponse>",
+                              "etcd")
+            .status()
+            .IsUnavailable());
+
+  // A NextToken that would break the request, two instances of one address and a group with none
+  // are answers: Unavailable, retried within --timeout.
+  httplib::Server ec2;
+  std::mutex mu;
+  std::string answer;
+  ec2.Get("/", [&](const httplib::Request&, httplib::Response& res) {
+    std::lock_guard lock(mu);
+    res.set_content(answer, "text/xml");
+  });
+  int port = ec2.bind_to_any_port("127.0.0.1");
+  REQUIRE(port > 0);
+  std::thread serving([&] { ec2.listen_after_bind(); });
+  auto spec = ParseDiscoverySpec("provider=aws tag_key=role region=eu-west-1 access_key_id=AKIA secret_access_key=s "
+                                 "endpoint=http://127.0.0.1:" + std::to_string(port));
+  REQUIRE(spec.ok());
+  auto provider = ProviderRegistry::Get().Create(*spec, ProviderContext{});
+  REQUIRE_MESSAGE(provider.ok(), provider.status().message());
+  auto page = [](const std::string& ips, const std::string& next) {
+    std::string items;
+    int n = 0;
+    for (size_t from = 0; from < ips.size();) {
+      const size_t comma = std::min(ips.find(',', from), ips.size());
+      items += fmt::format("<item><instanceId>i-{}</instanceId><instanceState><name>running</name></instanceState>"
+                           "<privateIpAddress>{}</privateIpAddress></item>",
+                           ++n, ips.substr(from, comma - from));
+      from = comma + 1;
+    }
+    return fmt::format("<DescribeInstancesResponse><reservationSet><item><instancesSet>{}</instancesSet></item>"
+                       "</reservationSet>{}</DescribeInstancesResponse>",
+                       items, next.empty() ? "" : "<nextToken>" + next + "</nextToken>");
+  };
+  std::vector<std::pair<std::string, std::string>> cases = {
+      {page("10.0.0.1", "p2&#13;&#10;X-Smuggled: 1"), "NextToken"},
+      {page("10.0.0.1", "p2&#0;"), ""},
+      {page("10.0.0.1,10.0.0.1", ""), "both have the peer URL"},
+      {page("", ""), "no instances"},
+  };
+  for (const auto& [text, expected] : cases) {
+    {
+      std::lock_guard lock(mu);
+      answer = text;
+    }
+    auto members = (*provider)->Discover();
+    CAPTURE(text);
+    REQUIRE_FALSE(members.ok());
+    CHECK(members.status().IsUnavailable());
+    CHECK(members.status().message().find(expected) != std::string::npos);
+  }
+  ec2.stop();
+  serving.join();
 }
 
 }  // namespace quorate::aws

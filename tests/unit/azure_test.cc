@@ -7,10 +7,12 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 #include <httplib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -25,7 +27,9 @@ Result<Options> OptionsOf(const std::string& text) {
 }
 
 void ClearEnv() {
-  for (const char* name : {"ARM_TENANT_ID", "ARM_CLIENT_ID", "ARM_SUBSCRIPTION_ID", "ARM_CLIENT_SECRET"}) {
+  for (const char* name : {"ARM_TENANT_ID", "ARM_CLIENT_ID", "ARM_SUBSCRIPTION_ID", "ARM_CLIENT_SECRET", "AZURE_TENANT_ID",
+                           "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET", "AZURE_FEDERATED_TOKEN_FILE",
+                           "AZURE_AUTHORITY_HOST"}) {
     unsetenv(name);
   }
 }
@@ -59,7 +63,11 @@ class FakeAzure {
       std::lock_guard lock(mu_);
       log_.push_back("token " + req.get_param_value("grant_type") + " " + req.get_param_value("client_id") + " " +
                      req.get_param_value("scope"));
-      if (req.get_param_value("client_secret") != "s3cret-value") {
+      // Workload identity: the federated token is the proof, as a client assertion.
+      const bool federated = req.get_param_value("client_assertion_type") ==
+                                 "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" &&
+                             req.get_param_value("client_assertion") == "federated-jwt";
+      if (req.get_param_value("client_secret") != "s3cret-value" && !federated) {
         res.status = 401;
         res.set_content(R"({"error":"invalid_client","error_description":"AADSTS7000215: Invalid client secret"})",
                         "application/json");
@@ -208,7 +216,7 @@ TEST_CASE("azure: keys as go-discover spells them, ARM_* for the credentials the
   CHECK(china->authority_host == "https://login.chinacloudapi.cn:443");
   CHECK(china->arm_resource == "https://management.chinacloudapi.cn/");
   CHECK(vmss->imds_endpoint == "http://169.254.169.254:80");
-  CHECK(vmss->secret.empty());  // the managed identity
+  CHECK(vmss->credentials->Source() == "the managed identity");
   CHECK(vmss->peer_port == 2380);
   auto tags = OptionsOf(
       "provider=azure tenant_id=t client_id=c subscription_id=s secret_access_key=x tag_name=role "
@@ -216,7 +224,7 @@ TEST_CASE("azure: keys as go-discover spells them, ARM_* for the credentials the
       "ca_file=/etc/ca.pem");
   REQUIRE_MESSAGE(tags.ok(), tags.status().message());
   CHECK(tags->endpoint == "https://127.0.0.1:8443");
-  CHECK(tags->secret == "x");
+  CHECK(tags->credentials->Source() == "the client secret of client c");
   CHECK_FALSE(tags->scale_set());
   auto self = OptionsOf("provider=azure vm_scale_set=auto");  // all from IMDS
   REQUIRE_MESSAGE(self.ok(), self.status().message());
@@ -228,10 +236,8 @@ TEST_CASE("azure: keys as go-discover spells them, ARM_* for the credentials the
   setenv("ARM_CLIENT_SECRET", "secret-env", 1);
   auto env = OptionsOf("provider=azure resource_group=rg vm_scale_set=etcd");
   REQUIRE_MESSAGE(env.ok(), env.status().message());
-  CHECK(env->tenant_id == "tenant-env");
-  CHECK(env->client_id == "client-env");
+  CHECK(env->credentials->Source() == "the client secret of client client-env");
   CHECK(env->subscription_id == "sub-env");
-  CHECK(env->secret == "secret-env");
   unsetenv("ARM_TENANT_ID");
   // A secret from the environment without its tenant: bad input, and the message does not show it.
   auto half = OptionsOf("provider=azure resource_group=rg vm_scale_set=etcd");
@@ -338,21 +344,21 @@ TEST_CASE("azure: scale set instances count while created or running; capacity, 
             .IsUnavailable());
   CHECK(ParseInstanceMetadata("not json").status().IsUnavailable());
 
-  auto arm = ParseError(R"({"error":{"code":"AuthorizationFailed","message":"no read"}})");
+  auto arm = cloud::ParseAzureError(R"({"error":{"code":"AuthorizationFailed","message":"no read"}})");
   CHECK(arm.code == "AuthorizationFailed");
   CHECK(arm.message == "no read");
-  auto aad = ParseError(R"({"error":"invalid_client","error_description":"AADSTS7000215"})");
+  auto aad = cloud::ParseAzureError(R"({"error":"invalid_client","error_description":"AADSTS7000215"})");
   CHECK(aad.code == "invalid_client");
   CHECK(aad.message == "AADSTS7000215");
-  CHECK(ParseError("<html/>").code.empty());
+  CHECK(cloud::ParseAzureError("<html/>").code.empty());
 
   const auto now = std::chrono::system_clock::from_time_t(1795550400);
-  auto v2 = ParseToken(R"({"token_type":"Bearer","expires_in":3599,"access_token":"abc"})", now);
+  auto v2 = cloud::ParseAzureToken(R"({"token_type":"Bearer","expires_in":3599,"access_token":"abc"})", now);
   REQUIRE(v2.ok());
   CHECK(v2->access_token == "abc");
   CHECK(v2->expires == now + std::chrono::seconds(3599));
   auto mi =
-      ParseToken(R"({"access_token":"def","expires_in":"86399","expires_on":"1795551000","token_type":"Bearer"})", now);
+      cloud::ParseAzureToken(R"({"access_token":"def","expires_in":"86399","expires_on":"1795551000","token_type":"Bearer"})", now);
   REQUIRE(mi.ok());
   CHECK(mi->expires == std::chrono::system_clock::from_time_t(1795551000));
   for (const char* bad :
@@ -360,7 +366,7 @@ TEST_CASE("azure: scale set instances count while created or running; capacity, 
         R"({"access_token":"a","expires_in":3599,"token_type":"mac"})",
         R"({"access_token":"a","expires_on":"99999999999"})", "<html/>"}) {
     CAPTURE(bad);
-    CHECK(ParseToken(bad, now).status().IsUnavailable());
+    CHECK(cloud::ParseAzureToken(bad, now).status().IsUnavailable());
   }
 }
 
@@ -406,15 +412,54 @@ TEST_CASE("azure: members: a VM's primary NIC, named by computer name, VM name o
   CHECK(MembersOf(Options{}, set_nics, &vms).status().IsUnavailable());
 }
 
-TEST_CASE("azure: a nextLink is followed only on the endpoint it came from") {
-  CHECK(*SameOriginTarget("https://management.azure.com:443",
-                          "https://Management.Azure.com/subscriptions/s?api-version=1&$skiptoken=x") ==
-        "/subscriptions/s?api-version=1&$skiptoken=x");
-  CHECK(*SameOriginTarget("http://127.0.0.1:8080", "http://127.0.0.1:8080/a") == "/a");
-  CHECK_FALSE(SameOriginTarget("https://management.azure.com:443", "https://evil.example.com/subscriptions/s"));
-  CHECK_FALSE(SameOriginTarget("https://management.azure.com:443", "http://management.azure.com/subscriptions/s"));
-  CHECK_FALSE(SameOriginTarget("https://management.azure.com:443", "https://management.azure.com:8443/s"));
-  CHECK_FALSE(SameOriginTarget("https://management.azure.com:443", "/subscriptions/s"));
+TEST_CASE("azure: a nextLink is followed only on the endpoint and list it came from, and only when it is a URL") {
+  const std::string listed = "/subscriptions/s/providers/x?api-version=1";
+  CHECK(*NextTarget("https://management.azure.com:443", listed,
+                    "https://Management.Azure.com/subscriptions/s/providers/x?api-version=1&$skiptoken=x") ==
+        "/subscriptions/s/providers/x?api-version=1&$skiptoken=x");
+  CHECK(*NextTarget("http://127.0.0.1:8080", "/a", "http://127.0.0.1:8080/a?$skiptoken=2") == "/a?$skiptoken=2");
+  CHECK_FALSE(NextTarget("https://management.azure.com:443", listed, "https://evil.example.com/subscriptions/s/providers/x?a"));
+  CHECK_FALSE(NextTarget("https://management.azure.com:443", listed, "http://management.azure.com/subscriptions/s/providers/x?a"));
+  CHECK_FALSE(NextTarget("https://management.azure.com:443", listed, "https://management.azure.com:8443/subscriptions/s/providers/x?a"));
+  CHECK_FALSE(NextTarget("https://management.azure.com:443", listed, "/subscriptions/s/providers/x?a"));
+  // Another list of the same origin (where the token reads more than asked), or none.
+  CHECK_FALSE(NextTarget("https://management.azure.com:443", listed, "https://management.azure.com/subscriptions/s/keys?a"));
+  CHECK_FALSE(NextTarget("https://management.azure.com:443", listed, "https://management.azure.com/subscriptions/s/providers/xy?a"));
+  CHECK_FALSE(NextTarget("https://management.azure.com:443", listed, "https://management.azure.com/subscriptions/s/providers/x"));
+  // CR LF, NUL or a space would shape a request of the answer's own, carrying the bearer token.
+  for (const std::string& bad : {std::string("\r\nGET /steal HTTP/1.1\r\nHost: x"), std::string("\0x", 2),
+                                std::string(" HTTP/1.1"), std::string("\n")}) {
+    CAPTURE(bad);
+    CHECK_FALSE(NextTarget("https://management.azure.com:443", listed,
+                           "https://management.azure.com/subscriptions/s/providers/x?$skiptoken=1" + bad));
+  }
+}
+
+TEST_CASE("azure: hostile answers: garbled tokens never shown, addresses no member has, a group too big") {
+  const auto now = std::chrono::system_clock::now();
+  for (const std::string& answer : {std::string("eyJ0eXAi.secret-token not json"),
+                                   std::string(R"({"access_token":"eyJ0eXAi.secret\r\nX: 1","expires_in":"3599"})"),
+                                   std::string(R"({"access_token":"eyJ0eXAi.secret\u0000","expires_in":"3599"})"),
+                                   std::string(R"({"access_token":"eyJ0eXAi.secret","token_type":"eyJ0eXAi.x","expires_in":1})")}) {
+    auto token = cloud::ParseAzureToken(answer, now);
+    CAPTURE(answer);
+    REQUIRE_FALSE(token.ok());
+    CHECK(token.status().IsUnavailable());
+    CHECK(token.status().message().find("eyJ0eXAi") == std::string::npos);
+  }
+  const std::string vm = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/";
+  for (const char* ip : {"0.0.0.0", "255.255.255.255", "300.1.1.1", "239.0.0.1", "etcd.internal", "10.0.0.1\r\n"}) {
+    CAPTURE(ip);
+    auto members = MembersOf(Options{}, {{"/nic-a", vm + "etcd-a", true, ip, {}}}, nullptr);
+    REQUIRE_FALSE(members.ok());
+    CHECK(members.status().IsUnavailable());
+  }
+  // Two VMs of one address are the answer's fault too.
+  auto same = MembersOf(Options{}, {{"/nic-a", vm + "etcd-a", true, "10.0.0.1", {}}, {"/nic-b", vm + "etcd-b", true, "10.0.0.1", {}}},
+                        nullptr);
+  CHECK(same.status().IsUnavailable());
+  CHECK(ParseScaleSet(R"({"sku":{"capacity":10000}})").status().IsUnavailable());
+  CHECK(ParseScaleSet(R"({"sku":{"capacity":99}})").ok());
 }
 
 TEST_CASE("azure: a scale set read whole: every page, the size from sku.capacity, one token while it holds") {
@@ -449,13 +494,14 @@ TEST_CASE("azure: a scale set read whole: every page, the size from sku.capacity
   CHECK(log.size() == 6);
   CHECK(std::count_if(log.begin(), log.end(), [](const std::string& l) { return l.rfind("token", 0) == 0; }) == 0);
 
-  // A short-lived token is kept for half its life; one at its end is fetched again before the calls.
+  // A token is kept while more than 5 minutes are left of it; one at its end is fetched again before
+  // the calls.
   SUBCASE("refresh") {
     const std::string spec =
         "tenant_id=tenant-1 client_id=app-1 secret_access_key=s3cret-value subscription_id=sub-1 "
         "resource_group=etcd-rg vm_scale_set=etcd";
     auto short_lived = Provider(fake.Spec(spec));
-    fake.set_token_lifetime(200);
+    fake.set_token_lifetime(400);
     fake.ClearLog();
     REQUIRE(short_lived->Discover().ok());
     REQUIRE(short_lived->Discover().ok());
@@ -562,6 +608,36 @@ TEST_CASE("azure: in a sovereign cloud the client secret is exchanged for a toke
   REQUIRE(provider->Discover().ok());
   REQUIRE_FALSE(fake.Log().empty());
   CHECK(fake.Log().front() == "token client_credentials app-1 https://management.chinacloudapi.cn/.default");
+}
+
+TEST_CASE("azure: workload identity: the federated token file is exchanged at AZURE_AUTHORITY_HOST") {
+  ClearEnv();
+  FakeAzure fake;
+  fake.ScaleSetOfThree();
+  const std::string file = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/quorate-azure-" +
+                           std::to_string(::getpid()) + "-federated";
+  std::ofstream(file) << "federated-jwt\n";
+  setenv("AZURE_FEDERATED_TOKEN_FILE", file.c_str(), 1);
+  setenv("AZURE_CLIENT_ID", "app-1", 1);
+  setenv("AZURE_TENANT_ID", "tenant-1", 1);
+  setenv("AZURE_AUTHORITY_HOST", fake.base().c_str(), 1);
+  auto provider = Provider(fmt::format("provider=azure endpoint={0} imds_endpoint=http://127.0.0.1:1 "
+                                       "subscription_id=sub-1 resource_group=etcd-rg vm_scale_set=etcd",
+                                       fake.base()));
+  auto members = provider->Discover();
+  REQUIRE_MESSAGE(members.ok(), members.status().message());
+  CHECK(members->size() == 3);
+  CHECK(fake.Log().front() == "token client_credentials app-1 https://management.azure.com/.default");
+  // Without its client and tenant, the file is bad input.
+  unsetenv("AZURE_TENANT_ID");
+  auto spec = ParseDiscoverySpec("provider=azure subscription_id=s resource_group=rg vm_scale_set=etcd");
+  REQUIRE(spec.ok());
+  auto half = ProviderRegistry::Get().Create(*spec, ProviderContext{});
+  REQUIRE_FALSE(half.ok());
+  CHECK(half.status().IsInvalidArgument());
+  CHECK(half.status().message().find("AZURE_TENANT_ID") != std::string::npos);
+  ClearEnv();
+  std::remove(file.c_str());
 }
 
 TEST_CASE("azure: a wrong client secret is named, never shown") {

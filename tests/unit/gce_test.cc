@@ -110,9 +110,9 @@ TEST_CASE("gce: keys as go-discover spells them, the environment for what they l
   auto o = OptionsOf("provider=gce tag_value=etcd");
   REQUIRE_MESSAGE(o.ok(), o.status().message());
   CHECK(o->endpoint == "https://compute.googleapis.com");
-  CHECK(o->metadata_endpoint == "http://169.254.169.254");
+  CHECK(o->credentials->metadata_endpoint() == "http://169.254.169.254");
   CHECK(o->project.empty());  // asked of the metadata server when discovering
-  CHECK_FALSE(o->key.has_value());
+  CHECK(o->credentials->Source() == "the metadata server at http://169.254.169.254");
   CHECK(o->peer_port == 2380);
   CHECK(o->page_size == 500);
 
@@ -120,26 +120,25 @@ TEST_CASE("gce: keys as go-discover spells them, the environment for what they l
   auto mig = OptionsOf("provider=gce project_name=my-proj mig=etcd mig_region=us-central1 addr_type=public_v4 "
                        "endpoint=http://127.0.0.1:9000/ name_tag=member peer_port=12380 scheme=https page_size=100");
   REQUIRE_MESSAGE(mig.ok(), mig.status().message());
-  CHECK(mig->metadata_endpoint == "http://127.0.0.1:8999");
+  CHECK(mig->credentials->metadata_endpoint() == "http://127.0.0.1:8999");
   CHECK(mig->endpoint == "http://127.0.0.1:9000");
   CHECK(mig->mig_region == "us-central1");
   CHECK(mig->peer_port == 12380);
   CHECK(mig->page_size == 100);
   auto md = OptionsOf("provider=gce mig=auto metadata_endpoint=http://127.0.0.1:7000");
   REQUIRE_MESSAGE(md.ok(), md.status().message());
-  CHECK(md->metadata_endpoint == "http://127.0.0.1:7000");
+  CHECK(md->credentials->metadata_endpoint() == "http://127.0.0.1:7000");
   unsetenv("GCE_METADATA_HOST");
 
   const std::string key_path = TempFile("key.json", KeyFileJson(NewPrivateKeyPem(), "https://oauth2.googleapis.com/token"));
   auto keyed = OptionsOf("provider=gce label_key=role label_value=etcd credentials_file=" + key_path);
   REQUIRE_MESSAGE(keyed.ok(), keyed.status().message());
-  REQUIRE(keyed->key.has_value());
   CHECK(keyed->project == "key-project");  // the key file's project_id
-  CHECK(keyed->key->client_email == "etcd@key-project.iam.gserviceaccount.com");
+  CHECK(keyed->credentials->Source() == "the service account etcd@key-project.iam.gserviceaccount.com");
   setenv("GOOGLE_APPLICATION_CREDENTIALS", key_path.c_str(), 1);
   auto adc = OptionsOf("provider=gce tag_value=etcd project_name=other");
   REQUIRE_MESSAGE(adc.ok(), adc.status().message());
-  CHECK(adc->key.has_value());
+  CHECK(adc->credentials->Source() == "the service account etcd@key-project.iam.gserviceaccount.com");
   CHECK(adc->project == "other");
   setenv("GOOGLE_APPLICATION_CREDENTIALS", "/nonexistent/key.json", 1);
   CHECK(OptionsOf("provider=gce tag_value=etcd").status().IsInvalidArgument());
@@ -287,18 +286,18 @@ TEST_CASE("gce: the group from created-by, its targetSize, and which unreachable
 }
 
 TEST_CASE("gce: error bodies, token answers, and answers that are not theirs") {
-  auto e = ParseError(R"({"error":{"code":403,"message":"Required 'compute.instances.list' permission for 'projects/p'",
+  auto e = cloud::ParseGoogleError(R"({"error":{"code":403,"message":"Required 'compute.instances.list' permission for 'projects/p'",
       "errors":[{"message":"Required","domain":"global","reason":"forbidden"}],"status":"PERMISSION_DENIED"}})");
   CHECK(e.status == "PERMISSION_DENIED");
   CHECK(e.reason == "forbidden");
   CHECK(e.message.find("compute.instances.list") != std::string::npos);
-  auto oauth = ParseError(R"({"error":"invalid_grant","error_description":"Invalid JWT Signature."})");
+  auto oauth = cloud::ParseGoogleError(R"({"error":"invalid_grant","error_description":"Invalid JWT Signature."})");
   CHECK(oauth.status == "invalid_grant");
   CHECK(oauth.message == "Invalid JWT Signature.");
-  CHECK(ParseError("<html>").status.empty());
-  CHECK(ParseError(R"({"error":42})").status.empty());
+  CHECK(cloud::ParseGoogleError("<html>").status.empty());
+  CHECK(cloud::ParseGoogleError(R"({"error":42})").status.empty());
 
-  auto t = ParseToken(R"({"access_token":"ya29.abc","expires_in":3599,"token_type":"Bearer"})");
+  auto t = cloud::ParseGoogleToken(R"({"access_token":"ya29.abc","expires_in":3599,"token_type":"Bearer"})");
   REQUIRE(t.ok());
   CHECK(t->access_token == "ya29.abc");
   CHECK(t->expires_in == std::chrono::seconds(3599));
@@ -306,7 +305,7 @@ TEST_CASE("gce: error bodies, token answers, and answers that are not theirs") {
                           R"({"access_token":"x","expires_in":"3599"})", R"({"access_token":"x","expires_in":10,"token_type":"MAC"})",
                           R"({"access_token":"a\nb","expires_in":10})", "not json"}) {
     CAPTURE(bad);
-    auto r = ParseToken(bad);
+    auto r = cloud::ParseGoogleToken(bad);
     REQUIRE(r.status().IsUnavailable());
     CHECK(r.status().message().find("abc") == std::string::npos);
   }
@@ -323,10 +322,10 @@ TEST_CASE("gce: error bodies, token answers, and answers that are not theirs") {
 
 TEST_CASE("gce: the service account's JWT is RS256 over the documented claims, and verifies with the public key") {
   const std::string pem = NewPrivateKeyPem();
-  auto key = ParseServiceAccountKey(KeyFileJson(pem, "https://oauth2.googleapis.com/token"));
+  auto key = cloud::ParseServiceAccountKey(KeyFileJson(pem, "https://oauth2.googleapis.com/token"));
   REQUIRE_MESSAGE(key.ok(), key.status().message());
   const auto now = std::chrono::system_clock::from_time_t(1795550400);
-  auto jwt = SignedJwt(*key, now);
+  auto jwt = cloud::SignedJwt(*key, cloud::kComputeReadOnly, now);
   REQUIRE_MESSAGE(jwt.ok(), jwt.status().message());
   const size_t dot1 = jwt->find('.');
   const size_t dot2 = jwt->find('.', dot1 + 1);
@@ -337,7 +336,7 @@ TEST_CASE("gce: the service account's JWT is RS256 over the documented claims, a
   CHECK(header == nlohmann::json{{"alg", "RS256"}, {"typ", "JWT"}, {"kid", "kid-1"}});
   CHECK(claims["iss"] == "etcd@key-project.iam.gserviceaccount.com");
   CHECK(claims["aud"] == "https://oauth2.googleapis.com/token");
-  CHECK(claims["scope"] == kScope);
+  CHECK(claims["scope"] == cloud::kComputeReadOnly);
   CHECK(claims["iat"] == 1795550400);
   CHECK(claims["exp"] == 1795550400 + 3600);
 
@@ -363,13 +362,13 @@ TEST_CASE("gce: the service account's JWT is RS256 over the documented claims, a
   CHECK(verify(input));
   CHECK_FALSE(verify(input + "x"));
 
-  CHECK(ParseServiceAccountKey(KeyFileJson(pem, "ftp://x/token")).status().IsInvalidArgument());
+  CHECK(cloud::ParseServiceAccountKey(KeyFileJson(pem, "ftp://x/token")).status().IsInvalidArgument());
   // An encrypted key is refused at once: no passphrase prompt on a terminal.
-  CHECK(ParseServiceAccountKey(KeyFileJson(NewPrivateKeyPem("secret"), "https://oauth2.googleapis.com/token"))
+  CHECK(cloud::ParseServiceAccountKey(KeyFileJson(NewPrivateKeyPem("secret"), "https://oauth2.googleapis.com/token"))
             .status()
             .IsInvalidArgument());
-  CHECK(ParseServiceAccountKey("{\"type\":\"service_account\"}").status().IsInvalidArgument());
-  CHECK(ParseServiceAccountKey("not json").status().IsInvalidArgument());
+  CHECK(cloud::ParseServiceAccountKey("{\"type\":\"service_account\"}").status().IsInvalidArgument());
+  CHECK(cloud::ParseServiceAccountKey("not json").status().IsInvalidArgument());
 }
 
 namespace {
@@ -388,6 +387,7 @@ struct FakeGoogle {
   bool flavorless = false;  // the metadata server's answers lack Metadata-Flavor
   int target_size = 3;
   std::string token = "ya29.first";
+  std::string hostile_page;  // when set, the instance list's answer, as it is
   std::thread serving;
   int port = 0;
 
@@ -476,7 +476,9 @@ struct FakeGoogle {
         return;
       }
       std::string body;
-      if (page.empty()) {
+      if (!hostile_page.empty()) {
+        body = hostile_page;
+      } else if (page.empty()) {
         body = R"({"kind":"compute#instanceAggregatedList","items":{"zones/us-central1-a":{"instances":[)" +
                Instance("etcd-1", "10.0.0.1", "RUNNING", "etcd") + "," + Instance("etcd-2", "10.0.0.2", "STOPPED", "etcd") +
                R"(]},"zones/us-central1-b":{"warning":{"code":"NO_RESULTS_ON_PAGE"}}},"nextPageToken":"p2")";
@@ -620,6 +622,79 @@ TEST_CASE("gce: with a service-account key, a signed JWT is traded at the key's 
   CHECK(members->size() == 2);
   CHECK(g.Asked() == std::vector<std::string>{"token grant=jwt-bearer dots=2", "igm Bearer ya29.first",
                                                "list page= Bearer ya29.first", "list page=p2 Bearer ya29.first"});
+}
+
+TEST_CASE("gce: hostile answers: a huge zone, a page token or access token with CR LF or NUL, addresses no member has") {
+  unsetenv("GOOGLE_APPLICATION_CREDENTIALS");
+  FakeGoogle g;
+  auto page_of = [](const std::string& zone, const std::string& ip) {
+    return nlohmann::json{{"kind", "compute#instanceAggregatedList"},
+                          {"items",
+                           {{"zones/us-central1-a",
+                             {{"instances",
+                               {{{"name", "etcd-1"}, {"status", "RUNNING"}, {"zone", zone},
+                                 {"networkInterfaces", {{{"networkIP", ip}}}},
+                                 {"tags", {{"items", {"etcd"}}}}}}}}}}}}
+        .dump();
+  };
+  auto discover = [&](const std::string& keys) {
+    auto p = ProviderOf("provider=gce project_name=proj tag_value=etcd endpoint=" + g.Base() + " metadata_endpoint=" +
+                        g.Base() + " " + keys);
+    REQUIRE_MESSAGE(p.ok(), p.status().message());
+    return (*p)->Discover();
+  };
+  // 30,000 bytes of zone name overflowed std::regex's stack (SIGSEGV); it is refused, unmatched.
+  g.hostile_page = page_of("zones/us-" + std::string(30000, 'a'), "10.0.0.1");
+  auto huge = discover("zone_pattern=us-.*");
+  REQUIRE_FALSE(huge.ok());
+  CHECK(huge.status().IsUnavailable());
+  CHECK(huge.status().message().find("30003 bytes") != std::string::npos);
+  CHECK(huge.status().message().size() < 400);
+  g.hostile_page = page_of("zones/us-central1-a", "10.0.0.1");
+  auto matched = discover("zone_pattern=us-central1-.*");
+  REQUIRE_MESSAGE(matched.ok(), matched.status().message());
+  CHECK(matched->size() == 1);
+
+  // A nextPageToken that would break the request line is not sent back.
+  for (const std::string& token : {std::string("p2\\r\\nX-Smuggled: 1"), std::string("p2\\u0000x"), std::string("p 2")}) {
+    std::string page = page_of("zones/us-central1-a", "10.0.0.1");
+    page.insert(page.size() - 1, ",\"nextPageToken\":\"" + token + "\"");
+    g.hostile_page = page;
+    auto listed = discover("");
+    CAPTURE(token);
+    REQUIRE_FALSE(listed.ok());
+    CHECK(listed.status().IsUnavailable());
+    CHECK(listed.status().message().find("nextPageToken") != std::string::npos);
+  }
+
+  // Addresses no member has, and an empty group, are answers: Unavailable, retried.
+  for (const char* ip : {"0.0.0.0", "255.255.255.255", "300.1.1.1", "224.0.0.5", "etcd.internal", "10.0.0.1\r\n"}) {
+    g.hostile_page = page_of("zones/us-central1-a", ip);
+    CAPTURE(ip);
+    auto bad = discover("");
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.status().IsUnavailable());
+  }
+  g.hostile_page = R"({"kind":"compute#instanceAggregatedList","items":{}})";
+  auto empty = discover("");
+  REQUIRE_FALSE(empty.ok());
+  CHECK(empty.status().IsUnavailable());
+  CHECK(empty.status().message().find("no instances") != std::string::npos);
+
+  // A group of 10,000 is no cluster's size.
+  CHECK(ParseInstanceGroupManager(R"({"name":"etcd","targetSize":10000})").status().IsUnavailable());
+  CHECK(ParseInstanceGroupManager(R"({"name":"etcd","targetSize":99})").ok());
+
+  // A garbled token answer is described, never shown, not even its start.
+  for (const std::string& answer : {std::string("ya29.secret-token not json"),
+                                   std::string(R"({"access_token":"ya29.secret\r\nX: 1","expires_in":3600})"),
+                                   std::string(R"({"access_token":"ya29.secret\u0000","expires_in":3600})")}) {
+    auto token = cloud::ParseGoogleToken(answer);
+    CAPTURE(answer);
+    REQUIRE_FALSE(token.ok());
+    CHECK(token.status().message().find("secret") == std::string::npos);
+    CHECK(token.status().message().find("ya29") == std::string::npos);
+  }
 }
 
 }  // namespace quorate::gce

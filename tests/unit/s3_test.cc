@@ -173,7 +173,7 @@ TEST_CASE("S3 store URLs are checked, naming the part and the fix") {
   bad("s3://bucket/p?page_size=0", "page_size=0");
   {
     ScopedEnv no_secret("AWS_SECRET_ACCESS_KEY", nullptr);
-    bad("s3://bucket/p", "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
+    bad("s3://bucket/p", "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY: an access key and a secret go together");
   }
 }
 
