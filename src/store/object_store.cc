@@ -9,6 +9,7 @@
 #include "quorate/duration.h"
 #include "quorate/env.h"
 #include "quorate/fs.h"
+#include "net/cloud/opaque.h"
 #include "quorate/text.h"
 
 namespace quorate {
@@ -136,13 +137,14 @@ class RangedDownload : public VfsDownload {
 
 }  // namespace
 
-Result<BearerTokenSource> EnvBearerToken(const char* name, const std::string& fix) {
+Result<std::optional<BearerTokenSource>> EnvBearerToken(const char* name) {
   std::string token = Env(name);
-  if (token.empty()) return Status::InvalidArgument(fmt::format("no credentials: {}", fix));
-  if (Status s = CheckAnswerToken(token, kMaxBearerTokenBytes, name); !s.ok()) {
+  if (token.empty()) return std::optional<BearerTokenSource>();
+  if (Status s = cloud::CheckOpaque(token, kMaxBearerTokenBytes, name); !s.ok()) {
     return Status::InvalidArgument(s.message() + "; set it to an OAuth access token");
   }
-  return BearerTokenSource([token](Clock::TimePoint) -> Result<std::string> { return token; });
+  return std::optional<BearerTokenSource>(
+      BearerTokenSource{[token](Clock::TimePoint) -> Result<std::string> { return token; }, {}});
 }
 
 std::string PercentEncode(const std::string& text, bool keep_slash) {
@@ -170,18 +172,6 @@ std::string PercentDecode(const std::string& text) {
     }
   }
   return out;
-}
-
-Status CheckAnswerToken(const std::string& value, size_t max_bytes, const std::string& what) {
-  if (value.empty() || value.size() > max_bytes) {
-    return Status::Unavailable(fmt::format("{} is {} bytes; want 1 to {}", what, value.size(), max_bytes));
-  }
-  auto odd = std::find_if(value.begin(), value.end(), [](unsigned char c) { return c <= 0x20 || c >= 0x7f; });
-  if (odd != value.end()) {
-    return Status::Unavailable(fmt::format("{} ({} bytes) holds a byte that is not printable ASCII at offset {}",
-                                           what, value.size(), odd - value.begin()));
-  }
-  return Status::Ok();
 }
 
 Status StoreUrl::Bad(const std::string& why) const {
@@ -340,7 +330,7 @@ Result<std::vector<std::string>> ObjectStore::ListNow(const std::string& prefix)
       if (name.rfind(full, 0) == 0 && ValidateKey(relative).ok()) keys.push_back(std::move(relative));
     }
     if (page->next_token.empty()) break;
-    if (Status s = CheckAnswerToken(page->next_token, kMaxPageTokenBytes, "the next page's token");
+    if (Status s = cloud::CheckOpaque(page->next_token, kMaxPageTokenBytes, "the next page's token");
         !s.ok()) {
       return s.Prefixed(fmt::format("listing {} at {}", UrlOf(full), s_.endpoint.Text()));
     }
@@ -437,6 +427,7 @@ Result<ObjectAnswer> ObjectStore::SendInTime(const ObjectCall& call, Clock::Time
   const std::string what = fmt::format("{} {} at {}", call.method, call.what, s_.endpoint.Text());
   std::string last;
   int tries = 0;
+  bool renewed = false;
   do {
     ++tries;
     HttpRequest request;
@@ -451,6 +442,12 @@ Result<ObjectAnswer> ObjectStore::SendInTime(const ObjectCall& call, Clock::Time
     HttpResult result = HttpSend(request);
     if (result.ok()) {
       ObjectAnswer answer{result.response.status, std::move(result.response.body), std::move(result.response.headers)};
+      if (answer.status == 401 && !renewed && RenewCredentials()) {
+        // A cached token the store no longer takes: once more, with a fresh one.
+        renewed = true;
+        --tries;
+        continue;
+      }
       if (!Retryable(answer)) return answer;
       last = fmt::format("HTTP {}: {}", answer.status, Printable(answer.body, 200));
     } else if (result.failure == HttpFailure::kTlsUntrusted || result.failure == HttpFailure::kTlsSetUp) {

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -22,14 +23,21 @@
 
 namespace quorate {
 
-// The bearer token of the cloud identity quorate runs as, fetched (or refreshed) within `deadline`.
-// Unavailable when the identity's service did not answer in time; InvalidArgument when only the
-// operator can fix it (no identity configured).
-using BearerTokenSource = std::function<Result<std::string>(Clock::TimePoint deadline)>;
+// The bearer tokens of the cloud identity quorate runs as (src/net/cloud/'s chains, or a fixed one).
+struct BearerTokenSource {
+  // A token, fetched (or refreshed) within `deadline`. Unavailable when the identity's service did
+  // not answer in time; InvalidArgument when only the operator can fix it.
+  std::function<Result<std::string>(Clock::TimePoint deadline)> token;
+  // The store refused the token (401: revoked or expired early): the next one is fetched afresh.
+  // Empty for a token that cannot be renewed.
+  std::function<void()> drop;
+  explicit operator bool() const { return static_cast<bool>(token); }
+};
 
-// A token from the environment variable `name`, read once at start (a token minted by the
-// operator's own tooling). The token is never shown in a message.
-Result<BearerTokenSource> EnvBearerToken(const char* name, const std::string& fix);
+// The operator's own token in the environment variable `name` when it is set (terraform's google
+// provider takes GOOGLE_OAUTH_ACCESS_TOKEN first the same way); nullopt when it is not. A token that
+// could not go into a header is InvalidArgument, and is never shown.
+Result<std::optional<BearerTokenSource>> EnvBearerToken(const char* name);
 
 // RFC 3986 unreserved characters stay, every other byte is %XX; '/' stays when asked. And back:
 // "%XX" decoded, anything else kept as it is.
@@ -156,6 +164,8 @@ class ObjectStore : public Vfs {
   virtual bool Retryable(const ObjectAnswer& answer) const;
   // Adds the credentials to one try of a request (a signature carries the time of sending).
   virtual Status Authorize(HttpRequest& request, Clock::TimePoint deadline) = 0;
+  // After a 401: true when fresh credentials can be fetched, so the request is tried once more.
+  virtual bool RenewCredentials() { return false; }
   virtual Result<std::unique_ptr<PartUpload>> StartParts(const std::string& full_key) = 0;
 
   std::string FullKey(const std::string& key) const { return s_.root.empty() ? key : s_.root + "/" + key; }
@@ -169,9 +179,5 @@ class ObjectStore : public Vfs {
   Settings s_;
   Status last_failure_;
 };
-
-// A page token or a name from a store's answer goes back into a request: printable ASCII without
-// spaces, at most `max_bytes`. Unavailable naming `what`, the fault and the size, never the value.
-Status CheckAnswerToken(const std::string& value, size_t max_bytes, const std::string& what);
 
 }  // namespace quorate

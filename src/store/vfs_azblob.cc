@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 
+#include "net/cloud/azure_credentials.h"
 #include "quorate/env.h"
 #include "quorate/text.h"
 
@@ -85,6 +86,8 @@ namespace {
 
 // Put Block List takes at most 50,000 blocks.
 constexpr size_t kMaxBlocks = 50000;
+// What a token for the Blob service is for, in every Azure cloud.
+constexpr char kStorageResource[] = "https://storage.azure.com/";
 // An account key is 64 bytes (88 in base64); a key far longer is not one.
 constexpr size_t kMaxKeyBase64Bytes = 1024;
 
@@ -288,7 +291,7 @@ class AzblobVfs : public ObjectStore {
     request.headers.emplace_back("x-ms-version", kAzureBlobVersion);
     request.headers.emplace_back("x-ms-date", HttpDate(std::chrono::system_clock::now()));
     if (auth_.key.empty()) {
-      auto token = auth_.token(deadline);
+      auto token = auth_.token.token(deadline);
       if (!token.ok()) return token.status();
       request.headers.emplace_back("Authorization", "Bearer " + *token);
       return Status::Ok();
@@ -297,6 +300,12 @@ class AzblobVfs : public ObjectStore {
         azblob::StringToSign(request.method, request.target, request.headers, request.body.size(), account_);
     request.headers.emplace_back("Authorization", azblob::SharedKeyAuthorization(account_, auth_.key, to_sign));
     return Status::Ok();
+  }
+
+  bool RenewCredentials() override {
+    if (!auth_.token.drop) return false;
+    auth_.token.drop();
+    return true;
   }
 
   Result<std::unique_ptr<PartUpload>> StartParts(const std::string& full_key) override {
@@ -331,7 +340,7 @@ bool IsContainerName(const std::string& name) {
 
 Result<std::unique_ptr<Vfs>> OpenAzblobVfs(const std::string& url, Clock::TimePoint deadline,
                                            BearerTokenSource token) {
-  auto parts = SplitStoreUrl(url, "azblob", {"endpoint", "timeout", "page_size"});
+  auto parts = SplitStoreUrl(url, "azblob", {"endpoint", "environment", "timeout", "page_size"});
   if (!parts.ok()) return parts.status();
   const std::string& account = parts->first;
   if (!IsAccountName(account)) {
@@ -353,9 +362,14 @@ Result<std::unique_ptr<Vfs>> OpenAzblobVfs(const std::string& url, Clock::TimePo
   if (!s.root.empty()) {
     if (Status v = ValidateKey(s.root); !v.ok()) return parts->Bad("prefix: " + v.message());
   }
+  const std::string environment = parts->params.count("environment") ? parts->params.at("environment") : "public";
+  const cloud::AzureCloud* azure_cloud = cloud::AzureCloudNamed(environment);
+  if (!azure_cloud) {
+    return parts->Bad(fmt::format("environment={}: want public, usgovernment or china", Printable(environment, 40)));
+  }
   auto endpoint = ParseStoreEndpoint(parts->params.count("endpoint")
                                          ? parts->params.at("endpoint")
-                                         : fmt::format("https://{}.blob.core.windows.net", account));
+                                         : fmt::format("https://{}.blob.{}", account, azure_cloud->storage_suffix));
   if (!endpoint.ok()) return parts->Bad(endpoint.status().message());
   s.endpoint = *endpoint;
   if (Status c = ObjectStore::TakeCommonParams(*parts, 5000, s); !c.ok()) return c;
@@ -373,12 +387,20 @@ Result<std::unique_ptr<Vfs>> OpenAzblobVfs(const std::string& url, Clock::TimePo
   } else if (token) {
     auth.token = std::move(token);
   } else {
-    auto from_env = EnvBearerToken("AZURE_STORAGE_ACCESS_TOKEN",
-                                   "set AZURE_STORAGE_KEY to the account's key, or AZURE_STORAGE_ACCESS_TOKEN to a "
-                                   "token for https://storage.azure.com/ (az account get-access-token --resource "
-                                   "https://storage.azure.com/)");
+    auto from_env = EnvBearerToken("AZURE_STORAGE_ACCESS_TOKEN");
     if (!from_env.ok()) return parts->Bad(from_env.status().message());
-    auth.token = std::move(*from_env);
+    if (*from_env) {
+      auth.token = std::move(**from_env);
+    } else {
+      // Azure's chain: a client secret, workload identity, else the VM's managed identity, at the
+      // environment's identity platform unless AZURE_AUTHORITY_HOST says otherwise.
+      cloud::AzureSettings settings;
+      if (Env("AZURE_AUTHORITY_HOST").empty()) settings.authority_host = azure_cloud->authority_host;
+      auto azure = cloud::AzureTokenSource::Create(settings, kStorageResource);
+      if (!azure.ok()) return parts->Bad(azure.status().message());
+      auth.token = {[azure = *azure](Clock::TimePoint deadline) { return azure->Token(deadline); },
+                    [azure = *azure] { azure->Drop(); }};
+    }
   }
   const bool account_in_host = s.endpoint.host.rfind(account + ".", 0) == 0;
   return std::unique_ptr<Vfs>(new AzblobVfs(std::move(s), account, container, account_in_host, std::move(auth)));

@@ -18,14 +18,17 @@ inline constexpr const char* kAzureBlobVersion = "2021-08-06";
 
 // "azblob://account/container/prefix?endpoint=http://127.0.0.1:10000&timeout=5s&page_size=5000",
 // every parameter optional:
-//   endpoint   default https://<account>.blob.core.windows.net; an endpoint whose host does not
-//              start with "<account>." takes the account as the path's first segment (azurite's
-//              and IP-style URLs)
-//   timeout    the longest one Vfs call takes, retries included (default 5s)
-//   page_size  names a listing page asks for (maxresults), 1-5000
+//   endpoint     default https://<account>.blob.<the environment's storage suffix>; an endpoint
+//                whose host does not start with "<account>." takes the account as the path's first
+//                segment (azurite's and IP-style URLs)
+//   environment  public (default), usgovernment or china: the endpoint and the identity platform
+//   timeout      the longest one Vfs call takes, retries included (default 5s)
+//   page_size    names a listing page asks for (maxresults), 1-5000
 // Credentials: Shared Key with the account key in $AZURE_STORAGE_KEY; else a bearer token for
-// https://storage.azure.com/ from `token`, else from $AZURE_STORAGE_ACCESS_TOKEN. InvalidArgument,
-// naming the part and the fix, for a bad URL, a key that is not base64 or no credentials.
+// https://storage.azure.com/ from `token`, else $AZURE_STORAGE_ACCESS_TOKEN, else Azure's chain
+// (net/cloud/azure_credentials.h: client secret, workload identity, managed identity). A token
+// refused with 401 is fetched again once. InvalidArgument, naming the part and the fix, for a bad
+// URL, a key that is not base64 or a chain misconfigured.
 //
 // Errors of the calls are those of OpenGcsVfs (vfs_gcs.h), with the Blob service's error codes.
 Result<std::unique_ptr<Vfs>> OpenAzblobVfs(const std::string& url, Clock::TimePoint deadline = Clock::kNever,

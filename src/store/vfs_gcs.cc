@@ -7,12 +7,16 @@
 #include <optional>
 #include <sstream>
 
+#include "net/cloud/google_credentials.h"
+#include "net/cloud/opaque.h"
 #include "quorate/json.h"
 #include "quorate/text.h"
 
 namespace quorate {
 namespace {
 
+// What the store asks Google's chain for: objects read, written and deleted.
+constexpr char kReadWriteScope[] = "https://www.googleapis.com/auth/devstorage.read_write";
 // Cloud Storage's upload IDs are about 150 bytes.
 constexpr size_t kMaxUploadIdBytes = 1024;
 // A part Cloud Storage kept only in part is sent again from where it stopped, this many times at most.
@@ -206,10 +210,16 @@ class GcsVfs : public ObjectStore {
   bool AlreadyThere(const ObjectAnswer& answer) const override { return answer.status == 412; }
 
   Status Authorize(HttpRequest& request, Clock::TimePoint deadline) override {
-    auto token = token_(deadline);
+    auto token = token_.token(deadline);
     if (!token.ok()) return token.status();
     request.headers.emplace_back("Authorization", "Bearer " + *token);
     return Status::Ok();
+  }
+
+  bool RenewCredentials() override {
+    if (!token_.drop) return false;
+    token_.drop();
+    return true;
   }
 
   Result<std::unique_ptr<PartUpload>> StartParts(const std::string& full_key) override {
@@ -251,7 +261,7 @@ class GcsVfs : public ObjectStore {
     for (std::string pair; std::getline(query, pair, '&');) {
       if (pair.rfind("upload_id=", 0) != 0) continue;
       std::string id = PercentDecode(pair.substr(std::string("upload_id=").size()));
-      if (Status s = CheckAnswerToken(id, kMaxUploadIdBytes, "the session's upload_id"); !s.ok()) return s;
+      if (Status s = cloud::CheckOpaque(id, kMaxUploadIdBytes, "the session's upload_id"); !s.ok()) return s;
       return id;
     }
     return Status::Unavailable("the session URI has no upload_id");
@@ -300,11 +310,19 @@ Result<std::unique_ptr<Vfs>> OpenGcsVfs(const std::string& url, Clock::TimePoint
   s.endpoint = *endpoint;
   if (Status c = ObjectStore::TakeCommonParams(*parts, 1000, s); !c.ok()) return c;
   if (!token) {
-    auto from_env = EnvBearerToken("GOOGLE_OAUTH_ACCESS_TOKEN",
-                                   "set GOOGLE_OAUTH_ACCESS_TOKEN to an OAuth access token with the "
-                                   "devstorage.read_write scope (gcloud auth print-access-token)");
+    auto from_env = EnvBearerToken("GOOGLE_OAUTH_ACCESS_TOKEN");
     if (!from_env.ok()) return parts->Bad(from_env.status().message());
-    token = std::move(*from_env);
+    if (*from_env) {
+      token = std::move(**from_env);
+    } else {
+      // Google's chain: a key or external account file, else the metadata server (GCE, GKE).
+      cloud::GoogleSettings settings;
+      settings.scope = kReadWriteScope;
+      auto google = cloud::GoogleTokenSource::Create(settings);
+      if (!google.ok()) return parts->Bad(google.status().message());
+      token = {[google = *google](Clock::TimePoint deadline) { return google->Token(deadline); },
+               [google = *google] { google->Drop(); }};
+    }
   }
   return std::unique_ptr<Vfs>(new GcsVfs(std::move(s), parts->first, std::move(token)));
 }

@@ -19,8 +19,9 @@ namespace quorate {
 //   timeout    the longest one Vfs call takes, retries included (default 5s)
 //   page_size  names a listing page asks for (maxResults), 1-1000
 // `token` gives the bearer token (OAuth scope devstorage.read_write) for each request; without one,
-// $GOOGLE_OAUTH_ACCESS_TOKEN. InvalidArgument, naming the part and the fix, for a bad URL or no
-// credentials.
+// $GOOGLE_OAUTH_ACCESS_TOKEN, else Google's chain (net/cloud/google_credentials.h: a key or external
+// account file, else the metadata server). A token refused with 401 is fetched again once.
+// InvalidArgument, naming the part and the fix, for a bad URL or a credentials file that is not one.
 //
 // Errors of the calls: NotFound for a missing key; InvalidArgument for a rejected token (401), a
 // missing permission (403), a missing bucket and other refusals; Unavailable when the store does not

@@ -57,7 +57,7 @@ TEST_CASE("gcs: a missing bucket and a rejected token are the operator's to fix,
   CHECK(list.status().IsInvalidArgument());
   CHECK_MESSAGE(store_checks::Mentions(list.status(), "bucket 'nosuchbucket' does not exist"), list.status().message());
 
-  BearerTokenSource wrong = [](Clock::TimePoint) -> Result<std::string> { return std::string("ya29.wrong-token"); };
+  BearerTokenSource wrong{[](Clock::TimePoint) -> Result<std::string> { return std::string("ya29.wrong-token"); }, {}};
   auto rejected = OpenGcsVfs(fmt::format("gs://quorate/x?endpoint={}", g_endpoint), Clock::kNever, wrong);
   REQUIRE(rejected.ok());
   Status write = (*rejected)->Write("k", "x");
