@@ -5,7 +5,8 @@ It speaks the documented wire format (cloud.google.com/storage/docs/json_api/v1/
 upload guides) for what quorate and Google's own client use: objects insert (uploadType=media,
 multipart and resumable, with the session's 308 Resume Incomplete and Range header),
 ifGenerationMatch preconditions, list with prefix/maxResults/pageToken, get (metadata, or alt=media
-with Range), delete, bearer tokens, and the API's error JSON. tests/gcs/clients_test.js proves it
+with Range), delete, bearer tokens, and the API's error JSON; and the metadata server's token of
+the VM's service account, which is the token it accepts. tests/gcs/clients_test.js proves it
 with @google-cloud/storage.
 
     emulator.py --listen 127.0.0.1:0 --bucket quorate --token fixed-token
@@ -118,6 +119,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def handle_any(self):
         data = self.body()
+        if self.path == '/computeMetadata/v1/instance/service-accounts/default/token':
+            return self.metadata_token()
         routed = self.route()
         if routed is None:
             return self.error(404, f'Not Found: {self.path}', 'notFound')
@@ -149,6 +152,14 @@ class Handler(BaseHTTPRequestHandler):
             return self.error(405, 'Method not allowed', 'methodNotAllowed')
 
     do_GET = do_POST = do_PUT = do_DELETE = handle_any
+
+    def metadata_token(self):
+        """The metadata server's token of the VM's service account, as GCE serves it: the token this
+        emulator accepts, so a store on Google's chain is tested without a key."""
+        if self.headers.get('Metadata-Flavor') != 'Google':
+            return self.send(403, b'Missing Metadata-Flavor:Google header.', 'text/html')
+        self.send(200, {'access_token': self.token, 'expires_in': 3599, 'token_type': 'Bearer'},
+                  headers=[('Metadata-Flavor', 'Google')])
 
     def list(self, bucket, objects, query):
         prefix = query.get('prefix', '')

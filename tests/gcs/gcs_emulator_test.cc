@@ -1,7 +1,8 @@
 // The gs:// store against tests/gcs/emulator.py (the JSON API as documented, proven by Google's
 // own client in clients_test.js) on 127.0.0.1 at a port it picks: records, conditional creates
-// racing, listings page by page, resumable uploads, ranged reads, backups, a rendezvous, and the
-// refusals an operator must act on. Exits 77 (meson's "skipped") without python3.
+// racing, listings page by page, resumable uploads, ranged reads, backups, a rendezvous, the
+// refusals an operator must act on, and a token from Google's chain (the emulator's metadata
+// server). Exits 77 (meson's "skipped") without python3.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include <filesystem>
 
 #include "../support/programs.h"
+#include "../support/scoped_env.h"
 #include "../support/spawned_server.h"
 #include "../support/store_checks.h"
 #include "store/vfs_gcs.h"
@@ -64,6 +66,15 @@ TEST_CASE("gcs: a missing bucket and a rejected token are the operator's to fix,
   CHECK(write.IsInvalidArgument());
   CHECK_MESSAGE(store_checks::Mentions(write, "token was rejected"), write.message());
   CHECK_MESSAGE(!store_checks::Mentions(write, "wrong-token"), write.message());
+}
+
+TEST_CASE("gcs: without a token given, the store asks Google's chain: here the metadata server") {
+  const std::string host = g_endpoint.substr(std::string("http://").size());
+  ScopedEnv no_token("GOOGLE_OAUTH_ACCESS_TOKEN", ""), no_file("GOOGLE_APPLICATION_CREDENTIALS", ""),
+      metadata("GCE_METADATA_HOST", host.c_str());
+  auto vfs = Open("chain");
+  REQUIRE(vfs->Write("k", "from the metadata server's token").ok());
+  CHECK(*vfs->Read("k", 100) == "from the metadata server's token");
 }
 
 }  // namespace
