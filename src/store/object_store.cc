@@ -6,10 +6,10 @@
 #include <charconv>
 #include <string_view>
 
+#include "net/cloud/opaque.h"
 #include "quorate/duration.h"
 #include "quorate/env.h"
 #include "quorate/fs.h"
-#include "net/cloud/opaque.h"
 #include "quorate/text.h"
 
 namespace quorate {

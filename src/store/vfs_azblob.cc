@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include <algorithm>
+#include <cctype>
 #include <ctime>
 #include <map>
 #include <optional>
