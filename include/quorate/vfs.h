@@ -1,6 +1,6 @@
-// A small store of named records: a shared directory (NFS, hostPath) or an S3 bucket prefix. The
-// rendezvous, the `file` and `s3` providers and `cluster-init --bucket` are written against this
-// seam only, so they behave the same on both backends.
+// A small store of named records: a shared directory (NFS, hostPath) or a bucket prefix (S3, Cloud
+// Storage, Azure Blob). The rendezvous, the `file` and `s3` providers, `cluster-init --bucket` and
+// backups are written against this seam only, so they behave the same on every backend.
 #pragma once
 
 #include <chrono>
@@ -59,13 +59,21 @@ class Vfs {
   virtual Result<int> RemoveAbandonedUploads(const std::string& prefix,
                                              std::chrono::system_clock::time_point started_before) = 0;
   virtual bool exclusive_create() const = 0;
-  // file:///path or s3://bucket/prefix, for messages.
+  // file:///path, s3://bucket/prefix, gs://bucket/prefix or azblob://account/container/prefix, for
+  // messages.
   virtual std::string Describe() const = 0;
 };
 
-// "file:///dir" (or a plain path) or "s3://bucket/prefix?endpoint=http://host:port&region=r". No
-// call of an S3 store lasts past `deadline` (a command's whole budget).
+// "file:///dir" (or a plain path), "s3://bucket/prefix?endpoint=http://host:port&region=r",
+// "gs://bucket/prefix" or "azblob://account/container/prefix" (each with ?endpoint= and more). No
+// call of a cloud store lasts past `deadline` (a command's whole budget).
 Result<std::unique_ptr<Vfs>> OpenVfs(const std::string& url, Clock::TimePoint deadline = Clock::kNever);
+
+// The forms OpenVfs takes, for messages; and whether `url` starts as one of its URLs does, for a
+// flag's check before the store is opened.
+inline constexpr const char* kStoreForms =
+    "file:///dir, s3://bucket/prefix, gs://bucket/prefix or azblob://account/container/prefix";
+bool HasStoreScheme(const std::string& url);
 
 // Keys are relative names of [A-Za-z0-9._:-] segments joined by '/': no segment starting with '.'
 // (so no "..", and room for a backend's hidden temp files), no control characters, at most 512

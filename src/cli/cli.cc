@@ -103,7 +103,7 @@ int Discover(const Config& config, const Words&) {
 
 int ClusterInit(const Config& config, const Words&) {
   if (config.bucket.empty()) {
-    return Fail(Status::InvalidArgument("--bucket is required: where to write the member bucket (file:///dir or s3://...)"));
+    return Fail(Status::InvalidArgument(std::string("--bucket is required: where to write the member bucket, ") + kStoreForms));
   }
   const Clock::TimePoint deadline = std::chrono::steady_clock::now() + config.timeout;
   auto provider = ProviderFromConfig(config, deadline);

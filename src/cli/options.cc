@@ -228,9 +228,8 @@ Binder FileList(std::vector<std::string> Config::*field) {
 // A store URL's scheme is checked here; the store itself is opened by the command, which may wait for it.
 Binder StoreUrl(std::string Config::*field) {
   return NonEmpty([field](const Sourced& v, Config& c) {
-    if (!v.value.starts_with("file:///") && !v.value.starts_with("s3://")) {
-      return Status::InvalidArgument(
-          fmt::format("{}: '{}' is not file:///dir or s3://bucket/prefix?endpoint=URL", v.source, Quoted(v.value)));
+    if (!HasStoreScheme(v.value)) {
+      return Status::InvalidArgument(fmt::format("{}: '{}' is not {}", v.source, Quoted(v.value), kStoreForms));
     }
     c.*field = v.value;
     return Status::Ok();
@@ -433,7 +432,7 @@ const std::vector<OptionDef>& AllOptions() {
       Row("config", "QUORATE_CONFIG", "YAML file with any of these options (flag > env > file > default)",
           [](const Sourced&, Config&) { return Status::Ok(); }),
       Row("discovery", "QUORATE_DISCOVERY", "discovery spec: 'provider=NAME key=value ...'", Text(&C::discovery)),
-      Row("bucket", "QUORATE_BUCKET", "store of a sealed member bucket: file:///dir or s3://bucket/prefix?endpoint=URL",
+      Row("bucket", "QUORATE_BUCKET", "store of a sealed member bucket: file:///dir, s3://, gs:// or azblob:// (?endpoint=URL)",
           Text(&C::bucket)),
       Row("cluster-size", "QUORATE_CLUSTER_SIZE", "expected member count (static lists imply it)",
           Count(&C::cluster_size, 1, 99)),
@@ -468,7 +467,7 @@ const std::vector<OptionDef>& AllOptions() {
               Flag(&C::ignore_not_found)),
       // Backups and restore.
       Row("backup-to", "QUORATE_BACKUP_TO",
-          "backup store: file:///dir or s3://bucket/prefix?endpoint=URL; backups go to backups/etcd/<cluster>/<time>/",
+          "backup store: file:///dir, s3://, gs:// or azblob:// (?endpoint=URL); backups go to backups/etcd/<cluster>/<time>/",
           StoreUrl(&C::backup_to)),
       ListRow("backup-key-file", "QUORATE_BACKUP_KEY_FILE",
               "AES-256 key files (32 bytes, raw or hex): the first encrypts new backups, any reads a backup sealed "
@@ -496,10 +495,11 @@ const std::vector<OptionDef>& AllOptions() {
           "run: start a new cluster from this backup URL (as backup list prints it); every node needs it and a new "
           "--initial-cluster-token",
           NonEmpty([](const Sourced& v, Config& c) {
-            if (!v.value.starts_with("file:///") && !v.value.starts_with("s3://")) {
+            if (!HasStoreScheme(v.value)) {
               return Status::InvalidArgument(fmt::format(
-                  "{}: '{}' is not a backup URL (file:///... or s3://...), as backup list prints it", v.source,
-                  Quoted(v.value)));
+                  "{}: '{}' is not a backup URL (file:///..., s3://..., gs://... or azblob://...), as backup list "
+                  "prints it",
+                  v.source, Quoted(v.value)));
             }
             c.restore_from = v.value;
             return Status::Ok();

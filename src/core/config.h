@@ -49,7 +49,7 @@ struct Config {
   bool ignore_not_found = false;  // member remove: skip a MEMBER the cluster does not list
 
   // Backups and restore (docs/DESIGN.md §11).
-  std::string backup_to;                      // store URL: file:///dir or s3://bucket/prefix
+  std::string backup_to;                      // store URL: file:///dir, s3://, gs:// or azblob://
   std::vector<std::string> backup_key_files;  // the first encrypts; any reads a backup of its key ID
   std::string backup_compression = "gzip";
   std::string backup_cluster = "main";        // backups/etcd/<cluster>/ in the store

@@ -16,7 +16,7 @@ namespace quorate {
 
 Result<BackupSettings> BackupSettingsOf(const Config& config) {
   if (config.backup_to.empty()) {
-    return Status::InvalidArgument("--backup-to is required: the backup store, file:///dir or s3://bucket/prefix");
+    return Status::InvalidArgument(std::string("--backup-to is required: the backup store, ") + kStoreForms);
   }
   BackupSettings s;
   s.store_url = config.backup_to;

@@ -16,6 +16,8 @@
 
 #include "quorate/fs.h"
 #include "quorate/s3.h"
+#include "store/vfs_azblob.h"
+#include "store/vfs_gcs.h"
 
 namespace quorate {
 namespace {
@@ -393,8 +395,15 @@ Status ValidateKey(const std::string& key) {
   }
 }
 
+bool HasStoreScheme(const std::string& url) {
+  for (const char* scheme : {"file:///", "s3://", "gs://", "azblob://"}) {
+    if (url.rfind(scheme, 0) == 0) return true;
+  }
+  return false;
+}
+
 Result<std::unique_ptr<Vfs>> OpenVfs(const std::string& url, Clock::TimePoint deadline) {
-  if (url.empty()) return Status::InvalidArgument("store URL is empty; want file:///dir or s3://bucket/prefix");
+  if (url.empty()) return Status::InvalidArgument(fmt::format("store URL is empty; want {}", kStoreForms));
   if (url.rfind("file://", 0) == 0) {
     std::string path = url.substr(7);
     if (path.empty() || path.front() != '/') {
@@ -404,9 +413,11 @@ Result<std::unique_ptr<Vfs>> OpenVfs(const std::string& url, Clock::TimePoint de
     return OpenDirectory(url, path);
   }
   if (url.rfind("s3://", 0) == 0) return OpenS3Vfs(url, deadline);
+  if (url.rfind("gs://", 0) == 0) return OpenGcsVfs(url, deadline);
+  if (url.rfind("azblob://", 0) == 0) return OpenAzblobVfs(url, deadline);
   if (url.find("://") != std::string::npos) {
-    return Status::InvalidArgument(fmt::format(
-        "store '{}': unknown scheme; want file:///dir, a plain path or s3://bucket/prefix", Printable(url)));
+    return Status::InvalidArgument(
+        fmt::format("store '{}': unknown scheme; want a plain path or {}", Printable(url), kStoreForms));
   }
   return OpenDirectory(url, url);
 }

@@ -136,9 +136,18 @@ def test():
         (["member", "remove", "--endpoints", "http://127.0.0.1"], "--endpoints"),
         (["member", "remove", "--ignore-not-found=maybe", "n1"], "--ignore-not-found"),
         (["member", "list", "--endpoints", "http://127.0.0.1"], "--endpoints"),
+        # A cloud store's URL is checked before the store is asked anything.
+        (["backup", "list", "--backup-to", "gcs://bucket/p"], "--backup-to"),
+        (["backup", "list", "--backup-to", "gs://Bad_Bucket/p"], "Bad_Bucket"),
+        (["backup", "list", "--backup-to", "azblob://acct01/etcd/p?colour=blue"], "colour=blue"),
     ]
     for argv, mention in cases:
         expect_bad(c, argv, mention)
+    # A malformed key is named, never shown.
+    key_env = dict(os.environ, AZURE_STORAGE_KEY="not-base64-secret")
+    expect_bad(c, ["backup", "list", "--backup-to", "azblob://acct01/etcd/p"], "AZURE_STORAGE_KEY", env=key_env)
+    check("secret" not in run([QUORATE, "backup", "list", "--backup-to", "azblob://acct01/etcd/p"], env=key_env).stderr,
+          "the key's text is in the message")
 
     # The same on a node an earlier init has set up (a one-member cluster of its own, decided at
     # once): its state dir (bucket, etcd config and env) must come out exactly as it went in.
