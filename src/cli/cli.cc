@@ -55,6 +55,7 @@ int Fail(const Status& status) {
 struct Words {
   std::vector<std::string> args;   // positional, for a command with `positional`
   std::vector<std::string> extra;  // the words after `--`, for etcd
+  std::string_view build_commit;   // the commit this binary was built from, for `version`
 };
 
 struct Command {
@@ -139,9 +140,9 @@ std::string EtcdVersion(const std::string& etcd_path) {
   return version.ok() ? version->ToString() : "not found";
 }
 
-int Version(const Config& config, const Words&) {
+int Version(const Config& config, const Words& words) {
   ClusterVersionSeen cluster = SeeClusterVersion(config);
-  std::cout << FormatVersions(EtcdVersion(config.etcd_path), config.etcd_path,
+  std::cout << FormatVersions(words.build_commit, EtcdVersion(config.etcd_path), config.etcd_path,
                               cluster.version ? cluster.version->ToString() : "", Printable(cluster.source),
                               config.output);
   return 0;
@@ -349,7 +350,7 @@ size_t EditDistance(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-int RunCli(int argc, char** argv) {
+int RunCli(int argc, char** argv, std::string_view build_commit) {
   CLI::App app{"quorate: bootstrap etcd clusters all at once, and keep them whole", "quorate"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every command");
@@ -435,7 +436,7 @@ int RunCli(int argc, char** argv) {
     auto config = ResolveConfig(cmd.keys, flags, ProcessEnvironment());
     if (!config.ok()) return Fail(config.status());
     InitLogging(config->log_format, config->log_level);
-    return cmd.run(*config, Words{positionals[name], extra});
+    return cmd.run(*config, Words{positionals[name], extra, build_commit});
   }
   return Fail(Status::Internal("no command ran"));
 }

@@ -11,5 +11,5 @@ int main(int argc, char** argv) {
   // (an API server, S3, etcd) would kill quorate with SIGPIPE instead of failing that one call with
   // EPIPE. etcd is spawned with every signal back at its default.
   std::signal(SIGPIPE, SIG_IGN);
-  return quorate::RunCli(argc, argv);
+  return quorate::RunCli(argc, argv, quorate::kBuildCommit);
 }
