@@ -48,9 +48,13 @@ def test():
         run(["git", "-C", work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
              "-m", "outer"], check_rc=0)
     check(commit_of(tarball) == "unknown", f"a tree without .git: {commit_of(tarball)!r}")
+    if os.path.exists(os.path.join(ROOT, ".git")):
+        # As meson dist runs it: the tarball holds the committed tree, so never -dirty.
+        run([COMMIT, "--record"], env=dict(os.environ, MESON_SOURCE_ROOT=ROOT, MESON_DIST_ROOT=tarball), check_rc=0)
+        check(commit_of(tarball) == commit.removesuffix("-dirty"), f"a meson dist tarball: {commit_of(tarball)!r}")
     with open(os.path.join(tarball, ".commit"), "w") as f:
         f.write("0123abc\n")
-    check(commit_of(tarball) == "0123abc", f"a meson dist tarball: {commit_of(tarball)!r}")
+    check(commit_of(tarball) == "0123abc", f"a tarball's .commit: {commit_of(tarball)!r}")
     with open(os.path.join(tarball, ".commit"), "w") as f:
         f.write("$(reboot)\n")
     check(commit_of(tarball) == "unknown", f"a .commit that is no hash: {commit_of(tarball)!r}")
