@@ -56,6 +56,7 @@ int Fail(const Status& status) {
 struct Words {
   std::vector<std::string> args;   // positional, for a command with `positional`
   std::vector<std::string> extra;  // the words after `--`, for etcd
+  std::string_view build_commit;   // the commit this binary was built from, for `version`
 };
 
 struct Command {
@@ -140,9 +141,9 @@ std::string EtcdVersion(const std::string& etcd_path) {
   return version.ok() ? version->ToString() : "not found";
 }
 
-int Version(const Config& config, const Words&) {
+int Version(const Config& config, const Words& words) {
   ClusterVersionSeen cluster = SeeClusterVersion(config);
-  std::cout << FormatVersions(EtcdVersion(config.etcd_path), config.etcd_path,
+  std::cout << FormatVersions(words.build_commit, EtcdVersion(config.etcd_path), config.etcd_path,
                               cluster.version ? cluster.version->ToString() : "", Printable(cluster.source),
                               config.output);
   return 0;
@@ -358,7 +359,7 @@ size_t EditDistance(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-int RunCli(int argc, char** argv) {
+int RunCli(int argc, char** argv, std::string_view build_commit) {
   // gRPC's own c-ares resolver ignores /etc/hosts (and Kubernetes hostAliases); peers must resolve
   // the way etcd and the rest of the system do. An operator's explicit choice still wins.
   setenv("GRPC_DNS_RESOLVER", "native", /*overwrite=*/0);
@@ -451,7 +452,7 @@ int RunCli(int argc, char** argv) {
     auto config = ResolveConfig(cmd.keys, flags, ProcessEnvironment());
     if (!config.ok()) return Fail(config.status());
     InitLogging(config->log_format, config->log_level);
-    return cmd.run(*config, Words{positionals[name], extra});
+    return cmd.run(*config, Words{positionals[name], extra, build_commit});
   }
   return Fail(Status::Internal("no command ran"));
 }

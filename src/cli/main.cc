@@ -1,3 +1,3 @@
 #include "cli/cli.h"
 
-int main(int argc, char** argv) { return quorate::RunCli(argc, argv); }
+int main(int argc, char** argv) { return quorate::RunCli(argc, argv, quorate::kBuildCommit); }

@@ -113,16 +113,20 @@ std::string FormatMemberList(const MemberListing& listing, OutputFormat format) 
   return out;
 }
 
-std::string FormatVersions(const std::string& etcd_version, const std::string& etcd_path,
+std::string FormatVersions(std::string_view build_commit, const std::string& etcd_version, const std::string& etcd_path,
                            const std::string& cluster_version, const std::string& cluster_source, OutputFormat format) {
   if (format == OutputFormat::kJson) {
-    nlohmann::json doc{{"quorate", QUORATE_VERSION}, {"etcd", etcd_version}, {"etcdPath", etcd_path},
+    nlohmann::json doc{{"quorate", QUORATE_VERSION},
+                       {"commit", build_commit},
+                       {"etcd", etcd_version},
+                       {"etcdPath", etcd_path},
                        {"cluster", cluster_version.empty() ? nlohmann::json() : nlohmann::json(cluster_version)},
                        {"clusterSource", cluster_source}};
     return JsonText(doc) + "\n";
   }
-  return fmt::format("quorate version: {}\netcd version: {} ({})\ncluster version: {} ({})\n", QUORATE_VERSION,
-                     etcd_version, etcd_path, cluster_version.empty() ? "unknown" : cluster_version, cluster_source);
+  return fmt::format("quorate version: {}\nquorate commit: {}\netcd version: {} ({})\ncluster version: {} ({})\n",
+                     QUORATE_VERSION, build_commit, etcd_version, etcd_path,
+                     cluster_version.empty() ? "unknown" : cluster_version, cluster_source);
 }
 
 namespace {

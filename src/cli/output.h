@@ -5,6 +5,7 @@
 
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include "backup/backup.h"
 #include "core/config.h"
@@ -36,9 +37,10 @@ std::string FormatInitOutcome(const InitOutcome& outcome, OutputFormat format);
 // hex strings and "clusterID", as quorate's other JSON output.
 std::string FormatMemberList(const MemberListing& listing, OutputFormat format);
 
-// `version`: quorate's, and that of the etcd binary at `etcd_path` ("not found" when it gave none).
-// `cluster_version` empty when unknown; `cluster_source` says where it came from, or why unknown.
-std::string FormatVersions(const std::string& etcd_version, const std::string& etcd_path,
+// `version`: quorate's and the commit it was built from, and that of the etcd binary at `etcd_path`
+// ("not found" when it gave none). `cluster_version` empty when unknown; `cluster_source` says where
+// it came from, or why unknown.
+std::string FormatVersions(std::string_view build_commit, const std::string& etcd_version, const std::string& etcd_path,
                            const std::string& cluster_version, const std::string& cluster_source, OutputFormat format);
 
 // `backup save` and `backup verify`: one backup. With simple, the backup's URL alone on the last

@@ -21,5 +21,5 @@ int main(int argc, char** argv) {
     (void)!write(STDERR_FILENO, line.data(), line.size());
     raise(SIGKILL);
   });
-  return quorate::RunCli(argc, argv);
+  return quorate::RunCli(argc, argv, "test build (quorate_faults)");
 }
