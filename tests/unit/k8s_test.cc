@@ -233,6 +233,12 @@ TEST_CASE("k8s pod list: wrong answers name the request and are retried, deep JS
       {R"({"kind":"PodList","items":[{"metadata":{"name":"etcd-0","x":)" + std::string(60000, '[') +
            std::string(60000, ']') + "}}]}",
        "nested deeper than 64 levels"},
+      // A continue token goes back into the next request: CR LF, NUL or a space there is refused.
+      {R"({"kind":"PodList","metadata":{"continue":"eyJ2\r\nAuthorization: Bearer x"},"items":[]})",
+       "its continue token (29 bytes) holds a space, a control byte"},
+      {R"({"kind":"PodList","metadata":{"continue":"eyJ2\u0000x"},"items":[]})", "its continue token (6 bytes)"},
+      {R"({"kind":"PodList","metadata":{"continue":")" + std::string(4097, 'e') + R"("},"items":[]})",
+       "longer than 4096 bytes"},
   };
   // What the API server answers is fetched at run time: wrong now, it may be right on the next look.
   for (const auto& [body, mention] : bad) {

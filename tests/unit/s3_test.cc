@@ -122,6 +122,22 @@ TEST_CASE("ListObjectsV2 pages: keys unescaped, the continuation token read") {
 }
 
 TEST_CASE("ListObjectsV2 answers that cannot be trusted are DataLoss") {
+  // The continuation token goes back into the next request: no CR LF, NUL or space in it.
+  for (const char* token : {"abc&#13;&#10;Host: evil", "a b", "ab&#x85;"}) {
+    CAPTURE(token);
+    auto page = s3::ParseListPage(fmt::format(
+        "<ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>{}</NextContinuationToken>"
+        "</ListBucketResult>",
+        token));
+    CHECK(page.status().code() == Status::Code::kDataLoss);
+    CHECK_MESSAGE(page.status().message().find("holds a space, a control byte") != std::string::npos,
+                  page.status().message());
+    CHECK(page.status().message().find("evil") == std::string::npos);
+  }
+  CHECK(s3::ParseListPage("<ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>" +
+                          std::string(1025, 'a') + "</NextContinuationToken></ListBucketResult>")
+            .status()
+            .code() == Status::Code::kDataLoss);
   CHECK(s3::ParseListPage("<html>gateway</html>").status().code() == Status::Code::kDataLoss);
   CHECK(s3::ParseListPage("<ListBucketResult><IsTruncated>true</IsTruncated></ListBucketResult>").status().code() ==
         Status::Code::kDataLoss);
@@ -310,6 +326,10 @@ TEST_CASE("S3 store: uploads never committed are listed page by page and aborted
     if (first) {
       body += R"(<Upload><Key>p/backups/etcd/main/2026-11-24T10:00:00Z/etcd.backup.gz</Key><UploadId>old&amp;1</UploadId>
 <Initiated>2026-11-24T10:00:01.000Z</Initiated></Upload>
+<Upload><Key>p/backups/etcd/main/../../../other/etcd.backup.gz</Key><UploadId>out</UploadId>
+<Initiated>2026-11-24T10:00:01.000Z</Initiated></Upload>
+<Upload><Key>p/backups/etcd/main/x&#13;&#10;Host: evil/etcd.backup.gz</Key><UploadId>crlf</UploadId>
+<Initiated>2026-11-24T10:00:01.000Z</Initiated></Upload>
 <NextKeyMarker>p/backups/etcd/main/2026-11-24T10:00:00Z/etcd.backup.gz</NextKeyMarker>
 <NextUploadIdMarker>old&amp;1</NextUploadIdMarker><IsTruncated>true</IsTruncated>)";
     } else {
@@ -331,6 +351,7 @@ TEST_CASE("S3 store: uploads never committed are listed page by page and aborted
   auto removed = (*vfs)->RemoveAbandonedUploads("backups/etcd/main", std::chrono::system_clock::from_time_t(
                                                                           1795525200));  // 2026-11-24T13:00:00Z
   REQUIRE_MESSAGE(removed.ok(), removed.status().message());
+  // Only ours: keys with a '..' segment or CR LF are never aborted, so never followed out of the store.
   CHECK(*removed == 1);
   CHECK(markers == std::vector<std::string>{"|", "p/backups/etcd/main/2026-11-24T10:00:00Z/etcd.backup.gz|old&1"});
   CHECK(aborted == std::vector<std::string>{"/quorate/p/backups/etcd/main/2026-11-24T10:00:00Z/etcd.backup.gz?old&1"});
