@@ -10,7 +10,9 @@ is refused at once, exit 2, and nothing is written; a claim of a member named wi
 a registry whose first `size` claims are others' gets no key from a 4th node, which exits 1 as extra;
 two claims of one name are a runtime answer (exit 1 at --timeout), not bad input; user= with
 password_file= or ETCD_DISCOVERY_PASSWORD reaches a registry with auth enabled, and a wrong password
-is exit 2 naming the user, never the password."""
+is exit 2 naming the user, never the password; and two `quorate run` nodes bootstrap one cluster
+with a member that follows 3.6's steps by hand under the name "node a"."""
+import base64
 import hashlib
 import json
 import os
@@ -71,6 +73,7 @@ def test():
         check(r.stdout == "", f"nothing printed on stdout: {r.stdout!r}")
 
     shared_with_etcd36(c, registry)
+    mixed_bootstrap(registry)
     auth_protected(c, registry)
 
 
@@ -137,6 +140,38 @@ def shared_with_etcd36(c, registry):
     log(f"two claims of one name: exit {r.returncode} after {took:.1f}s: {r.stderr.strip()[-300:]}")
     check(r.returncode == 1 and "appears twice" in r.stderr, f"a runtime answer, exit 1: {r.returncode} {r.stderr}")
     check(2.5 < took < 20, f"--timeout 3s took {took:.1f}s: not retried within it")
+
+
+def mixed_bootstrap(registry):
+    """Two `quorate run` nodes and one member that does what etcd 3.6 does with --discovery-endpoints
+    (discovery.go's joinCluster, by hand with etcd 3.4: its claim put, the first 3 claims by create
+    revision as --initial-cluster, the discovery token as the cluster token), named "node a"."""
+    m = Cluster(3)
+    token = m.token
+    m.discovery = ["--discovery", f"provider=etcd endpoints={registry}", "--cluster-size", "3"]
+    n1, n2, plain = m.nodes
+    plant(m, registry, token, 3, [("node a", plain.peer_url)])
+    for n in (n1, n2):
+        n.run()
+    prefix = f"/_etcd/registry/{token}/members/"
+    wait_until(lambda: len(claims(m, registry, token)) == 3, 60, "three claims in the registry")
+    kvs = json.loads(m.etcdctl("get", prefix, "--prefix", "-w", "json", endpoints=registry).stdout)["kvs"]
+    initial = ",".join(base64.b64decode(kv["value"]).decode()
+                       for kv in sorted(kvs, key=lambda kv: int(kv["create_revision"])))
+    spawn(["etcd", "--name", "node a", "--data-dir", plain.data_dir, "--listen-peer-urls", plain.peer_url,
+           "--initial-advertise-peer-urls", plain.peer_url, "--listen-client-urls", plain.client_url,
+           "--advertise-client-urls", plain.client_url, "--initial-cluster", initial,
+           "--initial-cluster-token", token, "--initial-cluster-state", "new"], plain.log_path)
+    try:
+        wait_until(lambda: m.all_started(), 60, "one cluster of the two quorate nodes and 'node a'")
+    except AssertionError:
+        m.dump_logs()
+        raise
+    ids = m.cluster_ids()
+    names = sorted(member["name"] for member in m.member_list()["members"])
+    log(f"mixed bootstrap with 'node a': cluster IDs {ids}, members {names}")
+    check(len(set(ids.values())) == 1 and names == ["n1", "n2", "node a"], f"one cluster: {ids} {names}")
+    m.stop_all()
 
 
 def auth_protected(c, registry):
