@@ -309,6 +309,30 @@ TEST_CASE("S3 store against a scripted server: conditional create, retries, refu
   serving.join();
 }
 
+TEST_CASE("S3 store: listed keys with a '..' segment or CR LF are left out, never followed") {
+  ScopedEnv key("AWS_ACCESS_KEY_ID", "AKID"), secret("AWS_SECRET_ACCESS_KEY", "secret");
+  httplib::Server server;
+  server.Get(".*", [&](const httplib::Request& req, httplib::Response& res) {
+    CHECK(req.get_param_value("prefix") == "p/boot/");
+    res.set_content(R"(<ListBucketResult><IsTruncated>false</IsTruncated>
+<Contents><Key>p/boot/members/n1</Key></Contents>
+<Contents><Key>p/boot/../../../other/members/n2</Key></Contents>
+<Contents><Key>p/boot/members/n3&#13;&#10;Host: evil</Key></Contents>
+<Contents><Key>p/boot/members/..</Key></Contents></ListBucketResult>)",
+                    "application/xml");
+  });
+  int port = server.bind_to_any_port("127.0.0.1");
+  REQUIRE(port > 0);
+  std::thread serving([&] { server.listen_after_bind(); });
+  auto vfs = OpenS3Vfs(fmt::format("s3://quorate/p?endpoint=http://127.0.0.1:{}", port));
+  REQUIRE(vfs.ok());
+  auto keys = (*vfs)->List("boot");
+  REQUIRE_MESSAGE(keys.ok(), keys.status().message());
+  CHECK(*keys == std::vector<std::string>{"boot/members/n1"});
+  server.stop();
+  serving.join();
+}
+
 TEST_CASE("S3 store: uploads never committed are listed page by page and aborted, the recent ones kept") {
   ScopedEnv key("AWS_ACCESS_KEY_ID", "AKID"), secret("AWS_SECRET_ACCESS_KEY", "secret");
   httplib::Server server;
