@@ -620,7 +620,16 @@ class K8sProvider : public DiscoveryProvider {
     auto token = ReadFile(o_.token_file);
     if (!token.ok())
       return Status::Unavailable(fmt::format("reading token_file {}: {}", o_.token_file, token.status().message()));
-    return Trimmed(*token);
+    std::string trimmed = Trimmed(*token);
+    // It goes into the Authorization header: a line break or another control byte inside is not a
+    // service-account token (the kubelet writes one line of base64), and is never sent; nor shown.
+    if (std::any_of(trimmed.begin(), trimmed.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
+      return Status::InvalidArgument(fmt::format(
+          "token_file {} holds a line break or another control byte inside the token: mount the service-account "
+          "token as the kubelet writes it, or fix token_file=",
+          o_.token_file));
+    }
+    return trimmed;
   }
 
   // The answer whatever its status, after one retry when a 401 meets a token that has rotated since

@@ -283,6 +283,22 @@ TEST_CASE("k8s StatefulSet and Pod answers") {
   CHECK(ParsePodController(R"({"kind":"Pod","metadata":{}})", "GET pod")->empty());
 }
 
+TEST_CASE("k8s: a token file with a line break inside the token is bad input, never sent, never shown") {
+  Credentials creds;
+  std::ofstream(creds.Path("token"), std::ios::trunc) << "s3cret\r\nX-Smuggled: 1\n";
+  auto spec = ParseDiscoverySpec("provider=k8s service=etcd namespace=db api_server=https://127.0.0.1:1 " +
+                                 creds.Keys());
+  REQUIRE(spec.ok());
+  auto provider = ProviderRegistry::Get().Create(*spec);
+  REQUIRE_MESSAGE(provider.ok(), provider.status().message());
+  auto members = (*provider)->Discover();
+  REQUIRE_FALSE(members.ok());
+  CHECK_MESSAGE(members.status().IsInvalidArgument(), members.status().message());
+  CHECK(Mentions(members.status(), "token_file " + creds.Path("token") + " holds a line break"));
+  CHECK_FALSE(Mentions(members.status(), "s3cret"));
+  CHECK_FALSE(Mentions(members.status(), "Smuggled"));
+}
+
 TEST_CASE("k8s refusals: 403 names the RBAC rule, 404 the key, 5xx is retried") {
   Options o = Defaults();
   const std::string forbidden =
