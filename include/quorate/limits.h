@@ -1,5 +1,4 @@
-// The limits quorate holds every cluster to, whoever states its size: the operator (--cluster-size)
-// or a platform (a scaling group's desired size).
+// Sizes quorate holds to wherever they come from: a flag, a provider's key or a cloud's answer.
 #pragma once
 
 namespace quorate {
