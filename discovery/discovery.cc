@@ -14,7 +14,39 @@ std::string NamesOf(const std::vector<Member>& members) {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
+// Every answer a provider gives, checked once as a member set etcd could start: names unique and as
+// etcd takes them, URLs well formed, no peer URL claimed by two members. A static list, which the
+// operator typed, was checked when its provider was made; anything else that fails here was
+// fetched at run time (two instances of one name, a registry with one address twice), so it is
+// Unavailable, retried within --timeout and then exit 1 (DESIGN §1), never the operator's bad input.
+class CheckedAnswers : public DiscoveryProvider {
+ public:
+  explicit CheckedAnswers(std::unique_ptr<DiscoveryProvider> provider) : provider_(std::move(provider)) {}
+
+  Result<std::vector<Member>> Discover() override {
+    auto members = provider_->Discover();
+    if (!members.ok() || members->empty()) return members;
+    // The token only seeds the IDs compared for a collision, which two distinct URL sets never have.
+    if (auto set = MemberSet::Create(*members, "check"); !set.ok()) {
+      return Status::Unavailable(
+          fmt::format("the answer is not a member set etcd could start ({}); waiting for it to change",
+                      set.status().message()));
+    }
+    return members;
+  }
+  std::optional<size_t> ImpliedSize() const override { return provider_->ImpliedSize(); }
+  bool ListsWholeGroup() const override { return provider_->ListsWholeGroup(); }
+  std::string Describe() const override { return provider_->Describe(); }
+
+ private:
+  std::unique_ptr<DiscoveryProvider> provider_;
+};
+
 }  // namespace
+
+std::unique_ptr<DiscoveryProvider> CheckingAnswers(std::unique_ptr<DiscoveryProvider> provider) {
+  return std::make_unique<CheckedAnswers>(std::move(provider));
+}
 
 Result<std::unique_ptr<DiscoveryProvider>> ProviderFromConfig(const Config& config, Clock::TimePoint deadline) {
   int sources = !config.discovery.empty() + !config.initial_cluster.empty() + !config.discovery_srv.empty();
@@ -43,7 +75,9 @@ Result<std::unique_ptr<DiscoveryProvider>> ProviderFromConfig(const Config& conf
   if (context.self.client_urls.empty() && !context.self.peer_urls.empty()) {
     context.self.client_urls.push_back(DefaultClientUrl(*ParseUrl(context.self.peer_urls.front())));
   }
-  return ProviderRegistry::Get().Create(spec, context);
+  auto provider = ProviderRegistry::Get().Create(spec, context);
+  if (!provider.ok()) return provider.status();
+  return CheckingAnswers(std::move(*provider));
 }
 
 Result<std::vector<Member>> DiscoverExpected(DiscoveryProvider& provider, const Config& config, Backoff& backoff) {

@@ -18,6 +18,11 @@ namespace quorate {
 // by it is known as such and the reason reported is what the provider answered before.
 Result<std::unique_ptr<DiscoveryProvider>> ProviderFromConfig(const Config& config, Clock::TimePoint deadline);
 
+// `provider` with each answer checked as a member set (unique names and peer URLs, each as etcd takes
+// it): one that is not is Unavailable, a runtime answer retried within --timeout, never bad input.
+// ProviderFromConfig's providers come so.
+std::unique_ptr<DiscoveryProvider> CheckingAnswers(std::unique_ptr<DiscoveryProvider> provider);
+
 // Asks the provider, paced by `backoff` (its deadline is --timeout's), until it returns the expected
 // number of members. InvalidArgument at once for the operator's own bad spec (a wrong answer is
 // retried); DeadlineExceeded saying what is missing; Cancelled when the stop fd became readable.

@@ -97,7 +97,12 @@ Status FromAres(int status, const std::string& what, const std::string& name, co
           "this domain, or pick another with server=)",
           servers, what, name, ares_strerror(status)));
     case ARES_EBADNAME:
-      return Status::InvalidArgument(fmt::format("'{}' is not a name DNS can look up", name));
+      // The names asked are checked before any lookup (IsDnsName), so a bad one is in the answer:
+      // what a server sends is fetched at run time, retried like a missing answer, never bad input.
+      return Status::Unavailable(fmt::format(
+          "DNS server {} answered for the {} records of {} with a malformed name that does not parse (check the "
+          "server, or pick another with server=)",
+          servers, what, name));
     default:
       return Status::Internal(fmt::format("looking up the {} records of {} at {}: {}", what, name, servers,
                                           ares_strerror(status)));

@@ -40,6 +40,8 @@ constexpr int kMaxListPages = 100;
 // StatefulSet's label selector finds a handful.
 constexpr size_t kMaxListPageBytes = 8 << 20;
 constexpr size_t kMaxObjectBytes = 1 << 20;
+// The API server's continue tokens are base64 of a small JSON object: a few hundred bytes.
+constexpr size_t kMaxContinueBytes = 4096;
 
 const std::vector<std::string> kKeys = {"namespace",  "label_selector", "service",     "port_name", "client_port_name",
                                         "scheme",     "cluster_domain", "statefulset", "page_size", "timeout",
@@ -192,6 +194,14 @@ Result<List> ParseList(const std::string& body, const std::string& kind, const s
   if (const json* items = Field(*doc, "items"); items && !items->is_array()) return bad("items is not a list");
   List list{std::move(*doc), ""};
   if (const json* meta = Field(list.doc, "metadata")) list.next = StringField(*meta, "continue");
+  // The token goes back into our next request: an opaque, printable, short word from the server,
+  // never one with a control byte or a space (escaped or not, such a token is not the API's).
+  if (list.next.size() > kMaxContinueBytes ||
+      std::any_of(list.next.begin(), list.next.end(), [](unsigned char c) { return c <= 0x20 || c >= 0x7f; })) {
+    return bad(fmt::format("its continue token ({} bytes) holds a space, a control byte or a byte beyond ASCII, or "
+                           "is longer than {} bytes",
+                           list.next.size(), kMaxContinueBytes));
+  }
   return list;
 }
 
@@ -610,7 +620,16 @@ class K8sProvider : public DiscoveryProvider {
     auto token = ReadFile(o_.token_file);
     if (!token.ok())
       return Status::Unavailable(fmt::format("reading token_file {}: {}", o_.token_file, token.status().message()));
-    return Trimmed(*token);
+    std::string trimmed = Trimmed(*token);
+    // It goes into the Authorization header: a line break or another control byte inside is not a
+    // service-account token (the kubelet writes one line of base64), and is never sent; nor shown.
+    if (std::any_of(trimmed.begin(), trimmed.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
+      return Status::InvalidArgument(fmt::format(
+          "token_file {} holds a line break or another control byte inside the token: mount the service-account "
+          "token as the kubelet writes it, or fix token_file=",
+          o_.token_file));
+    }
+    return trimmed;
   }
 
   // The answer whatever its status, after one retry when a 401 meets a token that has rotated since

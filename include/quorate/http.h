@@ -51,6 +51,9 @@ enum class HttpFailure {
   kTls,           // the TLS handshake failed
   kTlsUntrusted,  // the server's certificate does not chain to the CA bundle
   kTlsSetUp,      // our certificate, key or CA bundle cannot be loaded
+  // Not sent: a CR, LF, NUL or other byte that would split the request on the wire is in its
+  // address, target or a header (the message names the header, never its value).
+  kUnsafeRequest,
 };
 
 struct HttpResult {
@@ -61,7 +64,8 @@ struct HttpResult {
   bool ok() const { return failure == HttpFailure::kNone; }
   // The usual reading, `what` naming the call ("GET https://10.0.0.1:443/api/v1/pods"): our own TLS
   // files and a server they do not vouch for are InvalidArgument (the operator fixes them); silence,
-  // slowness, size and a failed handshake are Unavailable (the server may do better later).
+  // slowness, size, a failed handshake and a request not sent as unsafe (its parts came from an
+  // answer, which the server may correct) are Unavailable.
   Status ToStatus(const std::string& what) const;
 };
 

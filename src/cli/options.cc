@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "quorate/duration.h"
+#include "quorate/limits.h"
 #include "quorate/member.h"
 #include "quorate/text.h"
 #include "quorate/vfs.h"
@@ -435,7 +436,7 @@ const std::vector<OptionDef>& AllOptions() {
       Row("bucket", "QUORATE_BUCKET", "store of a sealed member bucket: file:///dir, s3://, gs:// or azblob:// (?endpoint=URL)",
           Text(&C::bucket)),
       Row("cluster-size", "QUORATE_CLUSTER_SIZE", "expected member count (static lists imply it)",
-          Count(&C::cluster_size, 1, 99)),
+          Count(&C::cluster_size, 1, kMaxClusterSize)),
       Row("timeout", "QUORATE_TIMEOUT", "how long to wait for peers, e.g. 90s, 5m (at most 24h)", Duration(&C::timeout),
           "5m"),
       Row("state-dir", "QUORATE_STATE_DIR", "where the member bucket and etcd config go (default: <data-dir>/quorate)",

@@ -378,6 +378,15 @@ class GrpcEtcdClient : public EtcdClient {
         // endpoint may answer, and a change that fails so was certainly not sent.
         ctx.set_wait_for_ready(false);
         if (require_leader) ctx.AddMetadata("hasleader", "true");
+        if (!options_.user.empty()) {
+          Status authed = Authenticate(t, attempt_deadline);
+          if (authed.IsInvalidArgument()) return authed;
+          if (!authed.ok()) {
+            failures.push_back(authed.message());
+            continue;
+          }
+          ctx.AddMetadata("token", auth_token_);
+        }
         auto stub = Service::NewStub(t.channel);
         grpc::Status st;
         if constexpr (std::is_invocable_v<Rpc, typename Service::Stub&, grpc::ClientContext*,
@@ -387,6 +396,13 @@ class GrpcEtcdClient : public EtcdClient {
           st = rpc(*stub, &ctx);
         }
         if (st.ok()) return Status::Ok();
+        if (!auth_token_.empty() && st.error_message().find("invalid auth token") != std::string::npos) {
+          // etcd forgets a token after its TTL (5 idle minutes) or a restart; it refused the call
+          // unread, so the next round asks again with a new one.
+          auth_token_.clear();
+          failures.push_back(fmt::format("{}: {}", t.endpoint, FirstLine(st)));
+          continue;
+        }
         bool broken = ConnectionBroken(st);
         bool unanswered = broken || st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
         bool never_sent = broken && !ready;
@@ -405,8 +421,30 @@ class GrpcEtcdClient : public EtcdClient {
     }
   }
 
+  // The token of options_.user, asked of `t` once and kept while etcd takes it. A refusal of the
+  // user or password is InvalidArgument (the operator fixes them), naming the user, never the password.
+  Status Authenticate(Target& t, Clock::TimePoint deadline) {
+    if (!auth_token_.empty()) return Status::Ok();
+    pb::AuthenticateRequest req;
+    req.set_name(options_.user);
+    req.set_password(options_.password);
+    pb::AuthenticateResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(ForGrpc(deadline));
+    grpc::Status st = pb::Auth::NewStub(t.channel)->Authenticate(&ctx, req, &resp);
+    if (st.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+        st.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+      return Status::InvalidArgument(fmt::format("Authenticate as user '{}' at {}: {}: check the user and password",
+                                                 Printable(options_.user, 64), t.endpoint, FirstLine(st)));
+    }
+    if (!st.ok()) return FromGrpc(st, t.endpoint, "Authenticate");
+    auth_token_ = resp.token();
+    return Status::Ok();
+  }
+
   EtcdClientOptions options_;
   std::vector<Target> targets_;
+  std::string auth_token_;
 };
 
 }  // namespace

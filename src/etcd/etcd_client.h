@@ -30,6 +30,10 @@ struct EtcdClientOptions {
   std::chrono::milliseconds timeout{5000};
   // No call lasts past this, whatever `timeout` says: the caller's own --timeout as a point in time.
   Clock::TimePoint deadline = Clock::kNever;
+  // An etcd with auth enabled (etcdctl's --user): every call carries the token Authenticate gives
+  // for them. Empty user: no auth. The password is never put in a message.
+  std::string user{};
+  std::string password{};
 };
 
 struct MemberListing {

@@ -13,14 +13,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cassert>
+#include <cctype>
 #include <functional>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
+
+#include "quorate/text.h"
 
 namespace quorate {
 namespace {
@@ -80,6 +84,45 @@ uint64_t BytesReceived(int fd) {
   return info.bytes_received;
 }
 
+// RFC 9110's tchar: what a method and a header name are made of.
+bool IsTokenChar(unsigned char c) {
+  return std::isalnum(c) || std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
+}
+
+bool IsToken(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) { return IsTokenChar(c); });
+}
+
+// A control byte (HTAB aside) or DEL: what RFC 9110 keeps out of a header's value.
+bool IsFieldControl(unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7f; }
+
+// Whether any byte would end the request line where it stands: the address and the target go on
+// it (and the host into the Host header) as they are, so a space, a tab, a CR, an LF or a NUL there
+// is a line or a request of someone else's making.
+bool HasLineBreaker(std::string_view text) {
+  return std::any_of(text.begin(), text.end(), [](unsigned char c) { return c <= 0x20 || c == 0x7f; });
+}
+
+// Why the request cannot go on the wire as it is, or empty. A URL, a path, a host or a token taken
+// from an answer (a next page's link, a continuation token) with a CR LF in it would otherwise end
+// our line and start the server's: a header of its choosing, or a second request carrying our
+// credentials. Checked here, whoever built the request; a header is named, never its value, which
+// may be a secret.
+std::string UnsafeRequest(const HttpRequest& request) {
+  if (!IsToken(request.method)) return "the method is not an HTTP token";
+  if (HasLineBreaker(request.base_url)) return "the server's address holds a space or a control byte";
+  if (request.target.empty() || HasLineBreaker(request.target)) {
+    return "the request target is empty or holds a space or a control byte";
+  }
+  for (const auto& [name, value] : request.headers) {
+    if (!IsToken(name)) return fmt::format("a header name ('{}') is not an HTTP token", Printable(name, 64));
+    if (std::any_of(value.begin(), value.end(), [](unsigned char c) { return IsFieldControl(c); })) {
+      return fmt::format("header {} holds a CR, LF, NUL or other control byte", name);
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string HttpResponse::Header(const std::string& name) const {
@@ -117,6 +160,9 @@ HttpResult HttpSend(const HttpRequest& request) {
   };
   // Not tried only once the deadline has passed, and otherwise rounded up, so that a caller seeing a
   // failure the deadline caused also sees the deadline passed (and reports what came before instead).
+  if (std::string unsafe = UnsafeRequest(request); !unsafe.empty()) {
+    return fail(HttpFailure::kUnsafeRequest, "not sent: " + unsafe);
+  }
   if (start >= deadline) return fail(HttpFailure::kNoConnection, "not tried: no time was left");
   const auto budget = std::chrono::ceil<milliseconds>(deadline - start);
   const bool https = request.base_url.rfind("https://", 0) == 0;
@@ -186,6 +232,14 @@ HttpResult HttpSend(const HttpRequest& request) {
   const bool began = headers_arrived || bytes_came;
   if (socket_copy >= 0) close(socket_copy);
 
+  // A body without a length ends where the connection does, and the watchdog's shutdown looks to
+  // httplib like the server's close: an answer the deadline cut is taken for a whole one unless
+  // told apart here.
+  if (sent && deadline_hit) {
+    return fail(HttpFailure::kPartial,
+                fmt::format("the answer was not whole within {} ms (cut short after {} bytes of body)", budget.count(),
+                            received));
+  }
   if (sent) {
     result.response.status = res.status;
     for (const auto& [name, value] : res.headers) result.response.headers.emplace_back(name, value);

@@ -9,6 +9,7 @@
 
 #include "core/bucket.h"
 #include "core/json.h"
+#include "quorate/limits.h"
 
 namespace quorate {
 namespace {
@@ -271,9 +272,10 @@ Result<RendezvousConfig> TakeRendezvousConfig(ProviderParams& params) {
   if (auto size = params.Take("size")) {
     const char* end = size->data() + size->size();
     auto [ptr, ec] = std::from_chars(size->data(), end, config.size);
-    if (ec != std::errc() || ptr != end || config.size == 0) {
-      return Status::InvalidArgument(fmt::format(
-          "--discovery: provider '{}' has size={}: want the member count, a positive integer", provider, *size));
+    if (ec != std::errc() || ptr != end || config.size == 0 || config.size > size_t{kMaxClusterSize}) {
+      return Status::InvalidArgument(
+          fmt::format("--discovery: provider '{}' has size={}: want the member count, a whole number from 1 to {}",
+                      provider, *size, kMaxClusterSize));
     }
     if (context.cluster_size && *context.cluster_size != config.size) {
       return Status::InvalidArgument(

@@ -120,6 +120,9 @@ std::string Authorization(const Request& r, const std::string& access_key, const
 namespace s3 {
 namespace {
 
+// AWS's continuation tokens are about a hundred bytes of base64.
+constexpr size_t kMaxContinuationTokenBytes = 1024;
+
 // The answer's root element named `name`, or an empty node when `xml` is not that document at all.
 pugi::xml_node Root(pugi::xml_document& doc, const std::string& xml, const char* name) {
   // No DOCTYPE, so no entity defined by the answer; character references are decoded as XML says.
@@ -147,6 +150,16 @@ Result<ListPage> ParseListPage(const std::string& xml) {
   page.next_token = root.child("NextContinuationToken").text().get();
   if (page.truncated && page.next_token.empty()) {
     return Status::DataLoss("the listing is truncated but has no NextContinuationToken to read on from");
+  }
+  // The token goes back into the next request; S3's are base64, so anything with a space or a
+  // control byte in it (CR LF above all) is not S3's, escaped on the wire or not.
+  if (page.next_token.size() > kMaxContinuationTokenBytes ||
+      std::any_of(page.next_token.begin(), page.next_token.end(),
+                  [](unsigned char c) { return c <= 0x20 || c >= 0x7f; })) {
+    return Status::DataLoss(fmt::format(
+        "the listing's NextContinuationToken ({} bytes) holds a space, a control byte or a byte beyond ASCII, or is "
+        "longer than {} bytes",
+        page.next_token.size(), kMaxContinuationTokenBytes));
   }
   return page;
 }
@@ -418,8 +431,12 @@ class S3Vfs : public Vfs {
       if (r->status != 200) return Refused(call, *r);
       auto page = s3::ParseMultipartUploads(r->body);
       if (!page.ok()) return page.status().Prefixed(fmt::format("listing the multipart uploads of {}", Url(full)));
+      const size_t strip = o_.root.empty() ? 0 : o_.root.size() + 1;
       for (auto& u : page->uploads) {
-        if (u.key.rfind(full, 0) == 0 && u.initiated < started_before) abandoned.push_back(std::move(u));
+        // The key becomes the path of the abort: one that is not a key quorate writes (a '..'
+        // segment, a control byte) is not one of our uploads, and is never followed out of the store.
+        const bool ours = u.key.rfind(full, 0) == 0 && ValidateKey(u.key.substr(strip)).ok();
+        if (ours && u.initiated < started_before) abandoned.push_back(std::move(u));
       }
       if (!page->truncated) break;
       if (page->next_key_marker == key_marker && page->next_upload_id_marker == upload_id_marker) {
@@ -483,7 +500,7 @@ class S3Vfs : public Vfs {
       if (!r.ok()) return r.status();
       if (r->status != 200) return Refused(call, *r);
       auto page = s3::ParseListPage(r->body);
-      if (!page.ok()) return page.status().Prefixed(fmt::format("listing {}", Url(full)));
+      if (!page.ok()) return page.status().Prefixed(fmt::format("listing {} at {}", Url(full), EndpointText()));
       for (std::string& key : page->keys) {
         // Anything not a valid key (a console "folder/" marker, a stray upload with a space) cannot
         // be a record, and is left out just as the directory backend leaves out its dot files.

@@ -14,6 +14,7 @@ tried against it. Standard library only; plain sockets, so it can send what no H
     server.behave(HugeBody())                      # says 10 GB, and sends them
     server.behave(Silent())                        # accepts, reads, never answers
     server.behave(Close())                         # accepts and hangs up at once
+    server.behave(k8s_list_continuing())           # a continue token with CR LF and NUL (s3_listing_continuing too)
     server.requests                                # [(method, path, headers)] seen so far
     server.stop()
 
@@ -68,6 +69,31 @@ def endless_s3_listing():
     return Fresh(lambda n: ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><IsTruncated>true</IsTruncated>'
                             f"<NextContinuationToken>token-{n}</NextContinuationToken></ListBucketResult>"),
                  content_type="application/xml")
+
+
+SMUGGLED = "x\r\nX-Smuggled: 1\r\n\r\nGET /steal HTTP/1.1\r\nHost: evil\r\n\0"
+
+
+def k8s_list_continuing(token=SMUGGLED, kind="PodList"):
+    """A Kubernetes list with no items whose `continue` token is `token`: by default CR LF, a second
+    request and a NUL, what a compromised API server would hand back to be sent on."""
+    return Answer(200, json.dumps({"kind": kind, "apiVersion": "v1", "metadata": {"continue": token}, "items": []}))
+
+
+def s3_listing_continuing(token=SMUGGLED, keys=()):
+    """An S3 ListObjectsV2 page, truncated, whose NextContinuationToken is `token` (CR LF and all, as
+    XML character references; XML 1.0 has no NUL, so it is left out) and whose keys are `keys`."""
+    def escaped(text):
+        return "".join(f"&#{ord(ch)};" if ord(ch) < 0x20 else ch for ch in text.replace("\0", ""))
+    contents = "".join(f"<Contents><Key>{escaped(k)}</Key><Size>1</Size></Contents>" for k in keys)
+    return Answer(200, '<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><IsTruncated>true</IsTruncated>'
+                  f"<NextContinuationToken>{escaped(token)}</NextContinuationToken>{contents}</ListBucketResult>",
+                  content_type="application/xml")
+
+
+def smuggled(server):
+    """The requests `server` saw that the smuggling answers above tried to make: none, unless broken."""
+    return [r for r in server.requests if r[1].startswith("/steal") or "x-smuggled" in r[2]]
 
 
 def deep_json(levels=60000, around='{"kind":"PodList","apiVersion":"v1","items":%s}'):

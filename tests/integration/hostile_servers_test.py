@@ -11,6 +11,8 @@ was wrong, stays small (peak RSS, from wait4, under 100 MB) and writes nothing:
   continue token on every page, and a PodList nested 60,000 levels deep (which crashed quorate);
 - the s3 provider (`quorate discover` with endpoint= at the server): a listing that hands out a new
   continuation token on every page, and a listing served a byte every 0.3 s;
+- issue 28 §5: a k8s continue token and an S3 continuation token holding CR LF (and NUL) are refused
+  before use, and no smuggled request reaches the server;
 - the S3 backup store (`quorate backup list | verify` with --backup-timeout 4s): an endless
   listing, metadata nested 30,000 levels deep, a 10 GB object and an object served a byte every 0.3 s.
 Before the fix the dribbles, the endless lists and the slow listing kept quorate running 35 s and
@@ -30,7 +32,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import harness  # noqa: E402
 from harness import QUORATE, Cluster, check, log, main, run  # noqa: E402
 from hostile_http import (Answer, DribbleBody, DribbleHeaders, EndlessChunks, HostileHttp, HugeBody,  # noqa: E402
-                          deep_json, endless_k8s_list, endless_s3_listing)
+                          deep_json, endless_k8s_list, endless_s3_listing, k8s_list_continuing,
+                          s3_listing_continuing, smuggled)
 
 TIMEOUT_S = 4
 GRACE_S = 2
@@ -123,6 +126,7 @@ def kubernetes(base):
     for name, behaviour, says in [
         ("a pod list with a new continue token on every page", endless_k8s_list(), "pages"),
         ("a pod list nested 60,000 levels deep", Answer(200, deep_json()), "nested deeper than 64 levels"),
+        ("a pod list whose continue token holds CR LF and NUL", k8s_list_continuing(), "continue token ("),
     ]:
         server = HostileHttp(tls=(crt, key))
         server.behave(behaviour)
@@ -132,6 +136,7 @@ def kubernetes(base):
             check_bounded(f"k8s, {name}",
                           [QUORATE, "discover", "--cluster-size", "3", "--timeout", f"{TIMEOUT_S}s", "--discovery", spec],
                           server.url, says, workdir(base, "k8s"))
+            check(smuggled(server) == [], f"k8s, {name}: a smuggled request reached the server: {smuggled(server)}")
         finally:
             server.stop()
 
@@ -143,6 +148,7 @@ def s3(base):
     for name, behaviour, says in [
         ("a listing with a new continuation token on every page", endless_s3_listing(), "continuation token"),
         ("a listing served a byte every 0.3 s", DribbleBody(200, listing), "not whole within"),
+        ("a listing whose continuation token holds CR LF", s3_listing_continuing(), "NextContinuationToken ("),
     ]:
         server = HostileHttp()
         # Registering and looking for a sealed set go through; the listing of registrations is hostile.
@@ -155,6 +161,7 @@ def s3(base):
                           [QUORATE, "discover", "--name", "n1", "--initial-advertise-peer-urls", "http://127.0.0.1:2380",
                            "--cluster-size", "3", "--timeout", f"{TIMEOUT_S}s", "--discovery", spec],
                           f"127.0.0.1:{server.port}", says, workdir(base, "s3"), env=env)
+            check(smuggled(server) == [], f"s3, {name}: a smuggled request reached the server: {smuggled(server)}")
         finally:
             server.stop()
 

@@ -12,6 +12,7 @@
 
 #include "cli/options.h"
 #include "quorate/duration.h"
+#include "quorate/limits.h"
 #include "quorate/provider.h"
 
 namespace quorate {
@@ -96,6 +97,17 @@ TEST_CASE("bad values name their source") {
     CHECK(r.status().message().find(c.expect) != std::string::npos);
     CHECK(r.status().message().find('\n') == std::string::npos);
   }
+}
+
+TEST_CASE("--cluster-size stops at the one cluster size limit that groups are held to too") {
+  auto largest = ResolveConfig(kKeys, {{"cluster-size", std::to_string(kMaxClusterSize)}}, {});
+  REQUIRE_MESSAGE(largest.ok(), largest.status().message());
+  CHECK(largest->cluster_size == size_t{kMaxClusterSize});
+  auto over = ResolveConfig(kKeys, {{"cluster-size", std::to_string(kMaxClusterSize + 1)}}, {});
+  REQUIRE_FALSE(over.ok());
+  CHECK(over.status().IsInvalidArgument());
+  CHECK(over.status().message() ==
+        fmt::format("--cluster-size: '{}' is not a whole number from 1 to {}", kMaxClusterSize + 1, kMaxClusterSize));
 }
 
 TEST_CASE("bad YAML files are refused with the line") {

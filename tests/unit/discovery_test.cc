@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <tuple>
+
 #include "testing/fake_clock.h"
 
 namespace quorate {
@@ -65,6 +67,39 @@ TEST_CASE("DiscoverExpected returns the operator's own bad input at once") {
   REQUIRE_FALSE(members.ok());
   CHECK(members.status().IsInvalidArgument());
   CHECK(clock.Now() == started);
+}
+
+TEST_CASE("two members of one name or one address in a provider's answer are retried to --timeout, not bad input") {
+  struct Answers : DiscoveryProvider {
+    std::vector<Member> members;
+    Result<std::vector<Member>> Discover() override { return members; }
+    std::string Describe() const override { return "test cloud"; }
+  };
+  const Member a{"a", {"http://10.0.0.1:2380"}, {}};
+  for (const auto& [what, second, says] :
+       {std::tuple{"the same name", Member{"a", {"http://10.0.0.2:2380"}, {}}, "member name 'a' appears twice"},
+        std::tuple{"the same address", Member{"b", {"http://10.0.0.1:2380"}, {}},
+                   "peer URL http://10.0.0.1:2380 is claimed by two members"}}) {
+    INFO(what);
+    FakeClock clock;
+    Config config;
+    config.cluster_size = 2;
+    config.timeout = seconds(3);
+    auto answers = std::make_unique<Answers>();
+    answers->members = {a, second};
+    auto provider = CheckingAnswers(std::move(answers));
+    auto once = provider->Discover();
+    REQUIRE_FALSE(once.ok());
+    CHECK(once.status().IsUnavailable());
+    Backoff backoff(clock, kDiscoveryPollInterval, kDiscoveryPollInterval, clock.Now() + config.timeout);
+
+    auto members = DiscoverExpected(*provider, config, backoff);
+
+    REQUIRE_FALSE(members.ok());
+    CHECK(members.status().code() == Status::Code::kDeadlineExceeded);
+    CHECK_MESSAGE(members.status().message().find(says) != std::string::npos, members.status().message());
+    CHECK(members.status().message().find("test cloud") != std::string::npos);
+  }
 }
 
 }  // namespace

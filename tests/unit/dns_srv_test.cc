@@ -3,8 +3,16 @@
 
 #include <doctest/doctest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <map>
+#include <thread>
 
 #include "quorate/provider.h"
 
@@ -216,6 +224,80 @@ TEST_CASE("dns-srv: a server that does not answer is Unavailable, never a partia
     r.hosts.emplace("etcd-0.example.com", timeout);
     CHECK(DiscoverSrvMembers(Query(), r).status().IsUnavailable());
   }
+}
+
+// A DNS server on 127.0.0.1 (UDP, port 0) whose every answer holds a record whose owner name is a
+// compression pointer to itself: well-formed up to the name, which never ends.
+class LoopingNameDns {
+ public:
+  LoopingNameDns() {
+    fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd_ >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    socklen_t len = sizeof addr;
+    REQUIRE(getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~LoopingNameDns() {
+    stop_ = true;
+    thread_.join();
+    close(fd_);
+  }
+  std::string server() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  void Serve() {
+    unsigned char query[512];
+    while (!stop_) {
+      pollfd readable{fd_, POLLIN, 0};
+      if (poll(&readable, 1, 50) != 1) continue;
+      sockaddr_in from{};
+      socklen_t len = sizeof from;
+      ssize_t n = recvfrom(fd_, query, sizeof query, 0, reinterpret_cast<sockaddr*>(&from), &len);
+      if (n <= 12) continue;
+      size_t end = 12;  // the question: its name, then type and class
+      while (end < static_cast<size_t>(n) && query[end] != 0) end += query[end] + 1;
+      end += 5;
+      if (end > static_cast<size_t>(n)) continue;
+      std::string answer(reinterpret_cast<char*>(query), end);
+      answer[2] = static_cast<char>(0x81);  // a response, recursion desired
+      answer[3] = static_cast<char>(0x80);  // recursion available, no error
+      answer.replace(6, 6, std::string("\0\1\0\0\0\0", 6));  // one answer, no authority or additional
+      const size_t self = answer.size();
+      answer += static_cast<char>(0xc0 | (self >> 8));
+      answer += static_cast<char>(self & 0xff);
+      answer += std::string(reinterpret_cast<char*>(query) + end - 4, 4);  // the type and class asked
+      answer += std::string("\0\0\0\x3c\0\x04\x7f\0\0\x01", 10);     // TTL 60, 4 bytes of data
+      sendto(fd_, answer.data(), answer.size(), 0, reinterpret_cast<sockaddr*>(&from), len);
+    }
+  }
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+TEST_CASE("dns-srv: an answer that does not parse is a runtime failure, retried, not bad input") {
+  LoopingNameDns dns;
+  CaresOptions options;
+  options.server = dns.server();
+  options.timeout = std::chrono::milliseconds(500);
+  options.retries = 0;
+  auto resolver = NewCaresResolver(options);
+  REQUIRE(resolver.ok());
+  auto srv = (*resolver)->LookupSrv(kSecure);
+  REQUIRE_FALSE(srv.ok());
+  CHECK_MESSAGE(srv.status().IsUnavailable(), srv.status().message());
+  CHECK_MESSAGE(Mentions(srv.status(), "malformed name that does not parse"), srv.status().message());
+  CHECK(Mentions(srv.status(), dns.server()));
+  auto host = (*resolver)->LookupHost("etcd-0.example.com");
+  REQUIRE_FALSE(host.ok());
+  CHECK_MESSAGE(host.status().IsUnavailable(), host.status().message());
+  CHECK(DiscoverSrvMembers(Query(), **resolver).status().IsUnavailable());
 }
 
 TEST_CASE("dns-srv host names follow Go's rules") {

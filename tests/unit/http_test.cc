@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -215,6 +216,77 @@ TEST_CASE("http: silence and a closed port are no answer and no connection") {
   r = HttpSend(refused);
   CHECK(r.failure == HttpFailure::kNoConnection);
   CHECK(r.ToStatus("GET http://127.0.0.1:1/").message() == "GET http://127.0.0.1:1/: cannot connect (refused or unreachable)");
+}
+
+TEST_CASE("http: a body without a length that the deadline cuts short is not taken for the whole answer") {
+  // Headers with neither Content-Length nor chunking, a piece of the body, then nothing until the
+  // client gives up: read-until-close would see the watchdog's shutdown as the server's close.
+  RawServer server([](int fd) {
+    Send(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{\"items\":[");
+    pollfd gone{fd, POLLIN, 0};
+    poll(&gone, 1, 10000);
+  });
+  auto start = Steady::now();
+  HttpResult r = HttpSend(Get(server, milliseconds(500)));
+  CHECK(Steady::now() - start < std::chrono::seconds(10));
+  CHECK_MESSAGE(r.failure == HttpFailure::kPartial, r.why, " body '", r.response.body, "'");
+  CHECK_MESSAGE(r.why == "the answer was not whole within 500 ms (cut short after 10 bytes of body)", r.why);
+  CHECK(r.ToStatus("GET x").IsUnavailable());
+
+  // Closed by the server, the same body is whole: that is how such a body ends.
+  RawServer closes([](int fd) { Send(fd, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{\"items\":[]}"); });
+  r = HttpSend(Get(closes));
+  REQUIRE_MESSAGE(r.ok(), r.why);
+  CHECK(r.response.body == "{\"items\":[]}");
+}
+
+TEST_CASE("http: a request whose address, target or header holds CR, LF or NUL is never sent, the secret unnamed") {
+  std::atomic<int> served{0};
+  RawServer server([&served](int fd) {
+    ++served;
+    Send(fd, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+  });
+  const std::string smuggled = "\r\n\r\nGET /steal HTTP/1.1\r\nHost: evil";
+  struct Case {
+    const char* what;
+    std::function<void(HttpRequest&)> spoil;
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      {"a bearer token with CR LF", [&](HttpRequest& r) { r.headers = {{"Authorization", "Bearer s3cret" + smuggled}}; },
+       "header Authorization holds a CR, LF, NUL or other control byte"},
+      {"a header value with NUL",
+       [](HttpRequest& r) { r.headers = {{"X-Token", std::string("s3cret\0tail", 11)}}; },
+       "header X-Token holds"},
+      {"a header value with a bare LF", [](HttpRequest& r) { r.headers = {{"X-Token", "s3cret\nX-Evil: 1"}}; },
+       "header X-Token holds"},
+      {"a header name with CR LF", [](HttpRequest& r) { r.headers = {{"X-A\r\nX-Evil", "1"}}; },
+       "is not an HTTP token"},
+      {"a target with CR LF (a next page's link)", [&](HttpRequest& r) { r.target = "/list?page=2 HTTP/1.1" + smuggled; },
+       "the request target is empty or holds a space or a control byte"},
+      {"a target with NUL", [](HttpRequest& r) { r.target = std::string("/list\0/x", 8); }, "the request target"},
+      {"a target with a space", [](HttpRequest& r) { r.target = "/a b"; }, "the request target"},
+      {"a host with CR LF", [&](HttpRequest& r) { r.base_url += smuggled; }, "the server's address holds"},
+      {"a method with CR LF", [](HttpRequest& r) { r.method = "GET /x HTTP/1.1\r\n"; }, "the method is not"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.what);
+    HttpRequest request = Get(server);
+    c.spoil(request);
+    HttpResult r = HttpSend(request);
+    CHECK(r.failure == HttpFailure::kUnsafeRequest);
+    CHECK_MESSAGE(r.why.find(c.says) != std::string::npos, r.why);
+    CHECK_MESSAGE(r.why.find("s3cret") == std::string::npos, r.why);
+    CHECK_MESSAGE(r.why.find("evil") == std::string::npos, r.why);
+    CHECK(r.ToStatus("GET x").IsUnavailable());
+  }
+  CHECK(served == 0);
+  // A tab is allowed in a value (RFC 9110), and the same request without the bytes goes out.
+  HttpRequest fine = Get(server);
+  fine.headers = {{"Authorization", "Bearer\ts3cret"}};
+  HttpResult r = HttpSend(fine);
+  CHECK_MESSAGE(r.ok(), r.why);
+  CHECK(served == 1);
 }
 
 TEST_CASE("foreign JSON: nesting past the cap is refused without recursion, garbage is named") {

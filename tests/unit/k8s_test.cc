@@ -233,6 +233,12 @@ TEST_CASE("k8s pod list: wrong answers name the request and are retried, deep JS
       {R"({"kind":"PodList","items":[{"metadata":{"name":"etcd-0","x":)" + std::string(60000, '[') +
            std::string(60000, ']') + "}}]}",
        "nested deeper than 64 levels"},
+      // A continue token goes back into the next request: CR LF, NUL or a space there is refused.
+      {R"({"kind":"PodList","metadata":{"continue":"eyJ2\r\nAuthorization: Bearer x"},"items":[]})",
+       "its continue token (29 bytes) holds a space, a control byte"},
+      {R"({"kind":"PodList","metadata":{"continue":"eyJ2\u0000x"},"items":[]})", "its continue token (6 bytes)"},
+      {R"({"kind":"PodList","metadata":{"continue":")" + std::string(4097, 'e') + R"("},"items":[]})",
+       "longer than 4096 bytes"},
   };
   // What the API server answers is fetched at run time: wrong now, it may be right on the next look.
   for (const auto& [body, mention] : bad) {
@@ -275,6 +281,22 @@ TEST_CASE("k8s StatefulSet and Pod answers") {
             R"({"kind":"Pod","metadata":{"ownerReferences":[{"kind":"StatefulSet","name":"etcd","controller":true}]}})",
             "GET pod") == "etcd");
   CHECK(ParsePodController(R"({"kind":"Pod","metadata":{}})", "GET pod")->empty());
+}
+
+TEST_CASE("k8s: a token file with a line break inside the token is bad input, never sent, never shown") {
+  Credentials creds;
+  std::ofstream(creds.Path("token"), std::ios::trunc) << "s3cret\r\nX-Smuggled: 1\n";
+  auto spec = ParseDiscoverySpec("provider=k8s service=etcd namespace=db api_server=https://127.0.0.1:1 " +
+                                 creds.Keys());
+  REQUIRE(spec.ok());
+  auto provider = ProviderRegistry::Get().Create(*spec);
+  REQUIRE_MESSAGE(provider.ok(), provider.status().message());
+  auto members = (*provider)->Discover();
+  REQUIRE_FALSE(members.ok());
+  CHECK_MESSAGE(members.status().IsInvalidArgument(), members.status().message());
+  CHECK(Mentions(members.status(), "token_file " + creds.Path("token") + " holds a line break"));
+  CHECK_FALSE(Mentions(members.status(), "s3cret"));
+  CHECK_FALSE(Mentions(members.status(), "Smuggled"));
 }
 
 TEST_CASE("k8s refusals: 403 names the RBAC rule, 404 the key, 5xx is retried") {

@@ -564,7 +564,8 @@ TEST_CASE("the file provider: keys, context, and three nodes agreeing through a 
         Bad{base + " colour=blue", context_of(1), "no key 'colour'"}, Bad{base, no_name, "set --name"},
         Bad{base, no_size, "set --cluster-size"},
         Bad{base + " size=4", context_of(1), "size=4 but --cluster-size is 3"},
-        Bad{base + " size=zero", no_size, "positive integer"},
+        Bad{base + " size=zero", no_size, "a whole number from 1 to 99"},
+        Bad{base + " size=100", no_size, "size=100: want the member count, a whole number from 1 to 99"},
         Bad{base + " token=other", context_of(1), "token=other but --initial-cluster-token"}}) {
     CAPTURE(b.spec);
     auto p = create(b.spec, b.context);

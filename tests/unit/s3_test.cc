@@ -122,6 +122,22 @@ TEST_CASE("ListObjectsV2 pages: keys unescaped, the continuation token read") {
 }
 
 TEST_CASE("ListObjectsV2 answers that cannot be trusted are DataLoss") {
+  // The continuation token goes back into the next request: no CR LF, NUL or space in it.
+  for (const char* token : {"abc&#13;&#10;Host: evil", "a b", "ab&#x85;"}) {
+    CAPTURE(token);
+    auto page = s3::ParseListPage(fmt::format(
+        "<ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>{}</NextContinuationToken>"
+        "</ListBucketResult>",
+        token));
+    CHECK(page.status().code() == Status::Code::kDataLoss);
+    CHECK_MESSAGE(page.status().message().find("holds a space, a control byte") != std::string::npos,
+                  page.status().message());
+    CHECK(page.status().message().find("evil") == std::string::npos);
+  }
+  CHECK(s3::ParseListPage("<ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>" +
+                          std::string(1025, 'a') + "</NextContinuationToken></ListBucketResult>")
+            .status()
+            .code() == Status::Code::kDataLoss);
   CHECK(s3::ParseListPage("<html>gateway</html>").status().code() == Status::Code::kDataLoss);
   CHECK(s3::ParseListPage("<ListBucketResult><IsTruncated>true</IsTruncated></ListBucketResult>").status().code() ==
         Status::Code::kDataLoss);
@@ -293,6 +309,30 @@ TEST_CASE("S3 store against a scripted server: conditional create, retries, refu
   serving.join();
 }
 
+TEST_CASE("S3 store: listed keys with a '..' segment or CR LF are left out, never followed") {
+  ScopedEnv key("AWS_ACCESS_KEY_ID", "AKID"), secret("AWS_SECRET_ACCESS_KEY", "secret");
+  httplib::Server server;
+  server.Get(".*", [&](const httplib::Request& req, httplib::Response& res) {
+    CHECK(req.get_param_value("prefix") == "p/boot/");
+    res.set_content(R"(<ListBucketResult><IsTruncated>false</IsTruncated>
+<Contents><Key>p/boot/members/n1</Key></Contents>
+<Contents><Key>p/boot/../../../other/members/n2</Key></Contents>
+<Contents><Key>p/boot/members/n3&#13;&#10;Host: evil</Key></Contents>
+<Contents><Key>p/boot/members/..</Key></Contents></ListBucketResult>)",
+                    "application/xml");
+  });
+  int port = server.bind_to_any_port("127.0.0.1");
+  REQUIRE(port > 0);
+  std::thread serving([&] { server.listen_after_bind(); });
+  auto vfs = OpenS3Vfs(fmt::format("s3://quorate/p?endpoint=http://127.0.0.1:{}", port));
+  REQUIRE(vfs.ok());
+  auto keys = (*vfs)->List("boot");
+  REQUIRE_MESSAGE(keys.ok(), keys.status().message());
+  CHECK(*keys == std::vector<std::string>{"boot/members/n1"});
+  server.stop();
+  serving.join();
+}
+
 TEST_CASE("S3 store: uploads never committed are listed page by page and aborted, the recent ones kept") {
   ScopedEnv key("AWS_ACCESS_KEY_ID", "AKID"), secret("AWS_SECRET_ACCESS_KEY", "secret");
   httplib::Server server;
@@ -309,6 +349,10 @@ TEST_CASE("S3 store: uploads never committed are listed page by page and aborted
 <ListMultipartUploadsResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Bucket>quorate</Bucket>)";
     if (first) {
       body += R"(<Upload><Key>p/backups/etcd/main/2026-11-24T10:00:00Z/etcd.backup.gz</Key><UploadId>old&amp;1</UploadId>
+<Initiated>2026-11-24T10:00:01.000Z</Initiated></Upload>
+<Upload><Key>p/backups/etcd/main/../../../other/etcd.backup.gz</Key><UploadId>out</UploadId>
+<Initiated>2026-11-24T10:00:01.000Z</Initiated></Upload>
+<Upload><Key>p/backups/etcd/main/x&#13;&#10;Host: evil/etcd.backup.gz</Key><UploadId>crlf</UploadId>
 <Initiated>2026-11-24T10:00:01.000Z</Initiated></Upload>
 <NextKeyMarker>p/backups/etcd/main/2026-11-24T10:00:00Z/etcd.backup.gz</NextKeyMarker>
 <NextUploadIdMarker>old&amp;1</NextUploadIdMarker><IsTruncated>true</IsTruncated>)";
@@ -331,6 +375,7 @@ TEST_CASE("S3 store: uploads never committed are listed page by page and aborted
   auto removed = (*vfs)->RemoveAbandonedUploads("backups/etcd/main", std::chrono::system_clock::from_time_t(
                                                                           1795525200));  // 2026-11-24T13:00:00Z
   REQUIRE_MESSAGE(removed.ok(), removed.status().message());
+  // Only ours: keys with a '..' segment or CR LF are never aborted, so never followed out of the store.
   CHECK(*removed == 1);
   CHECK(markers == std::vector<std::string>{"|", "p/backups/etcd/main/2026-11-24T10:00:00Z/etcd.backup.gz|old&1"});
   CHECK(aborted == std::vector<std::string>{"/quorate/p/backups/etcd/main/2026-11-24T10:00:00Z/etcd.backup.gz?old&1"});
