@@ -21,6 +21,7 @@
 #include "etcd/etcd_client.h"
 #include "etcd/etcd_wal.h"
 #include "etcd/peer_probe.h"
+#include "etcd/wal_commit.h"
 #include "node/backup_job.h"
 #include "node/etcd_env.h"
 #include "node/init.h"
@@ -341,8 +342,9 @@ Result<std::vector<int>> FreeLoopbackPorts(int count) {
 // Rule 8's etcd: the --etcd binary on a private copy of the survivor's member/, alone
 // (--force-new-cluster: the other members are gone, and a lone member of several never gets a
 // leader, so it would never serve), on loopback ports nobody else uses, with none of the
-// operator's ETCD_* variables (one could make it listen elsewhere or join something). Serving, it
-// has applied every entry its WAL holds as committed. Killed, and the copy removed, when it goes.
+// operator's ETCD_* variables (one could make it listen elsewhere or join something). The copy's
+// log is committed to its last entry first (CommitWalTail); serving, etcd has applied all of it.
+// Killed, and the copy removed, when it goes.
 class ReplayedCopy {
  public:
   ~ReplayedCopy() {
@@ -432,6 +434,14 @@ Result<std::unique_ptr<ReplayedCopy>> ReplayedCopy::Start(const Config& c, const
   std::error_code ec;
   fs::remove_all(dir, ec);
   if (Status s = copy->Copy(c); !s.ok()) return s;
+  // etcd drops what its WAL holds past the last saved commit; a leader elected from this member
+  // would commit its whole log, so the copy's log is committed to its last entry first (rule 8).
+  uint64_t committed = 0;
+  if (Status s = CommitWalTail(dir + "/data", &committed); !s.ok()) {
+    return s.Prefixed(fmt::format("the copy of {}'s WAL", c.name));
+  }
+  spdlog::info("recover: {} entries of {}'s WAL past its last saved commit are committed in the copy", committed,
+               c.name);
   copy->log_path_ = c.state_dir + "/recover-etcd.log";
   const Clock::TimePoint deadline = RealClock().Now() + c.timeout;
   // A port taken between the look and etcd's bind makes etcd exit at once: twice more on new ports.
