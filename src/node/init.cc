@@ -29,7 +29,7 @@ std::string Join(const std::vector<std::string>& v) { return fmt::format("{}", f
 // leader), so this bounds only a slow one.
 constexpr auto kQuorumViewTimeout = std::chrono::seconds(2);
 // The first wait for peers not ready yet (Decide), doubling up to kDiscoveryPollInterval.
-constexpr auto kFirstPeerPoll = std::chrono::milliseconds(30);
+constexpr auto kFirstAskAgain = std::chrono::milliseconds(30);
 // How long a node with data gives its one call of discovery (DESIGN §3).
 constexpr auto kDiscoveryBudgetWithData = std::chrono::seconds(5);
 
@@ -407,7 +407,7 @@ Status InitJob::ServeAgent(const Local& local, const PlanInput& input) {
 Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Clock::TimePoint deadline) {
   // Nodes started together serve their agents a moment apart: the first asks again soon, doubling up
   // to the poll interval, so a bootstrap does not lose a whole interval to a peer a few ms late.
-  Backoff backoff(clock_, kFirstPeerPoll, kDiscoveryPollInterval, deadline, options_.stop.fd);
+  Backoff backoff(clock_, kFirstAskAgain, kDiscoveryPollInterval, deadline, options_.stop.fd);
   // Rule 3's second look waits a whole interval: time for a peer's replay to mark its members started.
   Backoff second_look(clock_, kDiscoveryPollInterval, kDiscoveryPollInterval, deadline, options_.stop.fd);
   std::string last_reason;
