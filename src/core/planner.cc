@@ -179,6 +179,26 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
   const std::string why_new =
       "never-started initial members bootstrap raft with the same initial peers or no leader is "
       "elected";
+  // A peer restarting on its data lists the members as it replays its log and marks them started a
+  // moment later (seen on etcd 3.4 and 3.5), so a view where no member has started may hide a start,
+  // ours included. Not when the agent beside each peer that answered read its log and found no
+  // leader's entry: a member starts by publishing itself through a leader, so such a log records no
+  // start for its view to catch up on (a fresh bootstrap, where a second look only cost a poll).
+  const bool view_may_lag =
+      std::none_of(c.members.begin(), c.members.end(), [](const ClusterMember& m) { return m.started(); }) &&
+      std::any_of(in.peers.begin(), in.peers.end(), [](const PeerFacts& p) {
+        const bool log_read = p.agent.reachable && (p.agent.data_state == DataState::kHasData ||
+                                                    p.agent.data_state == DataState::kRunning);
+        return p.cluster && (!log_read || p.agent.log_past_bootstrap);
+      });
+  auto start_new = [&](const std::vector<Member>& entries, const std::string& membership) {
+    Decision d = Start(Action::kLateInitial, "new", InitialClusterOf(entries),
+                       fmt::format("cluster {} lists {} as initial member {} that never started: starting with "
+                                   "state new{}, because {}",
+                                   IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id), membership, why_new));
+    d.look_again = view_may_lag;
+    return d;
+  };
   // Our ID matches the expected set, but the expected set may name us differently; etcd needs
   // --name in --initial-cluster, and only the peer URLs feed the IDs.
   if (c.cluster_id == in.expected.cluster_id()) {
@@ -189,10 +209,7 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
       bool is_self = in.expected.IdOf(m) == listed.id;
       entries.push_back(Entry(is_self ? in.self.name : m.name, is_self ? in.self.peer_urls : m.peer_urls));
     }
-    return Start(Action::kLateInitial, "new", InitialClusterOf(entries),
-                 fmt::format("cluster {} lists {} as initial member {} that never started: starting "
-                             "with state new, because {}",
-                             IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id), why_new));
+    return start_new(entries, "");
   }
   // Discovery now sees a different set than the one the cluster was bootstrapped with; the cluster's
   // own membership is the bootstrap set only if it still hashes to the cluster ID and every member
@@ -223,10 +240,7 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
     }
     entries.push_back(Entry(name, m.peer_urls));
   }
-  return Start(Action::kLateInitial, "new", InitialClusterOf(entries),
-               fmt::format("cluster {} lists {} as initial member {} that never started: starting with "
-                           "state new and the cluster's own initial membership, because {}",
-                           IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id), why_new));
+  return start_new(entries, " and the cluster's own initial membership");
 }
 
 // Rule 4's majority-lost wait names the way back that applies (§4 rules 7 and 8): a voter whose etcd

@@ -85,6 +85,10 @@ struct Decision {
   std::optional<MemberId> remove_id;     // kReplace: the stale ID; kJoin by rule 9: the departed one
   std::optional<ClusterId> cluster_id;   // the cluster we will be part of, when known
   std::vector<std::string> endpoints;    // client URLs of started members, for the etcd API calls
+  // kLateInitial resting on views where no member has started, from a peer whose log no agent read
+  // for us: its etcd may still be replaying a log that records starts (rule 3). Taken only once a
+  // second look, one poll later, decides the same.
+  bool look_again = false;
 };
 
 Decision Plan(const PlanInput& input);

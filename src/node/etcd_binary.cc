@@ -1,9 +1,12 @@
 #include "node/etcd_binary.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <future>
+#include <mutex>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -16,9 +19,11 @@
 
 namespace quorate {
 
+namespace {
+
 // Its output goes into a pipe, so a binary that floods it blocks once the pipe is full instead of
 // filling memory, and only the start of it is read.
-Result<EtcdVersion> EtcdBinaryVersion(const std::string& etcd_path) {
+Result<EtcdVersion> AskBinaryVersion(const std::string& etcd_path) {
   constexpr auto kDeadline = std::chrono::seconds(5);
   constexpr size_t kMaxOutputBytes = 4096;
   int pipe_fds[2];
@@ -42,6 +47,48 @@ Result<EtcdVersion> EtcdBinaryVersion(const std::string& etcd_path) {
   close(read_fd);
   output.resize(n > 0 ? static_cast<size_t>(n) : 0);
   return ParseEtcdVersionOutput(output, Printable(etcd_path));
+}
+
+// The file a version was read from: a binary replaced in place (a package upgrade, a new image's
+// file under the same path) differs in one of these, so it is asked again.
+struct BinaryFile {
+  std::string path;
+  dev_t device = 0;
+  ino_t inode = 0;
+  off_t size = 0;
+  timespec modified{};
+  bool operator==(const BinaryFile& o) const {
+    return path == o.path && device == o.device && inode == o.inode && size == o.size &&
+           modified.tv_sec == o.modified.tv_sec && modified.tv_nsec == o.modified.tv_nsec;
+  }
+};
+
+std::optional<BinaryFile> FileOf(const std::string& etcd_path) {
+  auto found = FindProgram(etcd_path);
+  struct stat st;
+  if (!found.ok() || ::stat(found->c_str(), &st) != 0) return std::nullopt;
+  return BinaryFile{*found, st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+}
+
+}  // namespace
+
+// quorate run asks before every start of etcd; each ask forks and execs a Go binary, which took
+// seconds on a loaded machine, for an answer that changes only with the file.
+Result<EtcdVersion> EtcdBinaryVersion(const std::string& etcd_path) {
+  static std::mutex mu;
+  static std::optional<std::pair<BinaryFile, EtcdVersion>> known;
+  auto file = FileOf(etcd_path);
+  if (file) {
+    std::lock_guard lock(mu);
+    if (known && known->first == *file) return known->second;
+  }
+  auto version = AskBinaryVersion(etcd_path);
+  // Kept only when the file did not change while it was asked.
+  if (version.ok() && file && FileOf(etcd_path) == file) {
+    std::lock_guard lock(mu);
+    known = {{*file, *version}};
+  }
+  return version;
 }
 
 std::vector<std::optional<VersionAnswer>> AskVersions(const std::vector<Member>& members, const TlsFiles& peer_tls,

@@ -3,6 +3,7 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <future>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -27,6 +28,8 @@ std::string Join(const std::vector<std::string>& v) { return fmt::format("{}", f
 // How long the member list of rule 1b may take: a cluster without quorum refuses it at once (no
 // leader), so this bounds only a slow one.
 constexpr auto kQuorumViewTimeout = std::chrono::seconds(2);
+// The first wait for peers not ready yet (Decide), doubling up to kDiscoveryPollInterval.
+constexpr auto kFirstAskAgain = std::chrono::milliseconds(30);
 // How long a node with data gives its one call of discovery (DESIGN §3).
 constexpr auto kDiscoveryBudgetWithData = std::chrono::seconds(5);
 
@@ -402,13 +405,13 @@ Status InitJob::ServeAgent(const Local& local, const PlanInput& input) {
 }
 
 Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Clock::TimePoint deadline) {
-  Backoff backoff(clock_, kDiscoveryPollInterval, kDiscoveryPollInterval, deadline, options_.stop.fd);
+  // Nodes started together serve their agents a moment apart: the first asks again soon, doubling up
+  // to the poll interval, so a bootstrap does not lose a whole interval to a peer a few ms late.
+  Backoff backoff(clock_, kFirstAskAgain, kDiscoveryPollInterval, deadline, options_.stop.fd);
+  // Rule 3's second look waits a whole interval: time for a peer's replay to mark its members started.
+  Backoff second_look(clock_, kDiscoveryPollInterval, kDiscoveryPollInterval, deadline, options_.stop.fd);
   std::string last_reason;
-  // A peer restarting on its data lists the members as it replays its log, and marks them started
-  // only a moment later (seen on a loaded machine, on etcd 3.4 and 3.5): a start as a never-started
-  // initial member that rests on views where no member has started yet is taken only when a second
-  // look, one poll later, decides the same. Bootstrapping a used member ID on empty data would break
-  // raft's promises; the second look costs a genuine late member 250 ms.
+  // Rule 3's second look (Decision::look_again): the initial cluster the first look decided on.
   std::string first_look;
   while (true) {
     {
@@ -456,7 +459,7 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Cl
       }
     }
     Decision decision = Plan(input);
-    bool provisional = decision.action == Action::kLateInitial && decision.endpoints.empty();
+    bool provisional = decision.look_again;
     if (decision.action != Action::kWait && (!provisional || first_look == decision.initial_cluster)) {
       return decision;
     }
@@ -478,7 +481,7 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Cl
       spdlog::info("waiting: {}", decision.reason);
       last_reason = decision.reason;
     }
-    switch (WaitOrStop(backoff, options_.stop)) {
+    switch (WaitOrStop(provisional ? second_look : backoff, options_.stop)) {
       case Backoff::kRetry:
         break;
       case Backoff::kDeadline:
@@ -582,6 +585,11 @@ Result<InitOutcome> InitJob::Carry(const Local& local, const PlanInput& input, D
 Result<InitOutcome> InitJob::Run() {
   const Config& c = config_;
   Clock::TimePoint deadline = clock_.Now() + c.timeout;
+  // `etcd --version` forks and execs a Go binary, which took seconds on a loaded machine: asked
+  // beside discovery and the agent's start, so the agent answers from the first moment (a peer that
+  // finds it silent counts this node as unreachable and polls again), and only the decision, which
+  // needs rule 6's facts, waits for it.
+  auto binary = std::async(std::launch::async, options_.etcd_version, c.etcd_path);
   auto local = GatherLocal(deadline);
   if (!local.ok()) return local.status();
 
@@ -601,13 +609,13 @@ Result<InitOutcome> InitJob::Run() {
     }
   }
   if (local->stored) input.recorded_cluster_version = local->stored->cluster.cluster_version;
-  if (auto binary = options_.etcd_version(c.etcd_path); binary.ok()) {
-    input.binary_version = *binary;
+  if (Status s = ServeAgent(*local, input); !s.ok()) return s;
+  if (auto version = binary.get(); version.ok()) {
+    input.binary_version = *version;
   } else {
     // An init container need not hold etcd: the rules then go by the peers' versions alone.
-    spdlog::info("etcd version unknown, upgrade rules checked without it: {}", binary.status().message());
+    spdlog::info("etcd version unknown, upgrade rules checked without it: {}", version.status().message());
   }
-  if (Status s = ServeAgent(*local, input); !s.ok()) return s;
 
   Backoff stale(clock_, kDiscoveryPollInterval, kDiscoveryPollInterval, deadline, options_.stop.fd);
   while (true) {

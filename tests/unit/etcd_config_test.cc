@@ -23,6 +23,8 @@ TEST_CASE("etcd settings render as YAML, env and flags alike") {
   CHECK(y["name"].as<std::string>() == "etcd-0");
   CHECK(y["initial-cluster-state"].as<std::string>() == "new");
   CHECK(y["enable-grpc-gateway"].as<bool>());
+  // A boolean to etcd's file reader, which refuses the string "true" for it.
+  CHECK(RenderEtcdYaml(l).find("\npre-vote: true\n") != std::string::npos);
   // etcd refuses host names in listen URLs.
   CHECK(y["listen-peer-urls"].as<std::string>() == "https://0.0.0.0:2380");
   CHECK(y["peer-transport-security"]["cert-file"].as<std::string>() == "/p.crt");
@@ -35,6 +37,8 @@ TEST_CASE("etcd settings render as YAML, env and flags alike") {
 
   auto flags = RenderEtcdFlags(l);
   CHECK(std::find(flags.begin(), flags.end(), "--data-dir=/var/lib/etcd") != flags.end());
+  CHECK(std::find(flags.begin(), flags.end(), "--pre-vote=true") != flags.end());
+  CHECK(env.find("ETCD_PRE_VOTE=\"true\"\n") != std::string::npos);
 }
 
 TEST_CASE("IP listen URLs default to the advertised ones; explicit ones win") {

@@ -1,8 +1,14 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
 #include "core/etcd_version.h"
 #include "etcd/etcd_version.h"
 #include "etcd/peer_probe.h"
+#include "node/etcd_binary.h"
 
 namespace quorate {
 namespace {
@@ -33,6 +39,31 @@ TEST_CASE("etcd --version's output gives the binary's version") {
   auto none = ParseEtcdVersionOutput("Usage: etcd [flags]\n", "/bin/true");
   CHECK(none.status().message().find("/bin/true --version printed no") != std::string::npos);
   CHECK(!ParseEtcdVersionOutput("etcd Version: lots\n", "etcd").ok());
+}
+
+TEST_CASE("etcd --version is run once per binary file: the same file again is not run, a replaced one is") {
+  char tmpl[] = "/tmp/quorate-etcd-version-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  const std::string etcd = dir + "/etcd";
+  const std::string runs = dir + "/runs";
+  auto install = [&](const std::string& version) {
+    std::filesystem::remove(etcd);  // a new file, as a package upgrade puts it there
+    std::ofstream(etcd) << "#!/bin/sh\necho run >> " << runs << "\necho 'etcd Version: " << version << "'\n";
+    std::filesystem::permissions(etcd, std::filesystem::perms::owner_all);
+  };
+  auto runs_so_far = [&] {
+    std::ifstream in(runs);
+    return static_cast<int>(std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
+  };
+  install("3.4.23");
+  CHECK(*EtcdBinaryVersion(etcd) == V(3, 4, 23));
+  CHECK(*EtcdBinaryVersion(etcd) == V(3, 4, 23));
+  CHECK(runs_so_far() == 1);
+  install("3.5.30");
+  CHECK(*EtcdBinaryVersion(etcd) == V(3, 5, 30));
+  CHECK(runs_so_far() == 2);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("GET /version answers are read as etcd 3.4 to 3.7 write them, and checked") {

@@ -643,6 +643,42 @@ TEST_CASE("listed with our expected ID and never started: late initial, state ne
   }
 }
 
+TEST_CASE("late initial on views where no member started looks again unless the peers' agents read their logs") {
+  MemberSet set = MakeSet(3);
+  PlanInput in = MakeInput(set);
+  SUBCASE("a fresh bootstrap: n2's agent read its log and found no leader's entry, so its view hides no start") {
+    PeerNamed(in, "n2").cluster = ViewOf(set, {});
+    PeerNamed(in, "n2").agent.data_state = DataState::kRunning;
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kLateInitial);
+    CHECK_FALSE(d.look_again);
+  }
+  SUBCASE("n2's log holds a leader's entry: its etcd may still be replaying the starts it records") {
+    GiveAllViews(in, ViewOf(set, {}));
+    for (const char* name : {"n2", "n3"}) {
+      PeerNamed(in, name).agent.data_state = DataState::kRunning;
+      PeerNamed(in, name).agent.log_past_bootstrap = true;
+    }
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kLateInitial);
+    CHECK(d.look_again);
+  }
+  SUBCASE("n2's agent is silent (init mode) or says nothing of a log: its view alone, which may lag") {
+    PeerNamed(in, "n2").cluster = ViewOf(set, {});
+    PeerNamed(in, "n2").agent = AgentReport{false, "down", DataState::kUnknown, "", 0};
+    CHECK(Plan(in).look_again);
+    PeerNamed(in, "n2").agent = AgentOk(set);  // "empty" beside a view: no log was read
+    CHECK(Plan(in).look_again);
+  }
+  SUBCASE("a view listing a started member is no replay's first lines: no second look") {
+    GiveAllViews(in, ViewOf(set, {2, 3}));
+    PeerNamed(in, "n2").agent = AgentReport{false, "down", DataState::kUnknown, "", 0};
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kLateInitial);
+    CHECK_FALSE(d.look_again);
+  }
+}
+
 TEST_CASE("late initial rebuilds the initial cluster from the cluster when the expected set moved on") {
   MemberSet boot = MakeSet(3);      // what the cluster was bootstrapped with
   MemberSet expected = MakeSet(4);  // discovery now sees one more member, same token
