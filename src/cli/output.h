@@ -10,6 +10,7 @@
 #include "core/config.h"
 #include "etcd/etcd_client.h"
 #include "node/init.h"
+#include "node/maintenance.h"
 #include "node/member_remove.h"
 #include "quorate/member.h"
 
@@ -46,6 +47,10 @@ std::string FormatVersions(const std::string& etcd_version, const std::string& e
 std::string FormatBackup(const BackupMeta& meta, OutputFormat format);
 // `backup list`: oldest first.
 std::string FormatBackupList(const std::vector<BackupMeta>& backups, OutputFormat format);
+
+// `maintenance status`: every member's database as the leader's maintenance sees it, and what it
+// would do now and why.
+std::string FormatMaintenance(const MaintenanceLook& look, OutputFormat format);
 
 // `member remove`: one line per argument, flushed as it is handled (etcdctl's "Member <id> removed
 // from cluster <cluster id>", with the name; JSON lines with -w json).
