@@ -33,6 +33,12 @@ class SharedClient : public EtcdClient {
   Result<bool> PutIfAbsent(const std::string& key, const std::string& value) override {
     return cluster_.PutIfAbsent(key, value);
   }
+  Result<std::vector<EtcdAlarm>> AlarmList() override { return cluster_.AlarmList(); }
+  Status AlarmDisarm(const EtcdAlarm& alarm) override { return cluster_.AlarmDisarm(alarm); }
+  Status Compact(int64_t revision) override { return cluster_.Compact(revision); }
+  Status Defragment(const std::string& endpoint, std::chrono::milliseconds timeout) override {
+    return cluster_.Defragment(endpoint, timeout);
+  }
 
  private:
   FakeEtcdClient& cluster_;
@@ -266,6 +272,14 @@ Result<EndpointStatus> FakeEtcdClient::EndpointStatusOf(const std::string& endpo
     st.member_id = m.id;
     st.leader = listing.answered_by;
     st.is_learner = m.is_learner;
+    st.revision = revision_;
+    if (auto db = databases_.find(m.id); db != databases_.end()) {
+      st.db_size = db->second.size;
+      st.db_size_in_use = db->second.in_use;
+    }
+    for (const EtcdAlarm& a : alarms_) {
+      if (a.member_id == m.id) st.errors.push_back("alarm:" + AlarmName(a.kind));
+    }
     return st;
   }
   return Status::Unavailable(endpoint + ": connection refused");
@@ -279,6 +293,66 @@ Result<std::vector<KeyValue>> FakeEtcdClient::GetPrefix(const std::string& prefi
 }
 Result<bool> FakeEtcdClient::PutIfAbsent(const std::string& key, const std::string&) {
   return NoKeys("PutIfAbsent " + key);
+}
+
+void FakeEtcdClient::SetDatabase(MemberId id, int64_t size, int64_t in_use) {
+  std::lock_guard lock(mu_);
+  databases_[id] = {size, in_use};
+}
+
+void FakeEtcdClient::SetRevision(int64_t revision) {
+  std::lock_guard lock(mu_);
+  revision_ = revision;
+}
+
+void FakeEtcdClient::RaiseAlarm(const EtcdAlarm& alarm) {
+  std::lock_guard lock(mu_);
+  alarms_.push_back(alarm);
+}
+
+std::vector<EtcdAlarm> FakeEtcdClient::Alarms() const {
+  std::lock_guard lock(mu_);
+  return alarms_;
+}
+
+int64_t FakeEtcdClient::CompactedRevision() const {
+  std::lock_guard lock(mu_);
+  return compacted_;
+}
+
+Result<std::vector<EtcdAlarm>> FakeEtcdClient::AlarmList() {
+  Record("AlarmList");
+  std::lock_guard lock(mu_);
+  return alarms_;
+}
+
+Status FakeEtcdClient::AlarmDisarm(const EtcdAlarm& alarm) {
+  Record(fmt::format("AlarmDisarm {} {}", AlarmName(alarm.kind), IdToHex(alarm.member_id)));
+  std::lock_guard lock(mu_);
+  std::erase_if(alarms_, [&](const EtcdAlarm& a) { return a.member_id == alarm.member_id && a.kind == alarm.kind; });
+  return Status::Ok();
+}
+
+Status FakeEtcdClient::Compact(int64_t revision) {
+  Record(fmt::format("Compact {}", revision));
+  std::lock_guard lock(mu_);
+  if (revision <= compacted_) {
+    return Status::FailedPrecondition("etcdserver: mvcc: required revision has been compacted")
+        .With(Reason::kCompacted);
+  }
+  compacted_ = revision;
+  return Status::Ok();
+}
+
+Status FakeEtcdClient::Defragment(const std::string& endpoint, std::chrono::milliseconds) {
+  Record("Defragment " + endpoint);
+  std::lock_guard lock(mu_);
+  for (const auto& m : members_) {
+    if (std::find(m.client_urls.begin(), m.client_urls.end(), endpoint) == m.client_urls.end()) continue;
+    if (auto db = databases_.find(m.id); db != databases_.end()) db->second.size = db->second.in_use;
+    return Status::Ok();
+  }
+  return Status::Unavailable("Defragment: no member at " + endpoint);
 }
 
 Status FakeEtcdClient::NoKeys(std::string call) {

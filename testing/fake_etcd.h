@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -38,6 +39,14 @@ class FakeEtcdClient : public EtcdClient {
   // "MemberAdd", "MemberPromote", "MemberUpdate"): a test throws from it to kill the caller there.
   void AfterChange(std::function<void(const std::string& call)> hook);
 
+  // Maintenance state (docs/DESIGN.md §12): a member's database file and what of it is in use (a
+  // Defragment brings the first down to the second), the store's revision, the alarms raised.
+  void SetDatabase(MemberId id, int64_t size, int64_t in_use);
+  void SetRevision(int64_t revision);
+  void RaiseAlarm(const EtcdAlarm& alarm);
+  std::vector<EtcdAlarm> Alarms() const;
+  int64_t CompactedRevision() const;
+
   ClusterView View() const;
   std::vector<ClusterMember> Members() const;
   // Every call as "Method args" in order, reads included.
@@ -60,6 +69,10 @@ class FakeEtcdClient : public EtcdClient {
   Result<std::optional<std::string>> Get(const std::string& key) override;
   Result<std::vector<KeyValue>> GetPrefix(const std::string& prefix) override;
   Result<bool> PutIfAbsent(const std::string& key, const std::string& value) override;
+  Result<std::vector<EtcdAlarm>> AlarmList() override;
+  Status AlarmDisarm(const EtcdAlarm& alarm) override;
+  Status Compact(int64_t revision) override;
+  Status Defragment(const std::string& endpoint, std::chrono::milliseconds timeout) override;
 
  private:
   void Record(std::string call);
@@ -79,6 +92,14 @@ class FakeEtcdClient : public EtcdClient {
   std::function<void(const std::string&)> after_;
   std::vector<std::string> calls_;
   std::vector<EtcdClientOptions> clients_;
+  struct Database {
+    int64_t size = 0;
+    int64_t in_use = 0;
+  };
+  std::map<MemberId, Database> databases_;
+  int64_t revision_ = 1;
+  int64_t compacted_ = 0;
+  std::vector<EtcdAlarm> alarms_;
 };
 
 }  // namespace quorate

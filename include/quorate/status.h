@@ -17,12 +17,13 @@ enum class ExitCode : int { kOk = 0, kFailure = 1, kBadInput = 2 };
 // the message, which is for people and may change.
 enum class Reason {
   kNone,
-  kOutcomeUnknown,     // a change was sent and not answered: it may or may not have been made
-  kUnhealthyCluster,   // etcd: the leader has not been connected to enough voters long enough
-  kNotEnoughStarted,   // etcd: the change would leave too few started voters (strict reconfig)
-  kLearnerNotReady,    // etcd: the learner is not in sync with the leader yet
-  kTooManyLearners,    // etcd: the cluster has as many learners as it allows
-  kStaleDecision,      // the membership met while applying a decision is not the one it was made on
+  kOutcomeUnknown,    // a change was sent and not answered: it may or may not have been made
+  kUnhealthyCluster,  // etcd: the leader has not been connected to enough voters long enough
+  kNotEnoughStarted,  // etcd: the change would leave too few started voters (strict reconfig)
+  kLearnerNotReady,   // etcd: the learner is not in sync with the leader yet
+  kTooManyLearners,   // etcd: the cluster has as many learners as it allows
+  kStaleDecision,     // the membership met while applying a decision is not the one it was made on
+  kCompacted,         // etcd: the revision asked for is compacted already
 };
 
 class [[nodiscard]] Status {

@@ -1,5 +1,6 @@
 #include "cli/cli.h"
 
+#include <charconv>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -12,9 +13,9 @@
 #include "cli/output.h"
 #include "core/bucket.h"
 #include "etcd/etcd_client.h"
+#include "node/backup_job.h"
 #include "node/etcd_binary.h"
 #include "node/init.h"
-#include "node/backup_job.h"
 #include "node/member_remove.h"
 #include "node/process.h"
 #include "node/restore.h"
@@ -149,8 +150,36 @@ int Version(const Config& config, const Words& words) {
   return 0;
 }
 
+// etcd's --quota-backend-bytes, given to quorate or after `--`: etcd gets it, and so does the leader's
+// maintenance (DESIGN §12), which must know where etcd raises NOSPACE. After `--` it stays as given.
+Result<std::pair<Config, std::vector<std::string>>> WithQuota(const Config& config, std::vector<std::string> extra) {
+  Config c = config;
+  for (size_t i = 0; i < extra.size(); ++i) {
+    std::string value;
+    if (extra[i].starts_with("--quota-backend-bytes=")) {
+      value = extra[i].substr(extra[i].find('=') + 1);
+    } else if (extra[i] == "--quota-backend-bytes" && i + 1 < extra.size()) {
+      value = extra[i + 1];
+    } else {
+      continue;
+    }
+    int64_t n = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc() || end != value.data() + value.size() || n < 0) {
+      return Status::InvalidArgument(
+          fmt::format("etcd flag --quota-backend-bytes: '{}' is not a number of bytes", Printable(value, 64)));
+    }
+    c.quota_backend_bytes = n;
+    return std::pair{c, extra};
+  }
+  if (c.quota_backend_bytes > 0) extra.push_back(fmt::format("--quota-backend-bytes={}", c.quota_backend_bytes));
+  return std::pair{c, extra};
+}
+
 int Run(const Config& config, const Words& words) {
-  Status s = RunNode(config, words.extra);
+  auto with_quota = WithQuota(config, words.extra);
+  if (!with_quota.ok()) return Fail(with_quota.status());
+  Status s = RunNode(with_quota->first, with_quota->second);
   return s.ok() ? 0 : Fail(s);
 }
 
@@ -192,8 +221,27 @@ int MemberRemove(const Config& config, const Words& words) {
   return s.ok() ? 0 : Fail(s);
 }
 
+// What the leader's maintenance (DESIGN §12) would do now, asked as the leader's quorate asks.
+int MaintenanceStatus(const Config& config, const Words&) {
+  auto client = MakeEtcdClient({config.endpoints, config.etcdctl_tls, std::chrono::seconds(5)});
+  Result<EndpointStatus> status = Status::Unavailable("no endpoint");
+  for (const std::string& endpoint : config.endpoints) {
+    status = client->EndpointStatusOf(endpoint);
+    if (status.ok() && status->leader != 0) break;
+  }
+  if (!status.ok()) return Fail(status.status());
+  if (status->leader == 0) return Fail(Status::Unavailable("no member at --endpoints knows a leader"));
+  Maintainer maintainer(MaintenanceSettingsOf(config), RealClock());
+  auto look = maintainer.Look(*client, status->leader);
+  if (!look.ok()) return Fail(look.status());
+  std::cout << FormatMaintenance(*look, config.output);
+  return 0;
+}
+
 // The backup commands' options.
 const std::vector<std::string> kBackupStore = {"backup-to", "backup-key-file", "backup-cluster", "backup-timeout"};
+const std::vector<std::string> kMaintenance = {"maintenance",       "defrag-min-bytes",    "defrag-min-percent",
+                                               "maintenance-pause", "quota-backend-bytes", "compaction-keep-revisions"};
 const std::vector<std::string> kRunBackups = {"backup-compression", "backup-schedule", "backup-keep-hourly-days",
                                               "backup-keep-daily-days", "restore-from", "force"};
 
@@ -282,34 +330,43 @@ int BackupVerify(const Config& config, const Words& words) {
 const std::vector<Command>& Commands() {
   static const std::vector<Command> kCommands = {
       {nullptr, "discover", "resolve the peers and print them with the IDs etcd will assign",
-       Concat({kCommon, kDiscovery, {"write-out", "initial-advertise-peer-urls", "advertise-client-urls",
-                                     "peer-cert-file", "peer-key-file", "peer-trusted-ca-file"}}),
+       Concat({kCommon,
+               kDiscovery,
+               {"write-out", "initial-advertise-peer-urls", "advertise-client-urls", "peer-cert-file", "peer-key-file",
+                "peer-trusted-ca-file"}}),
        Discover},
       {nullptr, "cluster-init", "resolve the members once and seal them as a member bucket in --bucket",
        Concat({kCommon, kDiscovery, {"bucket", "write-out", "initial-advertise-peer-urls"}}), ClusterInit},
       {nullptr, "init", "discover, decide how to start, write the member bucket and etcd's config; idempotent",
        Concat({kCommon, kDiscovery, kNode, {"write-out", "etcd"}}), Init},
       {nullptr, "run", "init, then run etcd and keep it whole: restarts, learner promotion, /healthz /readyz /metrics",
-       Concat({kCommon, kDiscovery, kNode, {"etcd", "status-listen"}, kBackupStore, kRunBackups}), Run,
+       Concat({kCommon, kDiscovery, kNode, {"etcd", "status-listen"}, kBackupStore, kRunBackups, kMaintenance}), Run,
        /*takes_extra=*/true},
       {nullptr, "upkeep",
        "beside an etcd started on init's config: promote this member once a caught-up learner, keep its peer URLs, "
        "serve /healthz /readyz /metrics",
-       Concat({kCommon, {"name", "data-dir", "state-dir", "status-listen", "cert-file", "key-file", "trusted-ca-file",
-                         "cacert", "cert", "key"}}),
+       Concat({kCommon,
+               kMaintenance,
+               {"name", "data-dir", "state-dir", "status-listen", "cert-file", "key-file", "trusted-ca-file", "cacert",
+                "cert", "key"}}),
        Upkeep},
       {"member", "list", "the live membership, over etcd's API",
        Concat({kCommon, {"endpoints", "cacert", "cert", "key", "write-out"}}), MemberList},
       {"member", "remove",
        "remove members, one at a time, each only if the voters left keep a healthy majority; "
        "prints \"Member <id> (<name>) removed from cluster <id>\" per member",
-       Concat({kCommon, kBackupStore,
+       Concat({kCommon,
+               kBackupStore,
                {"endpoints", "cacert", "cert", "key", "write-out", "ignore-not-found", "backup-compression"}}),
        MemberRemove,
        /*takes_extra=*/false, "MEMBER",
        "member names as etcd lists them, or hex member IDs; all are resolved against one member list before "
        "any is removed, and removed in the order given. Unknown, repeated or none: exit 2, nothing removed. "
        "Unsafe (the remaining started, healthy voters would not be a majority, or the last voter): exit 1"},
+      {"maintenance", "status",
+       "what the leader's quorate would do now to keep etcd's database in shape (compaction, defragmentation, "
+       "alarms), and why",
+       Concat({kCommon, kMaintenance, {"endpoints", "cacert", "cert", "key", "write-out"}}), MaintenanceStatus},
       {"backup", "save",
        "stream a snapshot of the cluster at --endpoints into --backup-to (compressed, encrypted with the first "
        "--backup-key-file); -w simple prints the new backup's URL alone on its last line",
@@ -333,8 +390,9 @@ const std::vector<Command>& Commands() {
                 "key-file", "trusted-ca-file"}}),
        Recover},
       {nullptr, "version", "print the versions of quorate, of the etcd it would run and of the cluster",
-       Concat({kCommon, {"etcd", "write-out", "name", "data-dir", "state-dir", "peer-cert-file", "peer-key-file",
-                         "peer-trusted-ca-file"}}),
+       Concat({kCommon,
+               {"etcd", "write-out", "name", "data-dir", "state-dir", "peer-cert-file", "peer-key-file",
+                "peer-trusted-ca-file"}}),
        Version},
   };
   return kCommands;

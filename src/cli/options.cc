@@ -31,8 +31,9 @@ constexpr int kMaxYamlDepth = 2;
 
 std::string Quoted(const std::string& value) { return Printable(value, kQuotedBytes); }
 
-Result<int> ParseInt(const Sourced& v, int min, int max) {
-  int n = 0;
+template <typename Int>
+Result<Int> ParseInt(const Sourced& v, Int min, Int max) {
+  Int n = 0;
   const char* end = v.value.data() + v.value.size();
   auto [ptr, ec] = std::from_chars(v.value.data(), end, n);
   if (v.value.empty() || ec != std::errc() || ptr != end || n < min || n > max) {
@@ -95,6 +96,15 @@ Binder Flag(bool Config::*field) {
 Binder Whole(int Config::*field, int min, int max) {
   return NonEmpty([=](const Sourced& v, Config& c) {
     auto n = ParseInt(v, min, max);
+    if (!n.ok()) return n.status();
+    c.*field = *n;
+    return Status::Ok();
+  });
+}
+
+Binder Whole64(int64_t Config::*field, int64_t min, int64_t max) {
+  return NonEmpty([=](const Sourced& v, Config& c) {
+    auto n = ParseInt<int64_t>(v, min, max);
     if (!n.ok()) return n.status();
     c.*field = *n;
     return Status::Ok();
@@ -506,11 +516,34 @@ const std::vector<OptionDef>& AllOptions() {
             return Status::Ok();
           })),
       Row("from-member", "QUORATE_FROM_MEMBER",
-          "recover: the surviving member (this node's --name) whose data dir seeds the new cluster", NonEmpty([](const Sourced& v, Config& c) {
+          "recover: the surviving member (this node's --name) whose data dir seeds the new cluster",
+          NonEmpty([](const Sourced& v, Config& c) {
             if (Status s = CheckName(v); !s.ok()) return s;
             c.from_member = v.value;
             return Status::Ok();
           })),
+      // Maintenance (docs/DESIGN.md §12).
+      BoolRow("maintenance", "QUORATE_MAINTENANCE",
+              "run, upkeep: the leader's quorate compacts, defragments one member at a time by rule and clears a "
+              "NOSPACE alarm once its cause is gone (false: none of it)",
+              Flag(&C::maintenance)),
+      Row("defrag-min-bytes", "QUORATE_DEFRAG_MIN_BYTES",
+          "a member's database is defragmented only from this size on, when --defrag-min-percent of it is free",
+          Whole64(&C::defrag_min_bytes, 0, int64_t{1} << 50), "104857600"),
+      Row("defrag-min-percent", "QUORATE_DEFRAG_MIN_PERCENT",
+          "a member's database is defragmented only when at least this share of it is free pages",
+          Whole(&C::defrag_min_percent, 1, 100), "45"),
+      Row("maintenance-pause", "QUORATE_MAINTENANCE_PAUSE",
+          "the least time between two defragmentations, so every member is seen healthy between them",
+          Duration(&C::maintenance_pause), "10s"),
+      Row("quota-backend-bytes", "ETCD_QUOTA_BACKEND_BYTES",
+          "etcd's database quota (passed on to etcd by run), past which etcd raises NOSPACE (default: etcd's, 2 GiB)",
+          Whole64(&C::quota_backend_bytes, 0, int64_t{1} << 50)),
+      Row("compaction-keep-revisions", "QUORATE_COMPACTION_KEEP_REVISIONS",
+          "revisions of history the leader's quorate keeps when it compacts: N compacts whenever the history passes "
+          "2N; 0 (default) compacts only on NOSPACE, to the current revision (leave it 0 with etcd's own "
+          "--auto-compaction-retention)",
+          Whole64(&C::compaction_keep_revisions, 0, int64_t{1} << 50), "0"),
       BoolRow("force", "QUORATE_FORCE",
               "restore or recover even while the old cluster still has a live quorum (its later writes are lost)",
               Flag(&C::force)),

@@ -113,6 +113,51 @@ std::string FormatMemberList(const MemberListing& listing, OutputFormat format) 
   return out;
 }
 
+std::string FormatMaintenance(const MaintenanceLook& look, OutputFormat format) {
+  const MaintenanceDecision& d = look.decision;
+  if (format == OutputFormat::kJson) {
+    nlohmann::ordered_json members = nlohmann::ordered_json::array();
+    for (const auto& m : look.facts.members) {
+      members.push_back({{"id", IdToHex(m.id)},
+                         {"name", m.name},
+                         {"answered", m.answered},
+                         {"isLearner", m.is_learner},
+                         {"isLeader", m.id == look.facts.leader},
+                         {"dbSize", m.db_size},
+                         {"dbSizeInUse", m.db_size_in_use},
+                         {"alarms", nlohmann::ordered_json::array()}});
+      if (m.nospace) members.back()["alarms"].push_back("NOSPACE");
+      if (m.corrupt) members.back()["alarms"].push_back("CORRUPT");
+    }
+    nlohmann::ordered_json decision{
+        {"action", MaintenanceActionName(d.action)}, {"rule", d.rule}, {"reason", d.reason}};
+    if (d.action == MaintenanceAction::kDefragment) decision["member"] = IdToHex(d.member);
+    if (d.action == MaintenanceAction::kCompact) decision["revision"] = d.revision;
+    return JsonText(
+               nlohmann::ordered_json{{"revision", look.facts.revision}, {"members", members}, {"decision", decision}},
+               2) +
+           "\n";
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& m : look.facts.members) {
+    std::vector<std::string> alarms;
+    if (m.nospace) alarms.push_back("NOSPACE");
+    if (m.corrupt) alarms.push_back("CORRUPT");
+    int64_t free = m.db_size > m.db_size_in_use ? m.db_size - m.db_size_in_use : 0;
+    rows.push_back({IdToHex(m.id), m.name, m.answered ? "yes" : "no",
+                    m.id == look.facts.leader ? "leader" : (m.is_learner ? "learner" : "follower"),
+                    std::to_string(m.db_size), std::to_string(m.db_size_in_use),
+                    m.db_size > 0 ? std::to_string(free * 100 / m.db_size) + "%" : "-", Joined(alarms)});
+  }
+  std::string out;
+  if (format == OutputFormat::kTable) {
+    out = RenderTable({"ID", "NAME", "ANSWERS", "ROLE", "DB SIZE", "IN USE", "FREE", "ALARMS"}, rows);
+  } else {
+    for (const auto& r : rows) out += fmt::format("{}\n", fmt::join(r, ", "));
+  }
+  return out + fmt::format("now: {} (rule {}): {}\n", MaintenanceActionName(d.action), d.rule, d.reason);
+}
+
 std::string FormatVersions(std::string_view build_commit, const std::string& etcd_version, const std::string& etcd_path,
                            const std::string& cluster_version, const std::string& cluster_source, OutputFormat format) {
   if (format == OutputFormat::kJson) {

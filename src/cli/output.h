@@ -11,6 +11,7 @@
 #include "core/config.h"
 #include "etcd/etcd_client.h"
 #include "node/init.h"
+#include "node/maintenance.h"
 #include "node/member_remove.h"
 #include "quorate/member.h"
 
@@ -52,6 +53,10 @@ std::string FormatBackupList(const std::vector<BackupMeta>& backups, OutputForma
 // `backup verify`: the backup read whole (`read`: what etcd's own hash confirmed), and the checks
 // its metadata left out: for one without quorate's, its declared size and sha256 and its cluster.
 std::string FormatVerifiedBackup(const BackupMeta& meta, const BackupRead& read, OutputFormat format);
+
+// `maintenance status`: every member's database as the leader's maintenance sees it, and what it
+// would do now and why.
+std::string FormatMaintenance(const MaintenanceLook& look, OutputFormat format);
 
 // `member remove`: one line per argument, flushed as it is handled (etcdctl's "Member <id> removed
 // from cluster <cluster id>", with the name; JSON lines with -w json).

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,6 +61,14 @@ struct Config {
   std::string restore_from;        // run: a backup URL to restore a new cluster from
   std::string from_member;         // recover: the surviving member whose data seeds the new cluster
   bool force = false;              // restore/recover even while the old cluster has a live quorum
+
+  // Maintenance by the leader's quorate (docs/DESIGN.md §12).
+  bool maintenance = true;
+  int64_t defrag_min_bytes = int64_t{100} << 20;
+  int defrag_min_percent = 45;
+  std::chrono::milliseconds maintenance_pause{std::chrono::seconds(10)};
+  int64_t quota_backend_bytes = 0;  // etcd's --quota-backend-bytes; 0: etcd's default
+  int64_t compaction_keep_revisions = 0;
 };
 
 }  // namespace quorate

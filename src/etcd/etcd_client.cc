@@ -281,6 +281,8 @@ class GrpcEtcdClient : public EtcdClient {
     out.raft_term = resp.raftterm();
     out.raft_applied_index = resp.raftappliedindex();
     out.db_size = resp.dbsize();
+    out.db_size_in_use = resp.dbsizeinuse();
+    out.revision = resp.header().revision();
     out.is_learner = resp.islearner();
     out.version = resp.version();
     out.errors.assign(resp.errors().begin(), resp.errors().end());
@@ -341,6 +343,55 @@ class GrpcEtcdClient : public EtcdClient {
     return resp.succeeded();
   }
 
+  Result<std::vector<EtcdAlarm>> AlarmList() override {
+    pb::AlarmRequest req;
+    req.set_action(pb::AlarmRequest::GET);
+    req.set_alarm(pb::NONE);
+    pb::AlarmResponse resp;
+    Status st =
+        Call<pb::Maintenance>("Alarm list", Kind::kRead, Targets(), /*require_leader=*/true,
+                              [&](pb::Maintenance::Stub& s, grpc::ClientContext* c) { return s.Alarm(c, req, &resp); });
+    if (!st.ok()) return st;
+    std::vector<EtcdAlarm> out;
+    for (const auto& a : resp.alarms()) {
+      if (a.alarm() == pb::NOSPACE) out.push_back({a.memberid(), AlarmKind::kNoSpace});
+      if (a.alarm() == pb::CORRUPT) out.push_back({a.memberid(), AlarmKind::kCorrupt});
+    }
+    return out;
+  }
+
+  Status AlarmDisarm(const EtcdAlarm& alarm) override {
+    pb::AlarmRequest req;
+    req.set_action(pb::AlarmRequest::DEACTIVATE);
+    req.set_memberid(alarm.member_id);
+    req.set_alarm(alarm.kind == AlarmKind::kNoSpace ? pb::NOSPACE : pb::CORRUPT);
+    pb::AlarmResponse resp;
+    return Call<pb::Maintenance>(
+        fmt::format("Alarm disarm {} of {}", AlarmName(alarm.kind), IdToHex(alarm.member_id)), Kind::kChange, Targets(),
+        /*require_leader=*/true,
+        [&](pb::Maintenance::Stub& s, grpc::ClientContext* c) { return s.Alarm(c, req, &resp); });
+  }
+
+  Status Compact(int64_t revision) override {
+    pb::CompactionRequest req;
+    req.set_revision(revision);
+    req.set_physical(true);
+    pb::CompactionResponse resp;
+    return Call<pb::KV>(fmt::format("Compact {}", revision), Kind::kChange, Targets(), /*require_leader=*/true,
+                        [&](pb::KV::Stub& s, grpc::ClientContext* c) { return s.Compact(c, req, &resp); });
+  }
+
+  Status Defragment(const std::string& endpoint, std::chrono::milliseconds timeout) override {
+    Target target = MakeTarget(endpoint, options_.tls);
+    pb::DefragmentResponse resp;
+    return Call<pb::Maintenance>(
+        "Defragment", Kind::kChange, {&target}, /*require_leader=*/false,
+        [&](pb::Maintenance::Stub& s, grpc::ClientContext* c) {
+          return s.Defragment(c, pb::DefragmentRequest(), &resp);
+        },
+        timeout);
+  }
+
  private:
   std::vector<Target*> Targets() {
     std::vector<Target*> out;
@@ -348,9 +399,11 @@ class GrpcEtcdClient : public EtcdClient {
     return out;
   }
 
-  // Tries the targets in turn, in rounds with backoff for reads, all within options_.timeout.
+  // Tries the targets in turn, in rounds with backoff for reads, all within options_.timeout (or the
+  // call's own `timeout`).
   template <typename Service, typename Rpc>
-  Status Call(const std::string& what, Kind kind, const std::vector<Target*>& targets, bool require_leader, Rpc&& rpc) {
+  Status Call(const std::string& what, Kind kind, const std::vector<Target*>& targets, bool require_leader, Rpc&& rpc,
+              std::optional<std::chrono::milliseconds> timeout = std::nullopt) {
     if (targets.empty()) return Status::InvalidArgument(fmt::format("{}: no etcd endpoints given", what));
     for (const Target* t : targets) {
       if (!t->error.ok()) return t->error;
@@ -358,7 +411,7 @@ class GrpcEtcdClient : public EtcdClient {
     std::vector<grpc::Channel*> channels;
     for (Target* t : targets) channels.push_back(t->channel.get());
     ChannelWatch clock(std::move(channels));
-    const Clock::TimePoint deadline = std::min(clock.Now() + options_.timeout, options_.deadline);
+    const Clock::TimePoint deadline = std::min(clock.Now() + timeout.value_or(options_.timeout), options_.deadline);
     Backoff backoff(clock, kFirstBackoff, kMaxBackoff, deadline);
     while (true) {
       std::vector<std::string> failures;
@@ -448,6 +501,8 @@ class GrpcEtcdClient : public EtcdClient {
 };
 
 }  // namespace
+
+std::string AlarmName(AlarmKind kind) { return kind == AlarmKind::kNoSpace ? "NOSPACE" : "CORRUPT"; }
 
 Result<SnapshotHeader> StreamSnapshot(const EtcdClientOptions& options, const std::string& endpoint,
                                       const SnapshotSink& sink) {

@@ -49,11 +49,21 @@ struct EndpointStatus {
   uint64_t raft_index = 0;
   uint64_t raft_term = 0;
   uint64_t raft_applied_index = 0;
-  int64_t db_size = 0;  // etcd's type: int64
+  int64_t db_size = 0;         // the database file's size; etcd's type: int64
+  int64_t db_size_in_use = 0;  // what of it holds data: the rest is free pages a defragmentation returns
+  int64_t revision = 0;        // the member's key-value store revision
   bool is_learner = false;
   std::string version;
   std::vector<std::string> errors;  // alarms, e.g. "NOSPACE"
 };
+
+// An alarm raised in the cluster (Maintenance.Alarm): etcd refuses writes while a NOSPACE one stands.
+enum class AlarmKind { kNoSpace, kCorrupt };
+struct EtcdAlarm {
+  MemberId member_id = 0;
+  AlarmKind kind = AlarmKind::kNoSpace;
+};
+std::string AlarmName(AlarmKind kind);  // etcd's: "NOSPACE", "CORRUPT"
 
 struct KeyValue {
   std::string key;
@@ -93,6 +103,18 @@ class EtcdClient {
   virtual Result<std::vector<KeyValue>> GetPrefix(const std::string& prefix) = 0;
   // One transaction: writes only when the key has never been created; true when this call wrote it.
   virtual Result<bool> PutIfAbsent(const std::string& key, const std::string& value) = 0;
+
+  // Maintenance (docs/DESIGN.md §12). Every alarm raised in the cluster.
+  virtual Result<std::vector<EtcdAlarm>> AlarmList() = 0;
+  // Lowers one raised alarm; etcd accepts writes again once no NOSPACE alarm stands.
+  virtual Status AlarmDisarm(const EtcdAlarm& alarm) = 0;
+  // Compacts the history up to `revision`, answering once the backend has done it (physical), so a
+  // defragmentation after it returns the space. FailedPrecondition with Reason::kCompacted when
+  // that revision is compacted already.
+  virtual Status Compact(int64_t revision) = 0;
+  // Defragments the one member at `endpoint`, which serves nothing meanwhile; `timeout` bounds it
+  // instead of the client's (a large database takes long). Never retried: it may be under way.
+  virtual Status Defragment(const std::string& endpoint, std::chrono::milliseconds timeout) = 0;
 };
 
 // What a snapshot is of, from the member's Maintenance.Status asked just before the stream.

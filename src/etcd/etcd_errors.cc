@@ -62,6 +62,11 @@ Status FromGrpc(const grpc::Status& st, const std::string& endpoint, const std::
       return Status::NotFound(msg);
     case grpc::StatusCode::FAILED_PRECONDITION:
       return Status::FailedPrecondition(msg);
+    case grpc::StatusCode::OUT_OF_RANGE:
+      // "mvcc: required revision has been compacted": what a compaction asked for is done already.
+      if (Contains(st.error_message(), "has been compacted"))
+        return Status::FailedPrecondition(msg).With(Reason::kCompacted);
+      return Status::Internal(msg);
     default:
       return Status::Internal(msg);
   }

@@ -190,26 +190,24 @@ void BackupSchedule::LookAtStore() {
 std::string BackupSchedule::RenderMetrics() const {
   std::lock_guard lock(mu_);
   std::string out;
-  auto family = [&](const char* name, const char* type, const char* help) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
-  };
-  family("quorate_backup_last_success_timestamp_seconds", "gauge",
-         "Unix time of the last backup this node took and committed; 0 when none.");
+  AppendFamily(out, "quorate_backup_last_success_timestamp_seconds", "gauge",
+               "Unix time of the last backup this node took and committed; 0 when none.");
   out += fmt::format("quorate_backup_last_success_timestamp_seconds {:.3f}\n",
                      stats_.last_success ? Seconds(*stats_.last_success) : 0.0);
-  family("quorate_backup_last_size_bytes", "gauge", "Bytes stored by the last good backup this node took.");
+  AppendFamily(out, "quorate_backup_last_size_bytes", "gauge", "Bytes stored by the last good backup this node took.");
   out += fmt::format("quorate_backup_last_size_bytes {}\n", stats_.last_stored_bytes);
-  family("quorate_backup_last_duration_seconds", "gauge", "How long the last good backup this node took lasted.");
+  AppendFamily(out, "quorate_backup_last_duration_seconds", "gauge",
+               "How long the last good backup this node took lasted.");
   out += fmt::format("quorate_backup_last_duration_seconds {:.3f}\n", stats_.last_duration_seconds);
-  family("quorate_backup_failures_total", "counter", "Scheduled backups that failed, by reason.");
+  AppendFamily(out, "quorate_backup_failures_total", "counter", "Scheduled backups that failed, by reason.");
   for (const auto& [reason, count] : stats_.failures) {
     out += fmt::format("quorate_backup_failures_total{{reason=\"{}\"}} {}\n", EscapeLabelValue(reason), count);
   }
-  family("quorate_backup_newest_timestamp_seconds", "gauge",
-         "Unix time of the newest backup in the store, whoever took it; 0 when none.");
+  AppendFamily(out, "quorate_backup_newest_timestamp_seconds", "gauge",
+               "Unix time of the newest backup in the store, whoever took it; 0 when none.");
   out += fmt::format("quorate_backup_newest_timestamp_seconds {:.3f}\n",
                      stats_.newest_in_store ? Seconds(*stats_.newest_in_store) : 0.0);
-  family("quorate_backup_stale", "gauge", "1 when the newest backup is older than twice --backup-schedule.");
+  AppendFamily(out, "quorate_backup_stale", "gauge", "1 when the newest backup is older than twice --backup-schedule.");
   out += fmt::format("quorate_backup_stale {}\n", stats_.stale ? 1 : 0);
   return out;
 }

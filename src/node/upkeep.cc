@@ -23,8 +23,10 @@ Upkeep::Upkeep(const Config& config, Metrics& metrics, UpkeepOptions options)
       metrics_(metrics),
       options_(std::move(options)),
       clock_(options_.clock != nullptr ? *options_.clock : RealClock()),
-      ready_(Status::Unavailable(kNotAnsweredYet)) {
+      ready_(Status::Unavailable(kNotAnsweredYet)),
+      maintainer_(std::make_shared<Maintainer>(MaintenanceSettingsOf(config), clock_)) {
   if (!options_.etcd_clients) options_.etcd_clients = MakeEtcdClient;
+  metrics_.AddSection([maintainer = maintainer_] { return maintainer->RenderMetrics(); });
 }
 
 Upkeep::~Upkeep() { Stop(); }
@@ -70,6 +72,10 @@ Status Upkeep::Tick() {
   if (client == nullptr) return Status::Unavailable("no member to look after yet");
   auto status = client->EndpointStatusOf(self.client_urls.front());
   if (!status.ok()) return Status::Unavailable("etcd does not answer: " + status.status().message());
+  {
+    std::lock_guard lock(mu_);
+    self_id_ = status->member_id;
+  }
   if (!status->errors.empty()) {
     return Status::Unavailable(fmt::format("etcd reports: {}", fmt::join(status->errors, "; ")));
   }
@@ -107,6 +113,20 @@ Status Upkeep::Tick() {
   return Status::Ok();
 }
 
+void Upkeep::Maintain() {
+  std::shared_ptr<EtcdClient> client;
+  MemberId self = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (!etcd_running_ || client_ == nullptr || self_id_ == 0) return;
+    client = client_;
+    self = self_id_;
+  }
+  if (clock_.Now() - last_maintenance_ < options_.maintenance_interval) return;
+  last_maintenance_ = clock_.Now();
+  maintainer_->Round(*client, self);
+}
+
 void Upkeep::Start() {
   stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stop_fd_ < 0) {
@@ -136,13 +156,16 @@ void Upkeep::Loop() {
       running = etcd_running_;
     }
     Status ready = running ? Tick() : Status::Unavailable(kNotRunning);
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     // A round that began before etcd exited must not put its answer back over the exit.
     if (!etcd_running_) ready = Status::Unavailable(kNotRunning);
     if (ready.message() != ready_.message()) {
       spdlog::info("readiness: {}", ready.ok() ? "ready (healthy voter)" : ready.message());
     }
     ready_ = std::move(ready);
+    lock.unlock();
+    // After readiness is set: a defragmentation takes long, and a probe must not wait on it.
+    Maintain();
   }
 }
 

@@ -1,5 +1,6 @@
 // The member's own upkeep while its etcd runs (docs/DESIGN.md §5): promote it once it is a caught-up learner,
-// and bring its advertised peer URLs up to date. Only ever acts on this member, so nodes never fight.
+// and bring its advertised peer URLs up to date. Only ever acts on this member, so nodes never fight;
+// the one exception, the cluster's maintenance (§12), is done only by the quorate whose etcd leads.
 // One etcd client per member set, reused across rounds; the clock and the client factory are seams,
 // so a round (Tick) is tested against a fake cluster.
 #pragma once
@@ -11,9 +12,10 @@
 #include <thread>
 #include <vector>
 
-#include "etcd/etcd_client.h"
-#include "quorate/clock.h"
 #include "core/config.h"
+#include "etcd/etcd_client.h"
+#include "node/maintenance.h"
+#include "quorate/clock.h"
 #include "quorate/member.h"
 #include "quorate/status.h"
 #include "status/status_server.h"
@@ -25,6 +27,8 @@ struct UpkeepOptions {
   // The seams; null means the real ones.
   Clock* clock = nullptr;
   EtcdClientFactory etcd_clients;
+  // How often the leader's maintenance (§12) looks: it asks every member's status.
+  Clock::Duration maintenance_interval = std::chrono::seconds(5);
 };
 
 class Upkeep {
@@ -48,6 +52,9 @@ class Upkeep {
   void SetVersionChange(const std::string& change);
   // One round: Ok when etcd is healthy and this member a voter, else why not (for /readyz).
   Status Tick();
+  // The leader's maintenance round (§12), at most every maintenance_interval; nothing on a member
+  // that does not lead.
+  void Maintain();
   // What the last round found; Unavailable before the first.
   Status Ready() const;
 
@@ -68,7 +75,11 @@ class Upkeep {
   std::shared_ptr<EtcdClient> client_;
   bool etcd_running_ = true;
   std::string version_change_;
+  MemberId self_id_ = 0;  // as the last round's status said
   Status ready_;
+  // Shared with the /metrics section it renders, which may outlive this object.
+  std::shared_ptr<Maintainer> maintainer_;
+  Clock::TimePoint last_maintenance_{};
   int stop_fd_ = -1;
   std::thread thread_;
 };

@@ -24,11 +24,11 @@ namespace {
 constexpr Action kAllActions[] = {Action::kRestart, Action::kJoin, Action::kLateInitial,
                                   Action::kReplace, Action::kNew, Action::kWait};
 
-void Family(std::string& out, const char* name, const char* type, const char* help) {
+}  // namespace
+
+void AppendFamily(std::string& out, const char* name, const char* type, const char* help) {
   out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
 }
-
-}  // namespace
 
 std::string EscapeLabelValue(const std::string& value) {
   std::string out;
@@ -80,29 +80,28 @@ void Metrics::RecordError(const std::string& message, std::chrono::system_clock:
 std::string Metrics::Render() const {
   std::lock_guard lock(mu_);
   std::string out;
-  Family(out, "quorate_up", "gauge", "1 while quorate runs.");
+  AppendFamily(out, "quorate_up", "gauge", "1 while quorate runs.");
   out += "quorate_up 1\n";
-  Family(out, "quorate_etcd_restarts_total", "counter",
-         "Times quorate restarted etcd after it exited.");
+  AppendFamily(out, "quorate_etcd_restarts_total", "counter", "Times quorate restarted etcd after it exited.");
   out += fmt::format("quorate_etcd_restarts_total {}\n", etcd_restarts_);
-  Family(out, "quorate_decisions_total", "counter", "Start-up decisions taken, by decision.");
+  AppendFamily(out, "quorate_decisions_total", "counter", "Start-up decisions taken, by decision.");
   for (const auto& [decision, count] : decisions_) {
     out += fmt::format("quorate_decisions_total{{decision=\"{}\"}} {}\n", EscapeLabelValue(decision),
                        count);
   }
-  Family(out, "quorate_members", "gauge", "Members of the etcd cluster, as last seen.");
+  AppendFamily(out, "quorate_members", "gauge", "Members of the etcd cluster, as last seen.");
   out += fmt::format("quorate_members {}\n", members_);
-  Family(out, "quorate_is_learner", "gauge", "1 while this member is a raft learner, else 0.");
+  AppendFamily(out, "quorate_is_learner", "gauge", "1 while this member is a raft learner, else 0.");
   out += fmt::format("quorate_is_learner {}\n", is_learner_ ? 1 : 0);
-  Family(out, "quorate_last_error_timestamp_seconds", "gauge",
-         "Unix time of the last error; 0 when there was none.");
+  AppendFamily(out, "quorate_last_error_timestamp_seconds", "gauge",
+               "Unix time of the last error; 0 when there was none.");
   double seconds = 0;
   if (last_error_at_) {
     seconds = std::chrono::duration<double>(last_error_at_->time_since_epoch()).count();
   }
   out += fmt::format("quorate_last_error_timestamp_seconds {:.3f}\n", seconds);
-  Family(out, "quorate_last_error_info", "gauge",
-         "The last error's message as a label, value 1; no sample when there was none.");
+  AppendFamily(out, "quorate_last_error_info", "gauge",
+               "The last error's message as a label, value 1; no sample when there was none.");
   if (last_error_at_) {
     out += fmt::format("quorate_last_error_info{{message=\"{}\"}} 1\n", EscapeLabelValue(last_error_));
   }

@@ -44,6 +44,9 @@ class Metrics {
   std::vector<std::function<std::string()>> sections_;
 };
 
+// A metric family's # HELP and # TYPE lines, appended to `out`, for the sections rendered elsewhere.
+void AppendFamily(std::string& out, const char* name, const char* type, const char* help);
+
 // The value of a Prometheus label, escaped as the text format wants: \\, \" and \n.
 std::string EscapeLabelValue(const std::string& value);
 

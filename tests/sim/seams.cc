@@ -180,6 +180,11 @@ class SimClient : public EtcdClient {
   Result<std::optional<std::string>> Get(const std::string&) override { return NoKeys(); }
   Result<std::vector<KeyValue>> GetPrefix(const std::string&) override { return NoKeys(); }
   Result<bool> PutIfAbsent(const std::string&, const std::string&) override { return NoKeys(); }
+  // The modelled etcd keeps no database, so it raises no alarm and has nothing to compact or defragment.
+  Result<std::vector<EtcdAlarm>> AlarmList() override { return std::vector<EtcdAlarm>(); }
+  Status AlarmDisarm(const EtcdAlarm&) override { return NoKeys(); }
+  Status Compact(int64_t) override { return NoKeys(); }
+  Status Defragment(const std::string&, std::chrono::milliseconds) override { return NoKeys(); }
 
  private:
   static Status NoKeys() { return Status::Internal("the simulated etcd keeps no keys"); }

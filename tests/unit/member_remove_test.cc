@@ -217,6 +217,10 @@ class FakeCluster : public EtcdClient {
   Result<std::optional<std::string>> Get(const std::string&) override { return Status::Internal("not expected"); }
   Result<std::vector<KeyValue>> GetPrefix(const std::string&) override { return Status::Internal("not expected"); }
   Result<bool> PutIfAbsent(const std::string&, const std::string&) override { return Status::Internal("not expected"); }
+  Result<std::vector<EtcdAlarm>> AlarmList() override { return Status::Internal("not expected"); }
+  Status AlarmDisarm(const EtcdAlarm&) override { return Status::Internal("not expected"); }
+  Status Compact(int64_t) override { return Status::Internal("not expected"); }
+  Status Defragment(const std::string&, std::chrono::milliseconds) override { return Status::Internal("not expected"); }
 
   std::set<MemberId> down;
   std::vector<Status> remove_errors;  // answered, in turn, before removals start to work

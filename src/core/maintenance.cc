@@ -1,0 +1,180 @@
+#include "core/maintenance.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace quorate {
+namespace {
+
+constexpr int64_t kMiB = 1 << 20;
+// On NOSPACE every member with this much free space is defragmented: after the compaction the space
+// is there to take back, whatever the routine thresholds say.
+constexpr int64_t kNospaceFreeBytes = kMiB;
+
+int64_t DisarmLimit(const MaintenanceSettings& s) { return s.quota_bytes / 100 * kDisarmBelowPercent; }
+
+MaintenanceDecision Decide(MaintenanceAction action, const char* rule, std::string reason) {
+  MaintenanceDecision d;
+  d.action = action;
+  d.rule = rule;
+  d.reason = std::move(reason);
+  return d;
+}
+
+std::string Who(const MemberUpkeepFacts& m) { return m.name.empty() ? IdToHex(m.id) : m.name; }
+
+std::string Mb(int64_t bytes) { return fmt::format("{:.1f} MB", static_cast<double>(bytes) / 1e6); }
+
+int64_t FreeBytes(const MemberUpkeepFacts& m) { return std::max<int64_t>(0, m.db_size - m.db_size_in_use); }
+
+// Why no member may be defragmented now (empty: one may). A member serves nothing while it is
+// defragmented, so every voter must answer and the others must still be a quorum without it.
+std::string DefragBlocked(const MaintenanceFacts& f, const MaintenanceSettings& s, bool learners_block) {
+  int voters = 0;
+  int answering = 0;
+  std::vector<std::string> silent;
+  for (const auto& m : f.members) {
+    if (!m.answered) silent.push_back(Who(m));
+    if (m.is_learner) {
+      if (learners_block) return fmt::format("{} is a learner still catching up", Who(m));
+      continue;
+    }
+    ++voters;
+    if (m.answered) ++answering;
+  }
+  if (!silent.empty()) return fmt::format("{} do not answer", fmt::join(silent, ", "));
+  if (answering - 1 < voters / 2 + 1) {
+    return fmt::format("{} voters leave no margin: without the one defragmented the others are no quorum", voters);
+  }
+  if (f.since_last_defrag < s.pause) {
+    return fmt::format("the last defragmentation was {} ms ago, the pause is {} ms", f.since_last_defrag.count(),
+                       s.pause.count());
+  }
+  return "";
+}
+
+// Followers first, in ID order, the leader last: a defragmented leader holds every write up.
+std::vector<const MemberUpkeepFacts*> DefragOrder(const MaintenanceFacts& f) {
+  std::vector<const MemberUpkeepFacts*> order;
+  for (const auto& m : f.members) order.push_back(&m);
+  std::stable_sort(order.begin(), order.end(), [&](const MemberUpkeepFacts* a, const MemberUpkeepFacts* b) {
+    if ((a->id == f.leader) != (b->id == f.leader)) return b->id == f.leader;
+    return a->id < b->id;
+  });
+  return order;
+}
+
+MaintenanceDecision Defragment(const MemberUpkeepFacts& m, const char* rule, std::string why) {
+  MaintenanceDecision d = Decide(MaintenanceAction::kDefragment, rule, std::move(why));
+  d.member = m.id;
+  return d;
+}
+
+MaintenanceDecision Compact(int64_t revision, const char* rule, std::string why) {
+  MaintenanceDecision d = Decide(MaintenanceAction::kCompact, rule, std::move(why));
+  d.revision = revision;
+  return d;
+}
+
+MaintenanceDecision PlanNospace(const MaintenanceFacts& f, const MaintenanceSettings& s,
+                                const std::vector<std::string>& raised_by) {
+  const std::string alarm = fmt::format("NOSPACE raised by {}", fmt::join(raised_by, ", "));
+  if (int64_t target = f.revision - s.keep_revisions; target > f.compacted && target > 0) {
+    return Compact(target, "M3",
+                   fmt::format("{}: compact the history up to revision {} (keeping {} revisions)", alarm, target,
+                               s.keep_revisions));
+  }
+  // Each member once under the alarm, when its file is over the disarm limit or has free pages: the
+  // pages the compaction freed count as in use until etcd's next commit, which the alarm's refusal
+  // of every write holds off, and a defragmentation copies only live data whatever the free list says.
+  std::string blocked = DefragBlocked(f, s, /*learners_block=*/false);
+  for (const MemberUpkeepFacts* m : DefragOrder(f)) {
+    if (!m->answered || m->defragmented_under_alarm) continue;
+    if (m->db_size <= DisarmLimit(s) && FreeBytes(*m) < kNospaceFreeBytes) continue;
+    if (!blocked.empty()) {
+      return Decide(
+          MaintenanceAction::kWait, "M3",
+          fmt::format("{}: {} has {} free to take back, but not now: {}", alarm, Who(*m), Mb(FreeBytes(*m)), blocked));
+    }
+    return Defragment(*m, "M3",
+                      fmt::format("{}: defragment {} ({} file, {} free by its last count){}", alarm, Who(*m),
+                                  Mb(m->db_size), Mb(FreeBytes(*m)), m->id == f.leader ? ", the leader, last" : ""));
+  }
+  const int64_t limit = DisarmLimit(s);
+  for (const auto& m : f.members) {
+    if (!m.answered) {
+      return Decide(MaintenanceAction::kWait, "M3",
+                    fmt::format("{}: {} does not answer, so its database size is not known", alarm, Who(m)));
+    }
+    if (m.db_size > limit) {
+      return Decide(MaintenanceAction::kWait, "M3",
+                    fmt::format("{}: the alarm stays, its cause is still there: the database of {} is {} ({} in "
+                                "use) against a quota of {}; delete keys, or raise --quota-backend-bytes",
+                                alarm, Who(m), Mb(m.db_size), Mb(m.db_size_in_use), Mb(s.quota_bytes)));
+    }
+  }
+  return Decide(MaintenanceAction::kDisarm, "M3",
+                fmt::format("{}: every database is at most {}% of the {} quota again: disarm", alarm,
+                            kDisarmBelowPercent, Mb(s.quota_bytes)));
+}
+
+}  // namespace
+
+const char* MaintenanceActionName(MaintenanceAction action) {
+  switch (action) {
+    case MaintenanceAction::kNone:
+      return "none";
+    case MaintenanceAction::kWait:
+      return "wait";
+    case MaintenanceAction::kCompact:
+      return "compact";
+    case MaintenanceAction::kDefragment:
+      return "defragment";
+    case MaintenanceAction::kDisarm:
+      return "disarm";
+  }
+  return "none";
+}
+
+MaintenanceDecision PlanMaintenance(const MaintenanceFacts& f, const MaintenanceSettings& s) {
+  if (!s.enabled) return Decide(MaintenanceAction::kNone, "M0", "maintenance is off (--maintenance=false)");
+  if (f.self == 0 || f.self != f.leader) {
+    return Decide(MaintenanceAction::kNone, "M1", "only the leader's quorate maintains the cluster");
+  }
+  std::vector<std::string> corrupt;
+  std::vector<std::string> nospace;
+  for (const auto& m : f.members) {
+    if (m.corrupt) corrupt.push_back(Who(m));
+    if (m.nospace) nospace.push_back(Who(m));
+  }
+  if (!corrupt.empty()) {
+    return Decide(MaintenanceAction::kWait, "M2",
+                  fmt::format("CORRUPT raised by {}: reported, never disarmed, and nothing is maintained while it "
+                              "stands; compare the members' hashes (etcdctl endpoint hashkv --cluster) and replace "
+                              "the one that differs",
+                              fmt::join(corrupt, ", ")));
+  }
+  if (!nospace.empty()) return PlanNospace(f, s, nospace);
+  if (s.keep_revisions > 0 && f.revision - s.keep_revisions > f.compacted + s.keep_revisions) {
+    const int64_t target = f.revision - s.keep_revisions;
+    return Compact(target, "M4",
+                   fmt::format("the history holds more than twice the {} revisions kept: compact up to revision {}",
+                               s.keep_revisions, target));
+  }
+  for (const MemberUpkeepFacts* m : DefragOrder(f)) {
+    if (!m->answered || m->db_size < s.defrag_min_bytes) continue;
+    if (FreeBytes(*m) * 100 < static_cast<int64_t>(s.defrag_min_percent) * m->db_size) continue;
+    std::string why = fmt::format("the database of {} is {} with {} ({}%) free pages, past the {} and {}% thresholds",
+                                  Who(*m), Mb(m->db_size), Mb(FreeBytes(*m)), FreeBytes(*m) * 100 / m->db_size,
+                                  Mb(s.defrag_min_bytes), s.defrag_min_percent);
+    if (std::string blocked = DefragBlocked(f, s, /*learners_block=*/true); !blocked.empty()) {
+      return Decide(MaintenanceAction::kWait, "M5", fmt::format("{}; not now: {}", why, blocked));
+    }
+    return Defragment(*m, "M5", m->id == f.leader ? why + "; the leader, last" : why);
+  }
+  return Decide(MaintenanceAction::kNone, "M5", "nothing to do: no alarm, and no database past the thresholds");
+}
+
+}  // namespace quorate

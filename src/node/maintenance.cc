@@ -1,0 +1,210 @@
+#include "node/maintenance.h"
+
+#include <fmt/format.h>
+
+#include "quorate/log.h"
+#include "status/status_server.h"
+
+namespace quorate {
+namespace {
+
+// A defragmentation rewrites the whole database file; etcd's own client gives it no timeout either.
+constexpr auto kDefragTimeout = std::chrono::minutes(10);
+
+const char* kActions[] = {"compact", "defragment", "disarm"};
+
+}  // namespace
+
+MaintenanceSettings MaintenanceSettingsOf(const Config& c) {
+  MaintenanceSettings s;
+  s.enabled = c.maintenance;
+  s.defrag_min_bytes = c.defrag_min_bytes;
+  s.defrag_min_percent = c.defrag_min_percent;
+  if (c.quota_backend_bytes > 0) s.quota_bytes = c.quota_backend_bytes;
+  s.keep_revisions = c.compaction_keep_revisions;
+  s.pause = c.maintenance_pause;
+  return s;
+}
+
+Maintainer::Maintainer(MaintenanceSettings settings, Clock& clock) : settings_(settings), clock_(clock) {}
+
+Result<MaintenanceLook> Maintainer::Look(EtcdClient& client, MemberId self) {
+  MaintenanceLook look;
+  MaintenanceFacts& f = look.facts;
+  f.self = self;
+  f.compacted = compacted_;
+  if (last_defrag_) {
+    f.since_last_defrag = std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() - *last_defrag_);
+  }
+  auto listing = client.MemberList();
+  if (!listing.ok()) return listing.status();
+  bool alarms_seen = false;
+  for (const ClusterMember& m : listing->members) {
+    MemberUpkeepFacts mf;
+    mf.id = m.id;
+    mf.name = m.name;
+    mf.is_learner = m.is_learner;
+    if (!m.client_urls.empty()) mf.client_url = m.client_urls.front();
+    f.members.push_back(mf);
+  }
+  // Our own status first: a member that does not lead asks no one else.
+  auto own = std::find_if(f.members.begin(), f.members.end(), [&](const auto& m) { return m.id == self; });
+  if (own == f.members.end() || own->client_url.empty()) {
+    return Status::Unavailable(fmt::format("member {} is not listed as started", IdToHex(self)));
+  }
+  std::iter_swap(own, f.members.begin());
+  for (MemberUpkeepFacts& m : f.members) {
+    if (m.client_url.empty()) continue;
+    auto st = client.EndpointStatusOf(m.client_url);
+    if (!st.ok()) continue;
+    m.answered = true;
+    m.db_size = st->db_size;
+    m.db_size_in_use = st->db_size_in_use;
+    alarms_seen = alarms_seen || !st->errors.empty();
+    if (m.id == self) {
+      f.leader = st->leader;
+      f.revision = st->revision;
+      if (f.leader != self) break;
+    }
+  }
+  bool nospace = false;
+  if (alarms_seen && f.leader == self) {
+    auto alarms = client.AlarmList();
+    if (!alarms.ok()) return alarms.status();
+    for (const EtcdAlarm& a : *alarms) {
+      for (MemberUpkeepFacts& m : f.members) {
+        if (m.id != a.member_id) continue;
+        (a.kind == AlarmKind::kNoSpace ? m.nospace : m.corrupt) = true;
+      }
+      nospace = nospace || a.kind == AlarmKind::kNoSpace;
+    }
+  }
+  if (!nospace) defragmented_under_alarm_.clear();
+  for (MemberUpkeepFacts& m : f.members) m.defragmented_under_alarm = defragmented_under_alarm_.count(m.id) > 0;
+  look.decision = PlanMaintenance(f, settings_);
+  return look;
+}
+
+void Maintainer::Round(EtcdClient& client, MemberId self) {
+  auto look = Look(client, self);
+  if (!look.ok()) {
+    spdlog::debug("maintenance: no round: {}", look.status().message());
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    nospace_ = corrupt_ = 0;
+    for (const auto& m : look->facts.members) {
+      nospace_ += m.nospace;
+      corrupt_ += m.corrupt;
+    }
+  }
+  const MaintenanceDecision& d = look->decision;
+  std::string said = fmt::format("maintenance: {} (rule {}): {}", MaintenanceActionName(d.action), d.rule, d.reason);
+  if (d.action != MaintenanceAction::kNone || said != last_said_) {
+    if (d.action == MaintenanceAction::kWait && said == last_said_) {
+      spdlog::debug("{}", said);
+    } else if (d.rule == "M2") {
+      spdlog::error("{}", said);
+    } else {
+      spdlog::info("{}", said);
+    }
+  }
+  last_said_ = said;
+  Carry(client, *look);
+}
+
+void Maintainer::Carry(EtcdClient& client, const MaintenanceLook& look) {
+  const MaintenanceDecision& d = look.decision;
+  switch (d.action) {
+    case MaintenanceAction::kNone:
+    case MaintenanceAction::kWait:
+      return;
+    case MaintenanceAction::kCompact: {
+      Status s = client.Compact(d.revision);
+      if (s.ok() || s.reason() == Reason::kCompacted) {
+        compacted_ = d.revision;
+        spdlog::info("maintenance: compacted up to revision {}{}", d.revision, s.ok() ? "" : " (it was already)");
+        Count("compact", true);
+      } else {
+        spdlog::warn("maintenance: compaction up to revision {} failed: {}", d.revision, s.message());
+        Count("compact", false);
+      }
+      return;
+    }
+    case MaintenanceAction::kDefragment: {
+      const auto& members = look.facts.members;
+      auto m = std::find_if(members.begin(), members.end(), [&](const auto& x) { return x.id == d.member; });
+      const Clock::TimePoint began = clock_.Now();
+      Status s = client.Defragment(m->client_url, kDefragTimeout);
+      last_defrag_ = clock_.Now();
+      auto took = std::chrono::duration_cast<std::chrono::milliseconds>(*last_defrag_ - began).count();
+      if (!s.ok()) {
+        spdlog::warn("maintenance: defragmentation of {} failed after {} ms: {}", m->name, took, s.message());
+        Count("defragment", false);
+        return;
+      }
+      auto after = client.EndpointStatusOf(m->client_url);
+      if (after.ok()) {
+        spdlog::info("maintenance: {} defragmented in {} ms: {} to {} bytes; it answers again", m->name, took,
+                     m->db_size, after->db_size);
+      } else {
+        spdlog::warn("maintenance: {} defragmented in {} ms, but does not answer yet: {}; nothing more until it does",
+                     m->name, took, after.status().message());
+      }
+      if (d.rule == "M3") defragmented_under_alarm_.insert(m->id);
+      Count("defragment", true);
+      return;
+    }
+    case MaintenanceAction::kDisarm: {
+      auto alarms = client.AlarmList();
+      if (!alarms.ok()) {
+        Count("disarm", false);
+        return;
+      }
+      for (const EtcdAlarm& a : *alarms) {
+        if (a.kind != AlarmKind::kNoSpace) continue;
+        Status s = client.AlarmDisarm(a);
+        if (s.ok()) {
+          spdlog::info("maintenance: NOSPACE alarm of {} disarmed: etcd takes writes again", IdToHex(a.member_id));
+        } else {
+          spdlog::warn("maintenance: disarming the NOSPACE alarm of {} failed: {}", IdToHex(a.member_id), s.message());
+        }
+        Count("disarm", s.ok());
+      }
+      return;
+    }
+  }
+}
+
+void Maintainer::Count(const std::string& action, bool ok) {
+  std::lock_guard lock(mu_);
+  ++(ok ? done_ : failed_)[action];
+}
+
+std::string Maintainer::RenderMetrics() const {
+  std::lock_guard lock(mu_);
+  std::string out;
+  AppendFamily(out, "quorate_maintenance_actions_total", "counter",
+               "Maintenance actions this node's quorate carried out as the leader's (docs/DESIGN.md §12), by action.");
+  for (const char* a : kActions) {
+    auto it = done_.find(a);
+    out +=
+        fmt::format("quorate_maintenance_actions_total{{action=\"{}\"}} {}\n", a, it == done_.end() ? 0 : it->second);
+  }
+  AppendFamily(out, "quorate_maintenance_failures_total", "counter", "Maintenance actions that failed, by action.");
+  for (const char* a : kActions) {
+    auto it = failed_.find(a);
+    out += fmt::format("quorate_maintenance_failures_total{{action=\"{}\"}} {}\n", a,
+                       it == failed_.end() ? 0 : it->second);
+  }
+  AppendFamily(
+      out, "quorate_etcd_alarms", "gauge",
+      "Alarms raised in the cluster as the leader's quorate last saw them, by kind (NOSPACE is cleared by rule "
+      "M3; CORRUPT needs an operator).");
+  out += fmt::format("quorate_etcd_alarms{{alarm=\"NOSPACE\"}} {}\nquorate_etcd_alarms{{alarm=\"CORRUPT\"}} {}\n",
+                     nospace_, corrupt_);
+  return out;
+}
+
+}  // namespace quorate
