@@ -107,8 +107,10 @@ TEST_CASE("a restore of a backup whose declared database does not fit the disk i
   // Metadata that says the database is an exbibyte.
   BackupMeta huge = s.meta;
   huge.db_bytes = uint64_t{1} << 60;
-  const std::string meta_path = s.dir + "/store/" + s.meta.folder + "/" + kBackupMetaName;
-  WriteText(meta_path, EncodeBackupMeta(huge));
+  const std::string folder = s.dir + "/store/" + s.meta.folder + "/";
+  BackupMetaFiles files = EncodeBackupMeta(huge);
+  WriteText(folder + kQuorateMetaName, files.quorate);
+  WriteText(folder + kBackupMetaName, files.etcd_manager);
   Status st = RestoreNode(s.config);
   CHECK(st.code() == Status::Code::kFailedPrecondition);
   CHECK(st.message().find("free") != std::string::npos);
