@@ -211,8 +211,9 @@ def wal_puts(data_dir):
 
 
 def backup_meta(store, url):
+    """quorate's own metadata of a backup (beside etcd-manager's _etcd_backup.meta)."""
     folder = url[len(f"file://{store}"):].lstrip("/")
-    with open(os.path.join(store, folder, "_etcd_backup.meta")) as f:
+    with open(os.path.join(store, folder, "_quorate_backup.json")) as f:
         return json.load(f)
 
 
@@ -267,8 +268,8 @@ def test():
         check(not os.path.exists(scratch), f"round {r}: recover left its copy {scratch}")
         check(run(["pgrep", "-f", scratch], check_rc=None).returncode == 1, f"round {r}: recover left its etcd running")
         meta = backup_meta(store, url)
-        check(meta["quorate"]["revision"] == revision,
-              f"round {r}: the backup records revision {meta['quorate']['revision']}, etcd replays "
+        check(meta["revision"] == revision,
+              f"round {r}: the backup records revision {meta['revision']}, etcd replays "
               f"{replayed_revision} and {past_commit} puts lie past the saved commit")
 
         c.token = f"{base_token}-{r}"
