@@ -77,10 +77,10 @@ struct FakeAws {
       asked.push_back("container " + req.get_header_value("Authorization"));
       res.set_content(Json("CONTAINER"), "application/json");
     });
-    server.Put("/latest/api/token", [this](const httplib::Request&, httplib::Response& res) {
+    server.Put("/latest/api/token", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("imds-session", "text/plain");
     });
-    server.Get("/latest/meta-data/iam/security-credentials/", [this](const httplib::Request&, httplib::Response& res) {
+    server.Get("/latest/meta-data/iam/security-credentials/", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("role", "text/plain");
     });
     server.Get("/latest/meta-data/iam/security-credentials/role", [this](const httplib::Request&, httplib::Response& res) {

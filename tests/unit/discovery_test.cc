@@ -76,11 +76,13 @@ TEST_CASE("two members of one name or one address in a provider's answer are ret
     std::string Describe() const override { return "test cloud"; }
   };
   const Member a{"a", {"http://10.0.0.1:2380"}, {}};
-  for (const auto& [what, second, says] :
+  for (const auto& c :
        {std::tuple{"the same name", Member{"a", {"http://10.0.0.2:2380"}, {}}, "member name 'a' appears twice"},
         std::tuple{"the same address", Member{"b", {"http://10.0.0.1:2380"}, {}},
                    "peer URL http://10.0.0.1:2380 is claimed by two members"}}) {
-    INFO(what);
+    // Not a structured binding: clang 14 (the sanitizer build) lets no lambda, INFO's, name one.
+    const auto& [what, second, says] = c;
+    INFO(std::get<0>(c));
     FakeClock clock;
     Config config;
     config.cluster_size = 2;
