@@ -9,32 +9,18 @@
 
 #include <fmt/format.h>
 
+#include "etcd/wal_format.h"
 #include "quorate/fs.h"
 
 namespace quorate {
 namespace {
 
-// walpb.Record types (etcd wal/wal.go).
-constexpr uint64_t kMetadataType = 1;
-constexpr uint64_t kEntryType = 2;
-constexpr uint64_t kCrcType = 4;
-constexpr uint64_t kSnapshotType = 5;
+using namespace wal;  // the record types and Varint, shared with the other WAL reader
 // The two records are a few dozen bytes; a WAL file is preallocated to 64 MB.
 constexpr size_t kHeadBytes = 4096;
 // A bootstrap writes a few records of a few hundred bytes each; a log that went past it shows an
 // entry of a leader's term within its first records.
 constexpr size_t kProgressScanBytes = 1 << 20;
-
-std::optional<uint64_t> Varint(std::string_view& rest) {
-  uint64_t v = 0;
-  for (int shift = 0; shift < 64 && !rest.empty(); shift += 7) {
-    auto b = static_cast<uint8_t>(rest.front());
-    rest.remove_prefix(1);
-    v |= static_cast<uint64_t>(b & 0x7f) << shift;
-    if ((b & 0x80) == 0) return v;
-  }
-  return std::nullopt;
-}
 
 // One protobuf field of the two messages involved, which use only varints and bytes.
 struct Field {

@@ -14,17 +14,13 @@
 
 #include <fmt/format.h>
 
+#include "etcd/wal_format.h"
 #include "quorate/fs.h"
 
 namespace quorate {
 namespace {
 
-// walpb.Record types (etcd wal/wal.go).
-constexpr uint64_t kMetadataType = 1;
-constexpr uint64_t kEntryType = 2;
-constexpr uint64_t kStateType = 3;
-constexpr uint64_t kCrcType = 4;
-constexpr uint64_t kSnapshotType = 5;
+using namespace wal;  // the record types and Varint, shared with the other WAL reader
 // etcd tells a torn write from corruption by a 512-byte sector of the record left all zeros.
 constexpr uint64_t kSectorBytes = 512;
 // A WAL file is preallocated to 64 MB and grows past it only by one large record.
@@ -41,17 +37,6 @@ const std::array<uint32_t, 256>& CrcTable() {
     return t;
   }();
   return table;
-}
-
-std::optional<uint64_t> Varint(std::string_view& rest) {
-  uint64_t v = 0;
-  for (int shift = 0; shift < 64 && !rest.empty(); shift += 7) {
-    auto b = static_cast<uint8_t>(rest.front());
-    rest.remove_prefix(1);
-    v |= static_cast<uint64_t>(b & 0x7f) << shift;
-    if ((b & 0x80) == 0) return v;
-  }
-  return std::nullopt;
 }
 
 void PutVarint(std::string& out, uint64_t v) {
