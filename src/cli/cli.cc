@@ -239,6 +239,9 @@ int MaintenanceStatus(const Config& config, const Words&) {
 }
 
 // The backup commands' options.
+// The certificates quorate issues or watches (docs/DESIGN.md §13).
+const std::vector<std::string> kTls = {"tls-ca-cert-file", "tls-ca-key-file", "tls-leaves", "tls-leaf-lifetime",
+                                       "tls-expiry-warning"};
 const std::vector<std::string> kBackupStore = {"backup-to", "backup-key-file", "backup-cluster", "backup-timeout"};
 const std::vector<std::string> kMaintenance = {"maintenance",       "defrag-min-bytes",    "defrag-min-percent",
                                                "maintenance-pause", "quota-backend-bytes", "compaction-keep-revisions"};
@@ -340,15 +343,18 @@ const std::vector<Command>& Commands() {
       {nullptr, "init", "discover, decide how to start, write the member bucket and etcd's config; idempotent",
        Concat({kCommon, kDiscovery, kNode, {"write-out", "etcd"}}), Init},
       {nullptr, "run", "init, then run etcd and keep it whole: restarts, learner promotion, /healthz /readyz /metrics",
-       Concat({kCommon, kDiscovery, kNode, {"etcd", "status-listen"}, kBackupStore, kRunBackups, kMaintenance}), Run,
+       Concat({kCommon, kDiscovery, kNode, {"etcd", "status-listen"}, kBackupStore, kRunBackups, kMaintenance, kTls}),
+       Run,
        /*takes_extra=*/true},
       {nullptr, "upkeep",
        "beside an etcd started on init's config: promote this member once a caught-up learner, keep its peer URLs, "
        "serve /healthz /readyz /metrics",
        Concat({kCommon,
                kMaintenance,
+               kTls,
                {"name", "data-dir", "state-dir", "status-listen", "cert-file", "key-file", "trusted-ca-file", "cacert",
-                "cert", "key"}}),
+                "cert", "key", "peer-cert-file", "peer-key-file", "peer-trusted-ca-file", "initial-advertise-peer-urls",
+                "advertise-client-urls", "listen-peer-urls", "listen-client-urls"}}),
        Upkeep},
       {"member", "list", "the live membership, over etcd's API",
        Concat({kCommon, {"endpoints", "cacert", "cert", "key", "write-out"}}), MemberList},

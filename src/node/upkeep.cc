@@ -164,6 +164,7 @@ void Upkeep::Loop() {
     }
     ready_ = std::move(ready);
     lock.unlock();
+    if (options_.tls != nullptr) options_.tls->Round();
     // After readiness is set: a defragmentation takes long, and a probe must not wait on it.
     Maintain();
   }

@@ -15,6 +15,7 @@
 #include "core/config.h"
 #include "etcd/etcd_client.h"
 #include "node/maintenance.h"
+#include "node/tls_renew.h"
 #include "quorate/clock.h"
 #include "quorate/member.h"
 #include "quorate/status.h"
@@ -29,6 +30,8 @@ struct UpkeepOptions {
   EtcdClientFactory etcd_clients;
   // How often the leader's maintenance (§12) looks: it asks every member's status.
   Clock::Duration maintenance_interval = std::chrono::seconds(5);
+  // The member's certificates (§13), looked after every round whether etcd runs or not; none: no TLS.
+  TlsRenewer* tls = nullptr;
 };
 
 class Upkeep {
