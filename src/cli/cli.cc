@@ -240,8 +240,8 @@ int MaintenanceStatus(const Config& config, const Words&) {
 
 // The backup commands' options.
 // The certificates quorate issues or watches (docs/DESIGN.md §13).
-const std::vector<std::string> kTls = {"tls-ca-cert-file", "tls-ca-key-file", "tls-leaves", "tls-leaf-lifetime",
-                                       "tls-expiry-warning"};
+const std::vector<std::string> kTls = {"tls-ca-cert-file", "tls-ca-key-file",   "tls-leaves",
+                                       "tls-extra-names",  "tls-leaf-lifetime", "tls-expiry-warning"};
 const std::vector<std::string> kBackupStore = {"backup-to", "backup-key-file", "backup-cluster", "backup-timeout"};
 const std::vector<std::string> kMaintenance = {"maintenance",       "defrag-min-bytes",    "defrag-min-percent",
                                                "maintenance-pause", "quota-backend-bytes", "compaction-keep-revisions"};

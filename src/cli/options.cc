@@ -17,6 +17,7 @@
 #include "quorate/member.h"
 #include "quorate/text.h"
 #include "quorate/vfs.h"
+#include "tls/cert.h"
 
 extern char** environ;
 
@@ -426,9 +427,10 @@ Status FinishTls(Config& c) {
     return Status::InvalidArgument("--tls-ca-cert-file and --tls-ca-key-file go together: give both or neither");
   }
   const bool issuing = !c.tls_ca.key_file.empty();
-  if (!issuing && !c.tls_leaves.empty()) {
+  if (!issuing && (!c.tls_leaves.empty() || !c.tls_extra_names.empty())) {
     return Status::InvalidArgument(
-        "--tls-leaves names leaves for quorate to issue: give the CA with --tls-ca-cert-file and --tls-ca-key-file");
+        "--tls-leaves and --tls-extra-names are for leaves quorate issues: give the CA with --tls-ca-cert-file and "
+        "--tls-ca-key-file");
   }
   struct LeafFlags {
     const char* kind;
@@ -666,6 +668,20 @@ const std::vector<OptionDef>& AllOptions() {
                   if (std::find(c.tls_leaves.begin(), c.tls_leaves.end(), kind) == c.tls_leaves.end()) {
                     c.tls_leaves.push_back(kind);
                   }
+                }
+                return Status::Ok();
+              })),
+      ListRow("tls-extra-names", "QUORATE_TLS_EXTRA_NAMES",
+              "IPs and DNS names every leaf quorate issues carries besides its URLs' hosts: a client Service or VIP, "
+              "the address peers connect from (etcd 3.4 checks a peer's IP SANs against it)",
+              NonEmpty([](const Sourced& v, Config& c) {
+                std::stringstream ss(v.value);
+                for (std::string host; std::getline(ss, host, ',');) {
+                  if (!IsCertHost(host)) {
+                    return Status::InvalidArgument(
+                        fmt::format("{}: '{}' is neither an IP address nor a DNS name", v.source, Quoted(host)));
+                  }
+                  c.tls_extra_names.push_back(host);
                 }
                 return Status::Ok();
               })),

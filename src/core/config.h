@@ -75,6 +75,9 @@ struct Config {
   // --key-file); without, it writes no certificate and only watches what is there (cert-manager's).
   TlsFiles tls_ca;                      // --tls-ca-cert-file, --tls-ca-key-file
   std::vector<std::string> tls_leaves;  // empty: every leaf whose files are given
+  // Names every issued leaf carries besides its URLs' hosts (a client Service, a VIP, the address
+  // peers connect from): IPs and DNS names.
+  std::vector<std::string> tls_extra_names;
   std::chrono::seconds tls_leaf_lifetime{std::chrono::hours(24 * 90)};
   std::chrono::seconds tls_expiry_warning{std::chrono::hours(24 * 7)};
 };

@@ -67,6 +67,7 @@ LeafDecision DecideLeaf(const LeafFacts& f, WallTime now) {
 TlsRenewer::TlsRenewer(const Config& config, Clock& clock, WallClock wall)
     : clock_(clock),
       wall_(wall ? std::move(wall) : WallClock([] { return std::chrono::system_clock::now(); })),
+      extra_names_(config.tls_extra_names),
       lifetime_(config.tls_leaf_lifetime),
       warning_(config.tls_expiry_warning),
       name_(config.name) {}
@@ -174,6 +175,11 @@ Status TlsRenewer::Renew(const WatchedCert& w, const LeafDecision& d) {
   // The key is kept while it is there and parses, so the swap is the certificate's one rename.
   auto key = ReadFile(w.key_file);
   LeafRequest request{name_, HostsOf(w.urls), lifetime_, now, key.ok() ? *key : ""};
+  for (const auto& host : extra_names_) {
+    if (std::find(request.hosts.begin(), request.hosts.end(), host) == request.hosts.end()) {
+      request.hosts.push_back(host);
+    }
+  }
   auto leaf = IssueLeaf(*ca_, request);
   if (!leaf.ok() && !request.key_pem.empty()) {
     request.key_pem.clear();
@@ -187,6 +193,7 @@ Status TlsRenewer::Renew(const WatchedCert& w, const LeafDecision& d) {
   {
     std::lock_guard lock(mu_);
     ++renewed_[w.kind];
+    ++generation_;
   }
   SayOnce(w.cert_file,
           fmt::format("tls: renewed the {} certificate {} (rule {}: {}): serial {}, valid until {}, names IP [{}] DNS "

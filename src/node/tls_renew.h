@@ -80,6 +80,12 @@ class TlsRenewer {
   // for /readyz; empty when none.
   std::string Warnings() const;
 
+  // Counts the leaves swapped in: a client made with the files before (upkeep's etcd client, which
+  // presents the client leaf) is remade when it moves on, before its certificate expires.
+  uint64_t generation() const {
+    std::lock_guard lock(mu_);
+    return generation_;
+  }
   const std::vector<WatchedCert>& watched() const { return watched_; }
   static constexpr Clock::Duration kEvery = std::chrono::seconds(10);
 
@@ -97,6 +103,7 @@ class TlsRenewer {
   Clock& clock_;
   WallClock wall_;
   std::optional<CaKey> ca_;
+  std::vector<std::string> extra_names_;
   std::chrono::seconds lifetime_;
   std::chrono::seconds warning_;
   std::string name_;
@@ -111,6 +118,7 @@ class TlsRenewer {
   std::map<std::string, std::string> warnings_;                                    // file -> line
   std::map<std::string, long long> renewed_;  // kind -> leaves swapped in
   std::map<std::string, long long> failed_;   // kind -> renewals that wrote nothing
+  uint64_t generation_ = 0;
 };
 
 }  // namespace quorate

@@ -67,6 +67,8 @@ class Upkeep {
 
  private:
   void Loop();
+  // The client for endpoints_, with the TLS files as they are now. Under mu_.
+  void MakeClientLocked();
 
   const Config& config_;
   Metrics& metrics_;
@@ -76,6 +78,7 @@ class Upkeep {
   Member self_;
   std::vector<std::string> endpoints_;
   std::shared_ptr<EtcdClient> client_;
+  uint64_t client_tls_generation_ = 0;  // the renewer's generation the client's files were read at
   bool etcd_running_ = true;
   std::string version_change_;
   MemberId self_id_ = 0;  // as the last round's status said

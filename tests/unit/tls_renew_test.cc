@@ -149,9 +149,10 @@ TEST_CASE("tls renewal: a leaf that no longer names the advertised hosts is rene
   REQUIRE(rig.Make()->BeforeStart().ok());
   rig.config.initial_advertise_peer_urls = {"https://127.0.0.2:2380", "https://n1.etcd.test:2380"};
   rig.config.listen_peer_urls = {"https://0.0.0.0:2380"};
+  rig.config.tls_extra_names = {"127.0.0.1", "127.0.0.2"};
   REQUIRE(rig.Make()->BeforeStart().ok());
   CertInfo renewed = rig.Peer();
-  CHECK(renewed.ips == std::vector<std::string>{"127.0.0.2"});
+  CHECK(renewed.ips == std::vector<std::string>{"127.0.0.2", "127.0.0.1"});
   CHECK(renewed.dns_names == std::vector<std::string>{"n1.etcd.test"});
 }
 
@@ -221,7 +222,8 @@ TEST_CASE("tls options: the CA, the leaves and their files go together; bad comb
   const std::vector<std::string> keys = {"name",          "initial-advertise-peer-urls", "advertise-client-urls",
                                          "peer-cert-file", "peer-key-file",              "cert-file",
                                          "key-file",      "tls-ca-cert-file",            "tls-ca-key-file",
-                                         "tls-leaves",    "tls-leaf-lifetime",           "tls-expiry-warning"};
+                                         "tls-leaves",    "tls-leaf-lifetime",           "tls-expiry-warning",
+                                         "tls-extra-names"};
   const std::string fresh = certs.Path("new-peer.crt");
   FlagValues base = {{"name", "n1"},
                      {"initial-advertise-peer-urls", "https://127.0.0.1:2380"},
@@ -261,6 +263,7 @@ TEST_CASE("tls options: the CA, the leaves and their files go together; bad comb
            {{{"tls-leaves", "server"}}, "is not a leaf: peer or client"},
            {{{"initial-advertise-peer-urls", ""}}, "--tls-leaves peer: give --initial-advertise-peer-urls"},
            {{{"tls-leaf-lifetime", "5s"}}, "is not a duration from 10s to 3650d"},
+           {{{"tls-extra-names", "10.0.0.1,a b"}}, "'a b' is neither an IP address nor a DNS name"},
            {{{"tls-leaf-lifetime", "3651d"}}, "is not a duration from 10s to 3650d"},
            {{{"tls-expiry-warning", "7w"}}, "is not a duration from 10s to 3650d"},
            {{{"peer-cert-file", "/nonexistent-dir/p.crt"}}, "--peer-cert-file: cannot read file"},
@@ -279,7 +282,7 @@ TEST_CASE("tls options: the CA, the leaves and their files go together; bad comb
                               {"tls-leaves", "peer"}},
                              {});
   REQUIRE_FALSE(no_ca.ok());
-  CHECK(no_ca.status().message().find("--tls-leaves names leaves for quorate to issue") == 0);
+  CHECK(no_ca.status().message().find("--tls-leaves and --tls-extra-names are for leaves quorate issues") == 0);
 
   // A Secret's mount (kubelet's ..data link beside the files) is never written.
   const std::string secret = certs.Path("secret");
