@@ -13,6 +13,7 @@
 #include "cli/output.h"
 #include "core/bucket.h"
 #include "etcd/etcd_client.h"
+#include "etcd/peer_probe.h"
 #include "node/backup_job.h"
 #include "node/etcd_binary.h"
 #include "node/init.h"
@@ -192,7 +193,23 @@ int MemberList(const Config& config, const Words&) {
   auto client = MakeEtcdClient({config.endpoints, config.etcdctl_tls, std::chrono::seconds(5)});
   auto listing = client->MemberList();
   if (!listing.ok()) return Fail(listing.status());
-  std::cout << FormatMemberList(*listing, config.output);
+  // Members on https peer URLs: when each one's peer certificate expires, from its handshake (§13).
+  std::vector<std::optional<WallTime>> expiry;
+  bool tls = false;
+  for (const auto& m : listing->members) {
+    expiry.emplace_back();
+    for (const auto& url : m.peer_urls) {
+      if (url.rfind("https://", 0) != 0) continue;
+      tls = true;
+      auto t = ProbePeerCertNotAfter(url, config.peer_tls, std::chrono::seconds(2));
+      if (t.ok()) {
+        expiry.back() = *t;
+        break;
+      }
+      spdlog::debug("member {}: no peer certificate read: {}", m.name, t.status().message());
+    }
+  }
+  std::cout << FormatMemberList(*listing, config.output, tls ? &expiry : nullptr);
   return 0;
 }
 
@@ -357,7 +374,10 @@ const std::vector<Command>& Commands() {
                 "advertise-client-urls", "listen-peer-urls", "listen-client-urls"}}),
        Upkeep},
       {"member", "list", "the live membership, over etcd's API",
-       Concat({kCommon, {"endpoints", "cacert", "cert", "key", "write-out"}}), MemberList},
+       Concat({kCommon,
+               {"endpoints", "cacert", "cert", "key", "write-out", "peer-cert-file", "peer-key-file",
+                "peer-trusted-ca-file"}}),
+       MemberList},
       {"member", "remove",
        "remove members, one at a time, each only if the voters left keep a healthy majority; "
        "prints \"Member <id> (<name>) removed from cluster <id>\" per member",

@@ -6,17 +6,18 @@ every put):
 2. each node renews its peer and client leaves at two thirds of their life, at least twice over, and
    etcd serves the new ones from its next handshake: the certificate each listener presents is the
    file's, with no restart of etcd and no failed write;
-3. /metrics has quorate_tls_not_after_seconds for every file, as the files say;
+3. /metrics has quorate_tls_not_after_seconds for every file, as the files say, and `quorate member
+   list` each member's peer certificate expiry as its handshake says;
 4. a node stopped until its leaves expired renews them before etcd starts (rule T2), rejoins, and has
    the keys written while it was off."""
+import json
 import os
-import shutil
 import socket
 import ssl
 import subprocess
 import time
 
-from harness import (Cluster, Node, Writer, check, keys_caught_up, log, log_size, main, parse_prometheus, require,
+from harness import (QUORATE, Cluster, Node, Writer, check, keys_caught_up, log, log_size, main, parse_prometheus, require,
                      run, run_together, wait_healthy, wait_log, wait_until)
 
 LIFETIME = 30
@@ -147,13 +148,13 @@ def test():
     check(not w.failures, f"writes failed while leaves were renewed: {w.failures[:5]}")
     check(len(w.ok) > 20, f"only {len(w.ok)} puts went through")
     check({n.name: n.etcd_pid() for n in c.nodes} == pids, "etcd was restarted to take a new leaf")
+    log("3. /metrics: the expiry of every certificate file, as the file says; member list: as the handshake says")
     for n in c.nodes:
         m = metrics(n)
         check(m.get(("quorate_etcd_restarts_total", frozenset()), 0) == 0, f"{n.name} restarted etcd")
         check(m.get(("quorate_tls_renewal_failures_total", frozenset({("kind", "peer")}))) == 0,
               f"{n.name} failed a renewal")
 
-        log("3. /metrics: the expiry of every certificate file, as the file says")
         for kind, name in (("peer", "peer.crt"), ("client", "server.crt")):
             got = m.get(("quorate_tls_not_after_seconds", frozenset({("file", n.file(name)), ("kind", kind)})))
             # A renewal may fall between the scrape and the read: one life apart at most.
@@ -165,6 +166,14 @@ def test():
         status, body = n.http("/readyz")
         check(status == 200 and "warning: peer certificate" in body,
               f"{n.name}: /readyz does not warn of leaves expiring within 7 days: {status} {body!r}")
+
+    listed = json.loads(run([QUORATE, "member", "list", "-w", "json", "--endpoints", c.endpoints()], check_rc=0).stdout)
+    for m in listed["members"]:
+        n = next(n for n in c.nodes if n.name == m["name"])
+        got = ssl.cert_time_to_seconds(time.strftime("%b %d %H:%M:%S %Y GMT",
+                                                     time.strptime(m["peerCertNotAfter"], "%Y-%m-%dT%H:%M:%SZ")))
+        check(abs(got - not_after(n.file("peer.crt"))) <= LIFETIME,
+              f"member list: {n.name}'s peer certificate expires {m['peerCertNotAfter']}, its file says otherwise")
 
     log("4. n3 stopped until its leaves expired: renewed before etcd starts, and it rejoins")
     n3 = c.nodes[2]
