@@ -5,10 +5,12 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "../support/test_certs.h"
+#include "agent/agent.h"
 #include "cli/options.h"
 #include "node/tls_renew.h"
 #include "quorate/fs.h"
@@ -291,6 +293,38 @@ TEST_CASE("tls options: the CA, the leaves and their files go together; bad comb
   REQUIRE_FALSE(mounted.ok());
   CHECK(mounted.status().message().find("is in a mounted Secret") != std::string::npos);
   CHECK_FALSE(PathExists(fresh));  // bad input wrote nothing
+}
+
+}  // namespace
+}  // namespace quorate
+
+namespace quorate {
+namespace {
+
+TEST_CASE("tls renewal: the agent serves a renewed peer leaf without a restart") {
+  RenewRig rig;
+  if (!rig.Ready()) return;
+  auto renewer = rig.Make();
+  REQUIRE(renewer->BeforeStart().ok());
+  auto agent = AgentServer::Start("127.0.0.1:0", rig.config.peer_tls, [] { return AgentState{}; });
+  REQUIRE_MESSAGE(agent.ok(), agent.status().message());
+  const std::string url = "https://127.0.0.1:" + std::to_string((*agent)->port());
+  auto served = ReadServerCertificate(url, rig.config.peer_tls, std::chrono::seconds(5));
+  REQUIRE_MESSAGE(served.ok(), served.status().message());
+  CHECK(served->serial == rig.Peer().serial);
+
+  rig.clock.Advance(seconds(58));
+  renewer->Round();
+  const std::string renewed = rig.Peer().serial;
+  REQUIRE(renewed != served->serial);
+  // The agent reads its files again every second: real time, a few tries.
+  bool taken = false;
+  for (int i = 0; i < 50 && !taken; ++i) {
+    auto now = ReadServerCertificate(url, rig.config.peer_tls, std::chrono::seconds(5));
+    taken = now.ok() && now->serial == renewed;
+    if (!taken) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  CHECK(taken);
 }
 
 }  // namespace
