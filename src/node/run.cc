@@ -184,10 +184,10 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     // an older quorate left still starting up when this one began (it held no lock to be seen then),
     // or one started by hand while ours was down. Left there, every restart fails on its lock.
     redeciding = true;
-    Status stray = StopStrayEtcd(config.data_dir);
+    Status before = StopStrayEtcd(config.data_dir);
     // A leaf that expired while etcd was down comes back renewed (rule T2), or the restart is held.
-    if (stray.ok() && *tls) stray = (*tls)->BeforeStart();
-    auto again = stray.ok() ? job.Run() : Result<InitOutcome>(stray);
+    if (before.ok() && *tls) before = (*tls)->BeforeStart();
+    auto again = before.ok() ? job.Run() : Result<InitOutcome>(before);
     if (!again.ok() && again.status().IsCancelled()) {
       redeciding = false;
       // The supervisor was told to stop; deferring the restart lets it see that and return.

@@ -1,6 +1,7 @@
 // Certificates over their life (docs/DESIGN.md §13): the pure renewal decision, the renewal actor in
 // fake time (a leaf renewed at two thirds of its life, an expired one before etcd starts, one whose
-// names changed), what is only watched and never written, and the options that go together.
+// names changed), what is only watched and never written, the agent and upkeep's client taking a
+// renewed leaf, and the options that go together.
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
@@ -13,8 +14,10 @@
 #include "agent/agent.h"
 #include "cli/options.h"
 #include "node/tls_renew.h"
+#include "node/upkeep.h"
 #include "quorate/fs.h"
 #include "testing/fake_clock.h"
+#include "testing/fake_etcd.h"
 
 namespace quorate {
 namespace {
@@ -295,11 +298,6 @@ TEST_CASE("tls options: the CA, the leaves and their files go together; bad comb
   CHECK_FALSE(PathExists(fresh));  // bad input wrote nothing
 }
 
-}  // namespace
-}  // namespace quorate
-
-namespace quorate {
-namespace {
 
 TEST_CASE("tls renewal: the agent serves a renewed peer leaf without a restart") {
   RenewRig rig;
@@ -325,6 +323,34 @@ TEST_CASE("tls renewal: the agent serves a renewed peer leaf without a restart")
     if (!taken) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   CHECK(taken);
+}
+
+
+TEST_CASE("tls renewal: upkeep makes its etcd client again after a swap, so it presents the new leaf") {
+  RenewRig rig;
+  if (!rig.Ready()) return;
+  FakeEtcdClient cluster;
+  cluster.AddStarted(0x11, "n1", {"https://127.0.0.1:2380"}, {"https://127.0.0.1:2379"});
+  int made = 0;
+  auto renewer = rig.Make();
+  REQUIRE(renewer->BeforeStart().ok());
+  Metrics metrics;
+  UpkeepOptions options{std::chrono::seconds(1), &rig.clock, [&](const EtcdClientOptions& o) {
+                          ++made;
+                          return cluster.Factory()(o);
+                        }};
+  options.tls = renewer.get();
+  Upkeep upkeep(rig.config, metrics, options);
+  upkeep.SetSelf({"n1", {"https://127.0.0.1:2380"}, {"https://127.0.0.1:2379"}}, {});
+  CHECK(made == 1);
+  CHECK(upkeep.Tick().ok());
+  CHECK(made == 1);
+  rig.clock.Advance(seconds(58));
+  renewer->Round();
+  CHECK(upkeep.Tick().ok());
+  CHECK(made == 2);
+  CHECK(upkeep.Tick().ok());
+  CHECK(made == 2);
 }
 
 }  // namespace
