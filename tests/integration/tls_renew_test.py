@@ -9,7 +9,8 @@ every put):
 3. /metrics has quorate_tls_not_after_seconds for every file, as the files say, and `quorate member
    list` each member's peer certificate expiry as its handshake says;
 4. a node stopped until its leaves expired renews them before etcd starts (rule T2), rejoins, and has
-   the keys written while it was off."""
+   the keys written while it was off.
+First, a CA key that is not the CA's is bad input: exit 2, one line, nothing written."""
 import json
 import os
 import socket
@@ -117,6 +118,16 @@ def test():
     for n in c.nodes:
         os.makedirs(n.file(""), mode=0o700)
         n.env = node_env
+
+    log("0. a CA key that is not the CA's: exit 2 with one line, nothing written")
+    n1 = c.nodes[0]
+    openssl(c.dir, "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "other.key")
+    argv = n1.args()
+    argv[argv.index("--tls-ca-key-file") + 1] = os.path.join(c.dir, "other.key")
+    r = run([QUORATE, "run", "--etcd", "etcd"] + argv, env=node_env, timeout=30)
+    check(r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "is not the key of the CA" in r.stderr,
+          f"a mismatched CA key: exit {r.returncode}, {r.stderr!r}")
+    check(os.listdir(n1.file("")) == [] and not os.path.exists(n1.data_dir), "bad input wrote something")
 
     log("1. three nodes with no leaves yet: quorate issues them before etcd starts")
     run_together(c.nodes)
