@@ -536,6 +536,10 @@ const std::vector<OptionDef>& AllOptions() {
       Row("maintenance-pause", "QUORATE_MAINTENANCE_PAUSE",
           "the least time between two defragmentations, so every member is seen healthy between them",
           Duration(&C::maintenance_pause), "10s"),
+      Row("learner-deadline", "QUORATE_LEARNER_DEADLINE",
+          "a learner that neither catches up nor makes progress for this long is removed by the leader's quorate, "
+          "freeing etcd's learner seat (0: never); longer than sending the database as a snapshot takes",
+          Duration(&C::learner_deadline), "10m"),
       Row("quota-backend-bytes", "ETCD_QUOTA_BACKEND_BYTES",
           "etcd's database quota (passed on to etcd by run), past which etcd raises NOSPACE (default: etcd's, 2 GiB)",
           Whole64(&C::quota_backend_bytes, 0, int64_t{1} << 50)),

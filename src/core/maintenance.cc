@@ -134,6 +134,8 @@ const char* MaintenanceActionName(MaintenanceAction action) {
       return "defragment";
     case MaintenanceAction::kDisarm:
       return "disarm";
+    case MaintenanceAction::kRemoveLearner:
+      return "remove-learner";
   }
   return "none";
 }
@@ -156,6 +158,21 @@ MaintenanceDecision PlanMaintenance(const MaintenanceFacts& f, const Maintenance
                               "the one that differs",
                               fmt::join(corrupt, ", ")));
   }
+  if (s.learner_deadline.count() > 0) {
+    for (const auto& m : f.members) {
+      if (!m.is_learner || m.stalled_for < s.learner_deadline) continue;
+      MaintenanceDecision d = Decide(
+          MaintenanceAction::kRemoveLearner, "M6",
+          fmt::format("learner {} has neither caught up nor made progress for {} s (--learner-deadline {} s): {}; "
+                      "removed, so that etcd's learner seat frees (a learner holds no vote: quorum is untouched)",
+                      Who(m), m.stalled_for.count() / 1000, s.learner_deadline.count() / 1000,
+                      m.answered ? fmt::format("its applied index stays at {}, the leader's is at {}",
+                                               m.raft_applied_index, f.leader_raft_index)
+                                 : std::string("it does not answer")));
+      d.member = m.id;
+      return d;
+    }
+  }
   if (!nospace.empty()) return PlanNospace(f, s, nospace);
   if (s.keep_revisions > 0 && f.revision - s.keep_revisions > f.compacted + s.keep_revisions) {
     const int64_t target = f.revision - s.keep_revisions;
@@ -175,6 +192,20 @@ MaintenanceDecision PlanMaintenance(const MaintenanceFacts& f, const Maintenance
     return Defragment(*m, "M5", m->id == f.leader ? why + "; the leader, last" : why);
   }
   return Decide(MaintenanceAction::kNone, "M5", "nothing to do: no alarm, and no database past the thresholds");
+}
+
+void LearnerWatch::Observe(MaintenanceFacts& f, TimePoint now) {
+  std::map<MemberId, Seen> still;
+  for (MemberUpkeepFacts& m : f.members) {
+    if (!m.is_learner) continue;
+    auto it = seen_.find(m.id);
+    Seen seen = it == seen_.end() ? Seen{m.raft_applied_index, now} : it->second;
+    const bool caught_up = m.answered && f.leader_raft_index > 0 && m.raft_applied_index >= f.leader_raft_index;
+    if (m.answered && (caught_up || m.raft_applied_index > seen.applied)) seen = {m.raft_applied_index, now};
+    m.stalled_for = std::chrono::duration_cast<std::chrono::milliseconds>(now - seen.progress);
+    still[m.id] = seen;
+  }
+  seen_ = std::move(still);  // members gone, or promoted, are forgotten
 }
 
 }  // namespace quorate

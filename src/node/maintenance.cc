@@ -11,7 +11,7 @@ namespace {
 // A defragmentation rewrites the whole database file; etcd's own client gives it no timeout either.
 constexpr auto kDefragTimeout = std::chrono::minutes(10);
 
-const char* kActions[] = {"compact", "defragment", "disarm"};
+const char* kActions[] = {"compact", "defragment", "disarm", "remove-learner"};
 
 }  // namespace
 
@@ -23,6 +23,7 @@ MaintenanceSettings MaintenanceSettingsOf(const Config& c) {
   if (c.quota_backend_bytes > 0) s.quota_bytes = c.quota_backend_bytes;
   s.keep_revisions = c.compaction_keep_revisions;
   s.pause = c.maintenance_pause;
+  s.learner_deadline = c.learner_deadline;
   return s;
 }
 
@@ -58,12 +59,14 @@ Result<MaintenanceLook> Maintainer::Look(EtcdClient& client, MemberId self) {
     auto st = client.EndpointStatusOf(m.client_url);
     if (!st.ok()) continue;
     m.answered = true;
+    m.raft_applied_index = st->raft_applied_index;
     m.db_size = st->db_size;
     m.db_size_in_use = st->db_size_in_use;
     alarms_seen = alarms_seen || !st->errors.empty();
     if (m.id == self) {
       f.leader = st->leader;
       f.revision = st->revision;
+      f.leader_raft_index = st->raft_index;
       if (f.leader != self) break;
     }
   }
@@ -81,6 +84,11 @@ Result<MaintenanceLook> Maintainer::Look(EtcdClient& client, MemberId self) {
   }
   if (!nospace) defragmented_under_alarm_.clear();
   for (MemberUpkeepFacts& m : f.members) m.defragmented_under_alarm = defragmented_under_alarm_.count(m.id) > 0;
+  if (f.leader == self) {
+    learners_.Observe(f, clock_.Now());
+  } else {
+    learners_.Forget();
+  }
   look.decision = PlanMaintenance(f, settings_);
   return look;
 }
@@ -154,6 +162,30 @@ void Maintainer::Carry(EtcdClient& client, const MaintenanceLook& look) {
       }
       if (d.rule == "M3") defragmented_under_alarm_.insert(m->id);
       Count("defragment", true);
+      return;
+    }
+    case MaintenanceAction::kRemoveLearner: {
+      // The list once more, just before: a learner promoted since the look is a voter now, and a
+      // voter is never removed by this rule.
+      auto listing = client.MemberList();
+      if (!listing.ok()) {
+        Count("remove-learner", false);
+        return;
+      }
+      auto m = std::find_if(listing->members.begin(), listing->members.end(),
+                            [&](const ClusterMember& x) { return x.id == d.member; });
+      if (m == listing->members.end() || !m->is_learner) {
+        spdlog::info("maintenance: {} is no longer a learner of the cluster; nothing removed", IdToHex(d.member));
+        return;
+      }
+      Status s = client.MemberRemove(d.member);
+      if (s.ok()) {
+        spdlog::info("maintenance: learner {} ({}) removed", m->name.empty() ? "unstarted" : m->name,
+                     IdToHex(d.member));
+      } else {
+        spdlog::warn("maintenance: removing learner {} failed: {}", IdToHex(d.member), s.message());
+      }
+      Count("remove-learner", s.ok());
       return;
     }
     case MaintenanceAction::kDisarm: {

@@ -48,6 +48,7 @@ class Maintainer {
   int64_t compacted_ = 0;
   std::optional<Clock::TimePoint> last_defrag_;
   std::set<MemberId> defragmented_under_alarm_;
+  LearnerWatch learners_;
   std::string last_said_;
   mutable std::mutex mu_;
   std::map<std::string, long long> done_;
