@@ -242,7 +242,7 @@ int MaintenanceStatus(const Config& config, const Words&) {
 const std::vector<std::string> kBackupStore = {"backup-to", "backup-key-file", "backup-cluster", "backup-timeout"};
 const std::vector<std::string> kMaintenance = {"maintenance",       "defrag-min-bytes",    "defrag-min-percent",
                                                "maintenance-pause", "quota-backend-bytes", "compaction-keep-revisions",
-                                               "learner-deadline"};
+                                               "learner-deadline",  "scale-in"};
 const std::vector<std::string> kRunBackups = {"backup-compression", "backup-schedule", "backup-keep-hourly-days",
                                               "backup-keep-daily-days", "restore-from", "force"};
 

@@ -131,7 +131,8 @@ std::string FormatMaintenance(const MaintenanceLook& look, OutputFormat format) 
     }
     nlohmann::ordered_json decision{
         {"action", MaintenanceActionName(d.action)}, {"rule", d.rule}, {"reason", d.reason}};
-    if (d.action == MaintenanceAction::kDefragment || d.action == MaintenanceAction::kRemoveLearner) {
+    if (d.action == MaintenanceAction::kDefragment || d.action == MaintenanceAction::kRemoveLearner ||
+        d.action == MaintenanceAction::kRemoveMember) {
       decision["member"] = IdToHex(d.member);
     }
     if (d.action == MaintenanceAction::kCompact) decision["revision"] = d.revision;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,8 @@ struct MaintenanceSettings {
   // Long enough for etcd to send a large database as a raft snapshot, during which the learner's
   // applied index stands still.
   std::chrono::milliseconds learner_deadline{std::chrono::minutes(10)};
+  // Rule M7: members of the ordinals a StatefulSet was scaled away from are removed.
+  bool scale_in = true;
 };
 
 // One member as its Maintenance.Status answered (or not).
@@ -58,15 +61,17 @@ struct MaintenanceFacts {
   uint64_t leader_raft_index = 0;
   int64_t compacted = 0;  // the revision known compacted (0: none known)
   std::vector<MemberUpkeepFacts> members;
+  // Rule M7: the StatefulSet's spec.replicas as the k8s provider read it; none outside a StatefulSet.
+  std::optional<size_t> scale_target;
   // Since the last defragmentation this actor made; a large value when it made none.
   std::chrono::milliseconds since_last_defrag{std::chrono::hours(24)};
 };
 
-enum class MaintenanceAction { kNone, kWait, kCompact, kDefragment, kDisarm, kRemoveLearner };
+enum class MaintenanceAction { kNone, kWait, kCompact, kDefragment, kDisarm, kRemoveLearner, kRemoveMember };
 
 struct MaintenanceDecision {
   MaintenanceAction action = MaintenanceAction::kNone;
-  MemberId member = 0;   // kDefragment, kRemoveLearner: the member
+  MemberId member = 0;   // kDefragment, kRemoveLearner, kRemoveMember: the member
   int64_t revision = 0;  // kCompact: up to where
   std::string rule;      // "M3" ...
   std::string reason;
