@@ -30,6 +30,9 @@ struct UpkeepOptions {
   EtcdClientFactory etcd_clients;
   // How often the leader's maintenance (§12) looks: it asks every member's status.
   Clock::Duration maintenance_interval = std::chrono::seconds(5);
+  // Rule M7's StatefulSet replicas; null: read through discovery when it is provider=k8s
+  // (ScaleTargetFromDiscovery).
+  Maintainer::ScaleTargetSource scale_target = nullptr;
   // The member's certificates (§13), looked after every round whether etcd runs or not; none: no TLS.
   TlsRenewer* tls = nullptr;
 };
