@@ -33,8 +33,6 @@ pugi::xml_node Root(pugi::xml_document& doc, const std::string& xml, const char*
   return doc.child(name);
 }
 
-std::string Start(const std::string& xml) { return Printable(xml.substr(0, 80), 80); }
-
 }  // namespace
 
 void SetRegion(Options& o, const std::string& region) {
@@ -54,6 +52,39 @@ Result<std::string> CheckInstanceId(const std::string& text) {
   return text;
 }
 
+namespace {
+
+// The keys, once: what TakeOptions reads by, what --help-provider aws prints.
+const ProviderKeys& Keys() {
+  static const ProviderKeys kKeys = cloud::WithCommonKeys(
+      {
+          {.name = "asg", .help = "the Auto Scaling group of the etcd instances; auto: this instance's (IMDS)",
+           .values = "auto or a group's name"},
+          {.name = "tag_key", .help = "instances carrying this tag, instead of or beside asg (no size, no rule 9)"},
+          {.name = "tag_value", .help = "with tag_key: the tag's value"},
+          {.name = "region", .help = "the region; else AWS_REGION, AWS_DEFAULT_REGION, else this instance's (IMDS)",
+           .values = "an AWS region (eu-west-1)"},
+          {.name = "addr_type", .help = "the instance address the members' URLs carry", .fallback = "private_v4",
+           .choices = {"private_v4", "public_v4", "public_v6", "private_dns"}},
+          {.name = "access_key_id", .help = "a key, with secret_access_key; else AWS's credential chain"},
+          {.name = "secret_access_key", .help = "the key's secret, with access_key_id"},
+          {.name = "session_token", .help = "the session token of temporary keys"},
+          {.name = "endpoint", .help = "one base URL for EC2, Auto Scaling and STS (VPC endpoints, tests)",
+           .values = "a base URL"},
+          {.name = "ec2_endpoint", .help = "EC2's base URL alone; default the region's", .values = "a base URL"},
+          {.name = "autoscaling_endpoint", .help = "Auto Scaling's base URL alone; default the region's",
+           .values = "a base URL"},
+          {.name = "sts_endpoint", .help = "STS's base URL alone (web identity); default the region's",
+           .values = "a base URL"},
+          {.name = "page_size", .help = "DescribeInstances' MaxResults", .fallback = "1000", .lo = 5, .hi = 1000,
+           .values = "a page size (DescribeInstances' MaxResults)"},
+      },
+      "the instance tag naming the member; default the instance ID");
+  return kKeys;
+}
+
+}  // namespace
+
 Result<Options> TakeOptions(ProviderParams& params) {
   Options o;
   std::string region = params.Take("region").value_or("");
@@ -61,7 +92,9 @@ Result<Options> TakeOptions(ProviderParams& params) {
   if (region.empty()) region = Env("AWS_DEFAULT_REGION");
   o.tag_key = params.Take("tag_key").value_or("");
   o.tag_value = params.Take("tag_value").value_or("");
-  o.addr_type = params.Take("addr_type").value_or("private_v4");
+  auto addr_type = params.TakeValue("addr_type");
+  if (!addr_type.ok()) return addr_type.status();
+  o.addr_type = *addr_type;
   o.access_key = params.Take("access_key_id").value_or("");
   o.secret = params.Take("secret_access_key").value_or("");
   o.session_token = params.Take("session_token").value_or("");
@@ -73,16 +106,10 @@ Result<Options> TakeOptions(ProviderParams& params) {
   auto common = cloud::TakeCommonKeys(params);
   if (!common.ok()) return common.status();
   static_cast<cloud::CommonKeys&>(o) = std::move(*common);
-  auto page_size = params.TakeNumber("page_size", 1000, 5, 1000, "a page size (DescribeInstances' MaxResults)");
+  auto page_size = params.TakeNumber("page_size");
   if (!page_size.ok()) return page_size.status();
   o.page_size = *page_size;
-  if (Status s = params.CheckAllTaken({"region", "tag_key", "tag_value", "addr_type", "access_key_id",
-                                       "secret_access_key", "session_token", "endpoint", "ec2_endpoint",
-                                       "autoscaling_endpoint", "sts_endpoint", "asg", "name_tag", "scheme",
-                                       "peer_port", "client_port", "page_size"});
-      !s.ok()) {
-    return s;
-  }
+  if (Status s = params.CheckAllTaken(); !s.ok()) return s;
   if (!region.empty() && !cloud::CheckAwsRegion(region).ok()) {
     return Status::InvalidArgument(fmt::format("{} '{}' is not an AWS region name (like eu-west-1)",
                                                params.Label("region"), Printable(region, 40)));
@@ -94,11 +121,6 @@ Result<Options> TakeOptions(ProviderParams& params) {
   }
   if (!o.tag_value.empty() && o.tag_key.empty()) {
     return Status::InvalidArgument(fmt::format("{} needs tag_key", params.Label("tag_value")));
-  }
-  static const std::set<std::string> kAddrTypes = {"private_v4", "public_v4", "public_v6", "private_dns"};
-  if (!kAddrTypes.count(o.addr_type)) {
-    return Status::InvalidArgument(fmt::format("{} '{}' is not one of private_v4, public_v4, public_v6, private_dns",
-                                               params.Label("addr_type"), Printable(o.addr_type, 40)));
   }
   if (o.access_key.empty() != o.secret.empty()) {
     return Status::InvalidArgument("access_key_id and secret_access_key go together: give both or neither");
@@ -129,8 +151,7 @@ Result<InstancePage> ParseDescribeInstances(const std::string& xml) {
   pugi::xml_document doc;
   pugi::xml_node root = Root(doc, xml, "DescribeInstancesResponse");
   if (!root) {
-    return Status::Unavailable(
-        fmt::format("the answer is not EC2's DescribeInstancesResponse XML; it starts '{}'", Start(xml)));
+    return cloud::NotThe("EC2's DescribeInstancesResponse XML", xml);
   }
   InstancePage page;
   for (pugi::xml_node reservation : root.child("reservationSet").children("item")) {
@@ -161,8 +182,7 @@ Result<Group> ParseAutoScalingGroup(const std::string& xml, const std::string& n
   pugi::xml_document doc;
   pugi::xml_node root = Root(doc, xml, "DescribeAutoScalingGroupsResponse");
   if (!root) {
-    return Status::Unavailable(fmt::format(
-        "the answer is not Auto Scaling's DescribeAutoScalingGroupsResponse XML; it starts '{}'", Start(xml)));
+    return cloud::NotThe("Auto Scaling's DescribeAutoScalingGroupsResponse XML", xml);
   }
   for (pugi::xml_node g :
        root.child("DescribeAutoScalingGroupsResult").child("AutoScalingGroups").children("member")) {
@@ -198,8 +218,7 @@ Result<std::string> ParseAutoScalingInstanceGroup(const std::string& xml, const 
   pugi::xml_document doc;
   pugi::xml_node root = Root(doc, xml, "DescribeAutoScalingInstancesResponse");
   if (!root) {
-    return Status::Unavailable(fmt::format(
-        "the answer is not Auto Scaling's DescribeAutoScalingInstancesResponse XML; it starts '{}'", Start(xml)));
+    return cloud::NotThe("Auto Scaling's DescribeAutoScalingInstancesResponse XML", xml);
   }
   for (pugi::xml_node i :
        root.child("DescribeAutoScalingInstancesResult").child("AutoScalingInstances").children("member")) {
@@ -438,7 +457,7 @@ Result<std::unique_ptr<DiscoveryProvider>> Create(ProviderParams& params) {
   return std::unique_ptr<DiscoveryProvider>(new AwsProvider(std::move(*options), params.context().deadline));
 }
 
-const RegisterProvider kRegistration("aws", Create);
+const RegisterProvider kRegistration("aws", Keys(), Create);
 
 }  // namespace
 }  // namespace quorate::aws

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cassert>
 #include <charconv>
 #include <functional>
 
@@ -106,8 +107,6 @@ Result<std::string> BaseUrl(ProviderParams& params, const std::string& key, cons
   return url->Base();
 }
 
-std::string Start(const std::string& text) { return Printable(text.substr(0, 80), 80); }
-
 // A string member of an object, "" when absent or of another type.
 std::string Text(const json& object, const char* field) {
   if (!object.is_object()) return "";
@@ -126,8 +125,7 @@ const json& Field(const json& object, const char* field) {
 Result<json> ListOf(const std::string& text, const std::string& what) {
   auto doc = ParseForeignJson(text);
   if (!doc.ok() || !doc->is_object() || !Field(*doc, "value").is_array()) {
-    return Status::Unavailable(
-        fmt::format("the answer is not ARM's list of {} ({{\"value\": [...]}}); it starts '{}'", what, Start(text)));
+    return cloud::NotThe(fmt::format("ARM's list of {} ({{\"value\": [...]}})", what), text);
   }
   if (!Field(*doc, "nextLink").is_null() && !Field(*doc, "nextLink").is_string()) {
     return Status::Unavailable(fmt::format("the list of {} has a nextLink that is not a string", what));
@@ -136,6 +134,44 @@ Result<json> ListOf(const std::string& text, const std::string& what) {
 }
 
 std::string LastSegment(const std::string& id) { return id.substr(id.rfind('/') + 1); }
+
+}  // namespace
+
+namespace {
+
+// The keys, once: what TakeOptions reads by, what --help-provider azure prints.
+const ProviderKeys& Keys() {
+  static const ProviderKeys kKeys = cloud::WithCommonKeys(
+      {
+          {.name = "resource_group", .help = "with vm_scale_set: the scale set's resource group",
+           .values = "a resource group name"},
+          {.name = "vm_scale_set", .help = "the scale set of the etcd VMs; auto: this VM's (IMDS)",
+           .values = "auto or a scale set's name"},
+          {.name = "tag_name", .help = "instead of a scale set: NICs carrying this tag (no size, no rule 9)"},
+          {.name = "tag_value", .help = "with tag_name: the tag's value"},
+          {.name = "subscription_id", .help = "the subscription; else ARM_SUBSCRIPTION_ID, else this VM's (auto)"},
+          {.name = "tenant_id", .help = "a service principal's tenant; else AZURE_TENANT_ID, ARM_TENANT_ID"},
+          {.name = "client_id",
+           .help = "a service principal's client ID, or a user-assigned identity's; else AZURE_CLIENT_ID, ARM_CLIENT_ID"},
+          {.name = "secret_access_key", .help = "a service principal's client secret; else AZURE_CLIENT_SECRET, "
+                                                "ARM_CLIENT_SECRET, else workload or managed identity"},
+          {.name = "environment", .help = "the cloud: its ARM, identity platform and token resource",
+           .fallback = "public", .choices = {"public", "usgovernment", "china"}},
+          {.name = "endpoint", .help = "ARM's base URL; default the environment's", .values = "a base URL"},
+          {.name = "authority_host",
+           .help = "the identity platform's base URL; else AZURE_AUTHORITY_HOST, else the environment's",
+           .values = "a base URL"},
+          {.name = "imds_endpoint", .help = "IMDS's base URL (managed identity, vm_scale_set=auto)",
+           .fallback = "http://169.254.169.254:80", .values = "a base URL"},
+          {.name = "ca_file", .help = "the CA bundle ARM and the identity platform chain to; default the system's",
+           .values = "a file"},
+          // A public address is a resource of its own that the NIC only points at: another call per VM.
+          {.name = "addr_type", .help = "the primary NIC's primary private IPv4 address", .fallback = "private_v4",
+           .choices = {"private_v4"}},
+      },
+      "the NIC tag naming the member; default the VM's computer name (a scale set's) or name");
+  return kKeys;
+}
 
 }  // namespace
 
@@ -153,13 +189,11 @@ Result<Options> TakeOptions(ProviderParams& params) {
   auto common = cloud::TakeCommonKeys(params);
   if (!common.ok()) return common.status();
   static_cast<cloud::CommonKeys&>(o) = std::move(*common);
-  const std::string addr_type = params.Take("addr_type").value_or("private_v4");
-  const std::string environment = params.Take("environment").value_or("public");
-  const cloud::AzureCloud* cloud = cloud::AzureCloudNamed(environment);
-  if (cloud == nullptr) {
-    return Status::InvalidArgument(fmt::format("{} '{}' is not public, usgovernment or china",
-                                               params.Label("environment"), Printable(environment, 40)));
-  }
+  if (auto addr_type = params.TakeValue("addr_type"); !addr_type.ok()) return addr_type.status();
+  auto environment = params.TakeValue("environment");
+  if (!environment.ok()) return environment.status();
+  const cloud::AzureCloud* cloud = cloud::AzureCloudNamed(*environment);
+  assert(cloud != nullptr && "environment's choices are the clouds AzureCloudNamed knows");
   o.endpoint = cloud->arm_endpoint;
   o.authority_host = cloud->authority_host;
   o.arm_resource = cloud->arm_resource;
@@ -174,13 +208,7 @@ Result<Options> TakeOptions(ProviderParams& params) {
   o.endpoint = *endpoint;
   o.authority_host = *authority;
   o.imds_endpoint = *imds;
-  if (Status s = params.CheckAllTaken({"tenant_id", "client_id", "subscription_id", "secret_access_key", "tag_name",
-                                       "tag_value", "resource_group", "vm_scale_set", "environment", "endpoint",
-                                       "authority_host", "imds_endpoint", "ca_file", "addr_type", "name_tag", "scheme",
-                                       "peer_port", "client_port"});
-      !s.ok()) {
-    return s;
-  }
+  if (Status s = params.CheckAllTaken(); !s.ok()) return s;
   const bool tags = !o.tag_name.empty() || !o.tag_value.empty();
   const bool scale_set = !o.resource_group.empty() || !o.vm_scale_set.empty();
   if (tags && scale_set) {
@@ -212,11 +240,6 @@ Result<Options> TakeOptions(ProviderParams& params) {
   } else if (scale_set && !IsScaleSetName(o.vm_scale_set)) {
     return Status::InvalidArgument(fmt::format("{} '{}' is not a scale set name (letters, digits, . _ -)",
                                                params.Label("vm_scale_set"), Printable(o.vm_scale_set, 100)));
-  }
-  if (addr_type != "private_v4") {
-    // A public address is a resource of its own that the NIC only points at: another call per VM.
-    return Status::InvalidArgument(fmt::format("{} '{}': provider=azure takes private_v4 only",
-                                               params.Label("addr_type"), Printable(addr_type, 40)));
   }
   // The credentials: the keys, else the environment as Azure's SDKs and go-discover read it.
   auto credentials = cloud::AzureTokenSource::Create(
@@ -303,8 +326,7 @@ Result<VmPage> ParseScaleSetVms(const std::string& text) {
 Result<ScaleSet> ParseScaleSet(const std::string& text) {
   auto doc = ParseForeignJson(text);
   if (!doc.ok() || !doc->is_object()) {
-    return Status::Unavailable(
-        fmt::format("the answer is not ARM's scale set resource (JSON); it starts '{}'", Start(text)));
+    return cloud::NotThe("ARM's scale set resource (JSON)", text);
   }
   const json& capacity = Field(Field(*doc, "sku"), "capacity");
   if (!capacity.is_number_integer()) {
@@ -325,8 +347,7 @@ Result<InstanceMetadata> ParseInstanceMetadata(const std::string& text) {
   auto doc = ParseForeignJson(text);
   const json& compute = doc.ok() ? Field(*doc, "compute") : Field(json(), "compute");
   if (!compute.is_object()) {
-    return Status::Unavailable(
-        fmt::format("the answer is not IMDS's instance metadata (JSON with compute); it starts '{}'", Start(text)));
+    return cloud::NotThe("IMDS's instance metadata (JSON with compute)", text);
   }
   InstanceMetadata m{Text(compute, "subscriptionId"), Text(compute, "resourceGroupName"),
                      Text(compute, "vmScaleSetName")};
@@ -603,7 +624,7 @@ Result<std::unique_ptr<DiscoveryProvider>> Create(ProviderParams& params) {
   return std::unique_ptr<DiscoveryProvider>(new AzureProvider(std::move(*options), params.context().deadline));
 }
 
-const RegisterProvider kRegistration("azure", Create);
+const RegisterProvider kRegistration("azure", Keys(), Create);
 
 }  // namespace
 }  // namespace quorate::azure

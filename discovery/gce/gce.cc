@@ -46,8 +46,6 @@ bool IsLabelText(const std::string& text) {
   return text.size() <= 63 && text.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_") == std::string::npos;
 }
 
-std::string Start(const std::string& text) { return Printable(text.substr(0, 80), 80); }
-
 std::string Text(const nlohmann::json& object, const char* field) {
   auto it = object.find(field);
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
@@ -62,8 +60,7 @@ std::string FormEncode(const std::string& text) { return sigv4::UriEncode(text, 
 Result<InstancePage> ParseAggregatedInstances(const std::string& json) {
   auto doc = ParseForeignJson(json);
   if (!doc.ok() || !doc->is_object() || (doc->contains("kind") && Text(*doc, "kind") != "compute#instanceAggregatedList")) {
-    return Status::Unavailable(
-        fmt::format("the answer is not Compute Engine's instanceAggregatedList JSON; it starts '{}'", Start(json)));
+    return cloud::NotThe("Compute Engine's instanceAggregatedList JSON", json);
   }
   InstancePage page;
   if (auto items = doc->find("items"); items != doc->end()) {
@@ -120,8 +117,7 @@ Result<Group> ParseInstanceGroupManager(const std::string& json) {
   auto doc = ParseForeignJson(json);
   if (!doc.ok() || !doc->is_object() ||
       (doc->contains("kind") && Text(*doc, "kind") != "compute#instanceGroupManager")) {
-    return Status::Unavailable(
-        fmt::format("the answer is not Compute Engine's instanceGroupManager JSON; it starts '{}'", Start(json)));
+    return cloud::NotThe("Compute Engine's instanceGroupManager JSON", json);
   }
   Group group;
   group.name = Text(*doc, "name");
@@ -208,8 +204,7 @@ std::string ManagedInstancesTarget(const std::string& project, const GroupRef& g
 Result<ManagedPage> ParseManagedInstances(const std::string& json) {
   auto doc = ParseForeignJson(json);
   if (!doc.ok() || !doc->is_object()) {
-    return Status::Unavailable(
-        fmt::format("the answer is not Compute Engine's listManagedInstances JSON; it starts '{}'", Start(json)));
+    return cloud::NotThe("Compute Engine's listManagedInstances JSON", json);
   }
   ManagedPage page;
   if (auto list = doc->find("managedInstances"); list != doc->end()) {
@@ -256,6 +251,43 @@ bool ScopeMatters(const Options& o, const std::optional<GroupRef>& group, const 
   return IsResourceName(zone) && RE2::FullMatch(zone, *ZonePattern(o.zone_pattern));
 }
 
+namespace {
+
+// The keys, once: what TakeOptions reads by, what --help-provider gce prints.
+const ProviderKeys& Keys() {
+  static const ProviderKeys kKeys = cloud::WithCommonKeys(
+      {
+          {.name = "mig", .help = "the managed instance group of the etcd instances; auto: this instance's",
+           .values = "auto or a group's name"},
+          {.name = "mig_zone", .help = "with mig=NAME: the zone of a zonal group", .values = "a zone name"},
+          {.name = "mig_region", .help = "with mig=NAME: the region of a regional group", .values = "a region name"},
+          {.name = "project_name", .help = "the project; else the key file's, else the metadata server's",
+           .values = "a project ID"},
+          {.name = "tag_value", .help = "instances carrying this network tag (instead of mig: no size, no rule 9)",
+           .values = "a network tag"},
+          {.name = "label_key", .help = "instances carrying this label (instead of mig)", .values = "a label key"},
+          {.name = "label_value", .help = "with label_key: the label's value", .values = "a label value"},
+          {.name = "zone_pattern", .help = "instances in the zones it matches whole (instead of mig)",
+           .values = "an RE2 regular expression"},
+          {.name = "addr_type", .help = "the first interface's address the members' URLs carry (networkIP, natIP)",
+           .fallback = "private_v4", .choices = {"private_v4", "public_v4"}},
+          {.name = "credentials_file", .help = "a service-account key or external-account file; else "
+                                               "GOOGLE_APPLICATION_CREDENTIALS, else the metadata server",
+           .values = "a file"},
+          {.name = "endpoint", .help = "the Compute API's base URL", .fallback = "https://compute.googleapis.com",
+           .values = "a base URL"},
+          {.name = "metadata_endpoint",
+           .help = "the metadata server's base URL; else http:// + GCE_METADATA_HOST, else the default",
+           .fallback = "http://169.254.169.254", .values = "a base URL"},
+          {.name = "page_size", .help = "aggregated/instances' maxResults", .fallback = "500", .lo = 1, .hi = 500,
+           .values = "a page size"},
+      },
+      "the instance label naming the member; default the instance name");
+  return kKeys;
+}
+
+}  // namespace
+
 Result<Options> TakeOptions(ProviderParams& params) {
   Options o;
   o.project = params.Take("project_name").value_or("");
@@ -265,26 +297,22 @@ Result<Options> TakeOptions(ProviderParams& params) {
   const auto label_value = params.Take("label_value");
   o.label_value = label_value.value_or("");
   const std::string credentials = params.Take("credentials_file").value_or("");
-  const std::string endpoint = params.Take("endpoint").value_or("");
+  auto endpoint = params.TakeValue("endpoint");
+  if (!endpoint.ok()) return endpoint.status();
   const std::string metadata = params.Take("metadata_endpoint").value_or("");
   o.mig = params.Take("mig").value_or("");
   o.mig_zone = params.Take("mig_zone").value_or("");
   o.mig_region = params.Take("mig_region").value_or("");
-  o.addr_type = params.Take("addr_type").value_or("private_v4");
+  auto addr_type = params.TakeValue("addr_type");
+  if (!addr_type.ok()) return addr_type.status();
+  o.addr_type = *addr_type;
   auto common = cloud::TakeCommonKeys(params);
   if (!common.ok()) return common.status();
   static_cast<cloud::CommonKeys&>(o) = std::move(*common);
-  // aggregated/instances' maxResults: at most 500, the API's own limit.
-  auto page_size = params.TakeNumber("page_size", 500, 1, 500, "a page size");
+  auto page_size = params.TakeNumber("page_size");
   if (!page_size.ok()) return page_size.status();
   o.page_size = *page_size;
-  if (Status s = params.CheckAllTaken({"project_name", "zone_pattern", "tag_value", "label_key", "label_value",
-                                       "credentials_file", "endpoint", "metadata_endpoint", "mig", "mig_zone",
-                                       "mig_region", "addr_type", "name_tag", "scheme", "peer_port", "client_port",
-                                       "page_size"});
-      !s.ok()) {
-    return s;
-  }
+  if (Status s = params.CheckAllTaken(); !s.ok()) return s;
   if (!o.project.empty() && !IsResourceName(o.project)) {
     return Status::InvalidArgument(fmt::format("{} '{}' is not a project ID (like my-project-123)",
                                                params.Label("project_name"), Printable(o.project, 64)));
@@ -341,18 +369,12 @@ Result<Options> TakeOptions(ProviderParams& params) {
   } else if (!o.mig_zone.empty() || !o.mig_region.empty()) {
     return Status::InvalidArgument("mig_zone and mig_region go with mig=NAME");
   }
-  if (o.addr_type != "private_v4" && o.addr_type != "public_v4") {
-    return Status::InvalidArgument(fmt::format("{} '{}' is not one of private_v4, public_v4",
-                                               params.Label("addr_type"), Printable(o.addr_type, 40)));
+  auto base = cloud::GoogleBaseUrl(*endpoint);
+  if (!base) {
+    return Status::InvalidArgument(fmt::format("{} '{}' is not a base URL like http://127.0.0.1:8080",
+                                               params.Label("endpoint"), Printable(*endpoint, 100)));
   }
-  if (!endpoint.empty()) {
-    auto base = cloud::GoogleBaseUrl(endpoint);
-    if (!base) {
-      return Status::InvalidArgument(fmt::format("{} '{}' is not a base URL like http://127.0.0.1:8080",
-                                                 params.Label("endpoint"), Printable(endpoint, 100)));
-    }
-    o.endpoint = *base;
-  }
+  o.endpoint = *base;
   cloud::GoogleSettings settings;
   settings.credentials_file = credentials;
   settings.credentials_label = params.Label("credentials_file");
@@ -540,7 +562,7 @@ Result<std::unique_ptr<DiscoveryProvider>> Create(ProviderParams& params) {
   return std::unique_ptr<DiscoveryProvider>(new GceProvider(std::move(*options), params.context().deadline));
 }
 
-const RegisterProvider kRegistration("gce", Create);
+const RegisterProvider kRegistration("gce", Keys(), Create);
 
 }  // namespace
 }  // namespace quorate::gce

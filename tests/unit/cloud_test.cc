@@ -67,6 +67,14 @@ TEST_CASE("cloud: a token handed out is printable ASCII of a bounded size, and n
   }
 }
 
+TEST_CASE("cloud: an answer that is not the document asked for is named by its size, none of it quoted") {
+  const std::string answer = "<html>token=ya29.secret-value</html>";
+  Status s = NotThe("EC2's DescribeInstancesResponse XML", answer);
+  CHECK(s.IsUnavailable());
+  CHECK(s.message() == "the answer (36 bytes) is not EC2's DescribeInstancesResponse XML");
+  CHECK(s.message().find("ya29") == std::string::npos);
+}
+
 TEST_CASE("cloud: a paged list is read to its end by the items read, not a page count; one that never ends stops") {
   // 1,000 instances 5 to a page: 200 pages (a page cap of 100 stopped at 500).
   int pages = 0;
