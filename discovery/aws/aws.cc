@@ -14,7 +14,7 @@
 #include "quorate/env.h"
 #include "quorate/http.h"
 #include "quorate/log.h"
-#include "quorate/s3.h"
+#include "net/cloud/sigv4.h"
 #include "quorate/text.h"
 
 namespace quorate::aws {

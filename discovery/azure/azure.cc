@@ -13,7 +13,7 @@
 #include "quorate/env.h"
 #include "quorate/http.h"
 #include "quorate/json.h"
-#include "quorate/s3.h"
+#include "net/cloud/sigv4.h"
 #include "quorate/text.h"
 
 namespace quorate::azure {

@@ -1,19 +1,16 @@
-// The `s3` provider: the rendezvous in an S3 bucket (or any S3-compatible store). Keys: `bucket`,
-// `prefix`, `endpoint` (for a non-AWS store), `region`, `path_style`, `conditional_put` (true where
-// the store honours If-None-Match: *), `timeout`, `page_size` (see OpenS3Vfs), and the shared `token`
-// and `size`. Credentials come from the AWS_* environment variables.
-#include "quorate/s3.h"
-
+// The `s3` provider: the rendezvous in an S3 bucket (or any S3-compatible store), through the s3://
+// store (its keys, in the table below, are that store's URL parameters) with AWS's credential chain.
 #include <fmt/format.h>
 
 #include "quorate/limits.h"
 #include "quorate/provider.h"
 #include "quorate/rendezvous.h"
+#include "quorate/vfs.h"
 
 namespace quorate {
 namespace {
 
-// Passed through to the store URL as they are: OpenS3Vfs checks them and names the bad one.
+// Passed through to the store URL as they are: the S3 store checks them and names the bad one.
 const std::vector<std::string> kStoreKeys = {"endpoint",        "region",  "path_style",
                                              "conditional_put", "timeout", "page_size"};
 
@@ -31,7 +28,7 @@ Result<std::unique_ptr<DiscoveryProvider>> CreateS3(ProviderParams& params) {
   auto config = TakeRendezvousConfig(params);
   if (!config.ok()) return config.status();
   if (Status s = params.CheckAllTaken(); !s.ok()) return s;
-  auto vfs = OpenS3Vfs(url, params.context().deadline);
+  auto vfs = OpenVfs(url, params.context().deadline);
   if (!vfs.ok()) return vfs.status().Prefixed("--discovery provider=s3");
   return MakeRendezvousProvider("s3", std::move(*vfs), std::move(*config));
 }
