@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "discovery/cloud/api.h"
 #include "discovery/cloud/cloud.h"
 #include "net/cloud/opaque.h"
 #include "quorate/env.h"
@@ -24,7 +25,6 @@ constexpr char kEc2Version[] = "2016-11-15";
 constexpr char kAutoScalingVersion[] = "2011-01-01";
 // A DescribeInstances page of 1000 instances is about 5 MB of XML at most.
 constexpr size_t kMaxAnswerBytes = 8 << 20;
-constexpr auto kCallTimeout = std::chrono::seconds(10);
 
 // The root element `name` of an answer, or an empty node when it is not that document.
 pugi::xml_node Root(pugi::xml_document& doc, const std::string& xml, const char* name) {
@@ -294,7 +294,22 @@ namespace {
 
 class AwsProvider : public cloud::ScalingGroupProvider {
  public:
-  AwsProvider(Options o, Clock::TimePoint deadline) : o_(std::move(o)), deadline_(deadline) {}
+  AwsProvider(Options o, const ProviderContext& context) : o_(std::move(o)), deadline_(context.deadline) {
+    api_.clock = context.clock;
+    api_.deadline = deadline_;
+    api_.read_error = [](const std::string& body) {
+      cloud::AwsError e = cloud::ParseAwsError(body);
+      return cloud::ApiError{e.code, e.message};
+    };
+    api_.throttled = [](int, const cloud::ApiError& e) {
+      return e.code == "RequestLimitExceeded" || e.code == "Throttling" || e.code == "ThrottlingException";
+    };
+    api_.expired = [](int, const cloud::ApiError& e) {
+      return e.code == "ExpiredToken" || e.code == "RequestExpired" || e.code == "AuthFailure";
+    };
+    api_.drop = [this] { o_.credentials->Drop(); };
+    api_.refusal = "the credentials need {} (and are they valid, for this region?)";
+  }
 
   Result<std::vector<Member>> Discover() override {
     StartReading();
@@ -394,22 +409,19 @@ class AwsProvider : public cloud::ScalingGroupProvider {
     return Status::Ok();
   }
 
-  // One signed Query API GET; the answer's body when 200. Throttles are waited out within the
-  // deadline; an error answer names the call and, for a refusal, the permission it needs.
+  // One signed Query API GET; the answer's body. Throttles are waited out within the deadline; an
+  // error answer names the call and, for a refusal, the permission it needs.
   Result<std::string> Call(const std::string& endpoint, const std::string& service,
                            const std::map<std::string, std::string>& query, const std::string& permission) {
     auto url = ParseUrl(endpoint);
     if (!url.ok()) return url.status();
     HttpRequest request;
     request.base_url = endpoint;
-    request.max_body = kMaxAnswerBytes;
-    request.timeout = kCallTimeout;
-    request.deadline = deadline_;
-    std::string target = "/";
+    request.target = "/";
     for (const auto& [k, v] : query) {
-      target += (target.size() == 1 ? "?" : "&") + sigv4::UriEncode(k, false) + "=" + sigv4::UriEncode(v, false);
+      request.target += (request.target.size() == 1 ? "?" : "&") + sigv4::UriEncode(k, false) + "=" +
+                        sigv4::UriEncode(v, false);
     }
-    request.target = target;
     // As a client sends it: the port only when it is not the scheme's own.
     const bool default_port = (url->scheme == "https" && url->port == 443) || (url->scheme == "http" && url->port == 80);
     const std::string host = default_port ? url->host : fmt::format("{}:{}", url->host, url->port);
@@ -422,30 +434,12 @@ class AwsProvider : public cloud::ScalingGroupProvider {
       r.headers.emplace_back("Authorization",
                              sigv4::Authorization(s, creds_.access_key, creds_.secret, o_.region, service));
     };
-    auto throttled = [](const HttpResponse& a) {
-      const std::string code = cloud::ParseAwsError(a.body).code;
-      return code == "RequestLimitExceeded" || code == "Throttling" || code == "ThrottlingException";
-    };
-    const std::string what = fmt::format("{} {} at {}", query.at("Action"), Describe(), endpoint);
-    HttpResult result = HttpSendThrottled(request, RealClock(), throttled, sign);
-    if (!result.ok()) return result.ToStatus(what);
-    const HttpResponse& answer = result.response;
-    if (answer.status == 200) return answer.body;
-    cloud::AwsError error = cloud::ParseAwsError(answer.body);
-    std::string text = fmt::format("{}: HTTP {}", what, answer.status);
-    if (!error.code.empty()) text += " " + Printable(error.code, 64);
-    if (!error.message.empty()) text += ": " + Printable(error.message, 200);
-    // Temporary credentials revoked or expired early: the next call fetches others.
-    if (error.code == "ExpiredToken" || error.code == "RequestExpired" || error.code == "AuthFailure") {
-      o_.credentials->Drop();
-    }
-    if (answer.status == 401 || answer.status == 403) {
-      text += fmt::format("; the credentials need {} (and are they valid, for this region?)", permission);
-    }
-    return Status::Unavailable(text);
+    return cloud::CallApi(api_, std::move(request), kMaxAnswerBytes,
+                          {fmt::format("{} {} at {}", query.at("Action"), Describe(), endpoint), permission}, sign);
   }
 
   Options o_;
+  cloud::Api api_;
   cloud::AwsCredentials creds_;  // this Discover's
   Clock::TimePoint deadline_;
   std::string instance_id_;  // asg=auto's, from IMDS
@@ -454,7 +448,7 @@ class AwsProvider : public cloud::ScalingGroupProvider {
 Result<std::unique_ptr<DiscoveryProvider>> Create(ProviderParams& params) {
   auto options = TakeOptions(params);
   if (!options.ok()) return options.status();
-  return std::unique_ptr<DiscoveryProvider>(new AwsProvider(std::move(*options), params.context().deadline));
+  return std::unique_ptr<DiscoveryProvider>(new AwsProvider(std::move(*options), params.context()));
 }
 
 const RegisterProvider kRegistration("aws", Keys(), Create);

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <functional>
 
+#include "discovery/cloud/api.h"
 #include "discovery/cloud/cloud.h"
 #include "net/cloud/azure_credentials.h"
 #include "net/cloud/opaque.h"
@@ -29,7 +30,6 @@ constexpr char kComputeVersion[] = "2023-09-01";
 constexpr char kImdsInstanceVersion[] = "2021-02-01";
 // A page of NICs is at most a few hundred KB; VMs with their instance view a few MB.
 constexpr size_t kMaxAnswerBytes = 8 << 20;
-constexpr auto kCallTimeout = std::chrono::seconds(10);
 // nextLinks (with their $skiptoken) run to a few KB.
 constexpr size_t kMaxTokenBytes = 16 * 1024;
 
@@ -422,7 +422,17 @@ namespace {
 
 class AzureProvider : public cloud::ScalingGroupProvider {
  public:
-  AzureProvider(Options o, Clock::TimePoint deadline) : o_(std::move(o)), deadline_(deadline) {}
+  AzureProvider(Options o, const ProviderContext& context) : o_(std::move(o)), deadline_(context.deadline) {
+    api_.clock = context.clock;
+    api_.deadline = deadline_;
+    api_.read_error = [](const std::string& body) {
+      cloud::AzureError e = cloud::ParseAzureError(body);
+      return cloud::ApiError{e.code, e.message};
+    };
+    api_.drop = [this] { o_.credentials->Drop(); };
+    api_.refusal = "the identity needs {} (the Reader role on the resource group or subscription has it)";
+    if (o_.ca_file.empty()) api_.untrusted_fix = "give ca_file= the CA bundle it chains to";
+  }
 
   Result<std::vector<Member>> Discover() override {
     StartReading();
@@ -540,22 +550,13 @@ class AzureProvider : public cloud::ScalingGroupProvider {
     return nics;
   }
 
-  // One GET at ARM with the bearer token; the body when 200. Throttles (429, 503) are waited out
-  // within the deadline; a refusal names the permission the call needs.
+  // One GET at ARM with the bearer token; the body. Throttles (429, 503) are waited out within the
+  // deadline; a refusal names the permission the call needs.
   Result<std::string> Call(const std::string& target, const std::string& permission) {
     HttpRequest request = Request(o_.endpoint, "GET", target);
     request.headers = {{"Accept", "application/json"}, {"Authorization", "Bearer " + token_}};
-    const std::string what = fmt::format("{}: GET {}{}", Describe(), o_.endpoint, Printable(target, 300));
-    auto body = Answer(request, what, kMaxAnswerBytes);
-    if (body.ok()) return body;
-    if (last_status_ == 401) o_.credentials->Drop();  // revoked or expired early: the next try fetches another
-    if (last_status_ == 401 || last_status_ == 403) {
-      return Status::Unavailable(
-          fmt::format("{}; the identity needs {} (the Reader role on the resource group or "
-                      "subscription has it)",
-                      body.status().message(), permission));
-    }
-    return body.status();
+    return cloud::CallApi(api_, std::move(request), kMaxAnswerBytes,
+                          {fmt::format("{}: GET {}{}", Describe(), o_.endpoint, Printable(target, 300)), permission});
   }
 
   HttpRequest Request(const std::string& base, const std::string& method, const std::string& target) const {
@@ -563,32 +564,8 @@ class AzureProvider : public cloud::ScalingGroupProvider {
     request.base_url = base;
     request.method = method;
     request.target = target;
-    request.timeout = kCallTimeout;
-    request.deadline = deadline_;
     if (base.rfind("https://", 0) == 0) request.tls.trusted_ca_file = o_.ca_file;
     return request;
-  }
-
-  // The body of a 200; otherwise Unavailable naming the call, its status and the answer's error.
-  Result<std::string> Answer(const HttpRequest& request, const std::string& what, size_t max_body) {
-    HttpRequest r = request;
-    r.max_body = max_body;
-    last_status_ = 0;
-    HttpResult result = HttpSendThrottled(r, RealClock());
-    if (!result.ok()) {
-      Status s = result.ToStatus(what);
-      if (result.failure == HttpFailure::kTlsUntrusted && o_.ca_file.empty()) {
-        return Status::InvalidArgument(s.message() + "; give ca_file= the CA bundle it chains to");
-      }
-      return s;
-    }
-    last_status_ = result.response.status;
-    if (result.response.status == 200) return std::move(result.response.body);
-    cloud::AzureError error = cloud::ParseAzureError(result.response.body);
-    std::string text = fmt::format("{}: HTTP {}", what, result.response.status);
-    if (!error.code.empty()) text += " " + Printable(error.code, 64);
-    if (!error.message.empty()) text += ": " + Printable(error.message, 300);
-    return Status::Unavailable(text);
   }
 
   // vm_scale_set=auto: this VM's scale set, resource group and (unless given) subscription, once.
@@ -596,8 +573,8 @@ class AzureProvider : public cloud::ScalingGroupProvider {
     HttpRequest request =
         Request(o_.imds_endpoint, "GET", fmt::format("/metadata/instance?api-version={}", kImdsInstanceVersion));
     request.headers = {{"Metadata", "true"}};
-    auto body =
-        Answer(request, fmt::format("vm_scale_set=auto: the instance metadata at {}", o_.imds_endpoint), 256 * 1024);
+    auto body = cloud::CallApi(api_, std::move(request), 256 * 1024,
+                               {fmt::format("vm_scale_set=auto: the instance metadata at {}", o_.imds_endpoint)});
     if (!body.ok()) return body.status();
     auto metadata = ParseInstanceMetadata(*body);
     if (!metadata.ok()) return metadata.status();
@@ -613,15 +590,15 @@ class AzureProvider : public cloud::ScalingGroupProvider {
   }
 
   Options o_;
+  cloud::Api api_;
   std::string token_;  // this Discover's
   Clock::TimePoint deadline_;
-  int last_status_ = 0;
 };
 
 Result<std::unique_ptr<DiscoveryProvider>> Create(ProviderParams& params) {
   auto options = TakeOptions(params);
   if (!options.ok()) return options.status();
-  return std::unique_ptr<DiscoveryProvider>(new AzureProvider(std::move(*options), params.context().deadline));
+  return std::unique_ptr<DiscoveryProvider>(new AzureProvider(std::move(*options), params.context()));
 }
 
 const RegisterProvider kRegistration("azure", Keys(), Create);

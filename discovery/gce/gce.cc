@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <re2/re2.h>
 
+#include "discovery/cloud/api.h"
 #include "discovery/cloud/cloud.h"
 #include "net/cloud/opaque.h"
 
@@ -24,7 +25,6 @@ namespace {
 // A page of 500 instances with their metadata (startup scripts included) stays well under this.
 constexpr size_t kMaxAnswerBytes = 32 << 20;
 constexpr size_t kMaxSmallAnswerBytes = 64 * 1024;
-constexpr auto kCallTimeout = std::chrono::seconds(10);
 
 // zone_pattern as RE2 reads it (linear time in the zone's length, whatever the pattern), anchored at
 // both ends as the documented "regular expression on the zone name" is matched whole.
@@ -397,7 +397,17 @@ namespace {
 
 class GceProvider : public cloud::ScalingGroupProvider {
  public:
-  GceProvider(Options o, Clock::TimePoint deadline) : o_(std::move(o)), deadline_(deadline) {
+  GceProvider(Options o, const ProviderContext& context) : o_(std::move(o)), deadline_(context.deadline) {
+    api_.clock = context.clock;
+    api_.deadline = deadline_;
+    api_.read_error = [](const std::string& body) {
+      cloud::GoogleError e = cloud::ParseGoogleError(body);
+      return cloud::ApiError{e.reason.empty() ? e.status : e.reason, e.message};
+    };
+    api_.throttled = [](int status, const cloud::ApiError& e) {
+      return status == 403 && (e.code == "rateLimitExceeded" || e.code == "userRateLimitExceeded");
+    };
+    api_.drop = [this] { o_.credentials->Drop(); };
     if (!o_.mig.empty() && o_.mig != "auto") group_ = GroupRef{o_.mig_zone, o_.mig_region, o_.mig};
     if (!o_.zone_pattern.empty()) zones_ = ZonePattern(o_.zone_pattern);
   }
@@ -413,6 +423,9 @@ class GceProvider : public cloud::ScalingGroupProvider {
       }
       o_.project = *project;
     }
+    // A project is a resource name: no brace in it to read as a format's.
+    api_.refusal = fmt::format(
+        "the service account needs {{}} on project {} (roles/compute.viewer has it), and a key still valid", o_.project);
     if (o_.mig == "auto" && !group_) {
       auto created_by = o_.credentials->Metadata("/computeMetadata/v1/instance/attributes/created-by", deadline_);
       if (!created_by.ok()) {
@@ -430,8 +443,9 @@ class GceProvider : public cloud::ScalingGroupProvider {
     std::optional<Group> group;
     std::set<std::string> kept;  // the group's instances it keeps, "ZONE/NAME"
     if (group_) {
-      auto answer = Get(GroupTarget(o_.project, *group_), kMaxSmallAnswerBytes, "instanceGroupManagers.get of " + Describe(),
-                        "compute.instanceGroupManagers.get");
+      auto answer = Get(GroupTarget(o_.project, *group_), kMaxSmallAnswerBytes,
+                        {"instanceGroupManagers.get of " + Describe(), "compute.instanceGroupManagers.get",
+                         "is the group's name, zone or region right?"});
       if (!answer.ok()) return answer.status();
       auto parsed = ParseInstanceGroupManager(*answer);
       if (!parsed.ok()) return parsed.status().Prefixed(Describe());
@@ -440,7 +454,7 @@ class GceProvider : public cloud::ScalingGroupProvider {
       Status listed = cloud::ReadPages("listManagedInstances", "nextPageToken",
                                        [&](const std::string& next) -> Result<cloud::Page> {
         auto answer = Get(ManagedInstancesTarget(o_.project, *group_, next), kMaxAnswerBytes,
-                          "listManagedInstances of " + Describe(), "compute.instanceGroupManagers.get", "POST");
+                          {"listManagedInstances of " + Describe(), "compute.instanceGroupManagers.get"}, "POST");
         if (!answer.ok()) return answer.status();
         auto page = ParseManagedInstances(*answer);
         if (!page.ok()) return page.status().Prefixed(Describe());
@@ -454,7 +468,7 @@ class GceProvider : public cloud::ScalingGroupProvider {
     std::vector<Member> members;
     Status read = cloud::ReadPages("aggregated/instances", "nextPageToken", [&](const std::string& next) -> Result<cloud::Page> {
       auto answer = Get(AggregatedInstancesTarget(o_, next), kMaxAnswerBytes,
-                        fmt::format("aggregated/instances of project {}", o_.project), "compute.instances.list");
+                        {fmt::format("aggregated/instances of project {}", o_.project), "compute.instances.list"});
       if (!answer.ok()) return answer.status();
       auto page = ParseAggregatedInstances(*answer);
       if (!page.ok()) return page.status().Prefixed(Describe());
@@ -508,48 +522,22 @@ class GceProvider : public cloud::ScalingGroupProvider {
   }
 
  private:
-  // One Compute API GET with the bearer token; the answer's body when 200. Throttles (429, 503,
+  // One Compute API call with the bearer token; the answer's body. Throttles (429, 503,
   // rateLimitExceeded) are waited out within the deadline; an error answer names the call and, for a
   // refusal, the permission it needs.
-  Result<std::string> Get(const std::string& target, size_t max_body, const std::string& call,
-                          const std::string& permission, const char* method = "GET") {
+  Result<std::string> Get(const std::string& target, size_t max_body, const cloud::ApiCall& call,
+                          const char* method = "GET") {
     HttpRequest request;
     request.base_url = o_.endpoint;
     request.method = method;
     request.target = target;
     request.headers = {{"Authorization", "Bearer " + token_}};
-    request.timeout = kCallTimeout;
-    request.deadline = deadline_;
-    request.max_body = max_body;
-    auto throttled = [](const HttpResponse& a) {
-      const std::string reason = cloud::ParseGoogleError(a.body).reason;
-      return a.status == 403 && (reason == "rateLimitExceeded" || reason == "userRateLimitExceeded");
-    };
-    const std::string what = fmt::format("{} at {}", call, o_.endpoint);
-    HttpResult result = HttpSendThrottled(request, RealClock(), throttled);
-    if (!result.ok()) return result.ToStatus(what);
-    const HttpResponse& answer = result.response;
-    if (answer.status == 200) return answer.body;
-    cloud::GoogleError error = cloud::ParseGoogleError(answer.body);
-    std::string text = fmt::format("{}: HTTP {}", what, answer.status);
-    if (!error.status.empty()) text += " " + Printable(error.status, 64);
-    if (!error.reason.empty()) text += " (" + Printable(error.reason, 64) + ")";
-    if (!error.message.empty()) text += ": " + Printable(error.message, 200);
-    if (answer.status == 401) {
-      o_.credentials->Drop();  // refused: the next try fetches a new one
-      text += fmt::format("; the access token was refused (is the service account's key still valid?)");
-    }
-    if (answer.status == 403) {
-      text += fmt::format("; the service account needs {} on project {} (roles/compute.viewer has it)", permission,
-                          o_.project);
-    }
-    if (answer.status == 404 && permission == "compute.instanceGroupManagers.get") {
-      text += "; is the group's name, zone or region right?";
-    }
-    return Status::Unavailable(text);
+    return cloud::CallApi(api_, std::move(request), max_body,
+                          {fmt::format("{} at {}", call.what, o_.endpoint), call.permission, call.not_found});
   }
 
   Options o_;
+  cloud::Api api_;
   Clock::TimePoint deadline_;
   std::optional<GroupRef> group_;
   std::unique_ptr<RE2> zones_;
@@ -559,7 +547,7 @@ class GceProvider : public cloud::ScalingGroupProvider {
 Result<std::unique_ptr<DiscoveryProvider>> Create(ProviderParams& params) {
   auto options = TakeOptions(params);
   if (!options.ok()) return options.status();
-  return std::unique_ptr<DiscoveryProvider>(new GceProvider(std::move(*options), params.context().deadline));
+  return std::unique_ptr<DiscoveryProvider>(new GceProvider(std::move(*options), params.context()));
 }
 
 const RegisterProvider kRegistration("gce", Keys(), Create);

@@ -54,6 +54,8 @@ struct ProviderContext {
   std::optional<size_t> cluster_size;  // --cluster-size
   // The caller's --timeout as a point in time: no network call of the provider lasts past it.
   Clock::TimePoint deadline = Clock::kNever;
+  // What a provider waits on (a throttle's pause): null, RealClock(); a test's FakeClock.
+  Clock* clock = nullptr;
 };
 
 // One key of a provider's spec, declared once in the provider's table. ProviderParams reads the key
