@@ -297,10 +297,7 @@ class AwsProvider : public cloud::ScalingGroupProvider {
   AwsProvider(Options o, const ProviderContext& context) : o_(std::move(o)), deadline_(context.deadline) {
     api_.clock = context.clock;
     api_.deadline = deadline_;
-    api_.read_error = [](const std::string& body) {
-      cloud::AwsError e = cloud::ParseAwsError(body);
-      return cloud::ApiError{e.code, e.message};
-    };
+    api_.read_error = cloud::ParseAwsError;
     api_.throttled = [](int, const cloud::ApiError& e) {
       return e.code == "RequestLimitExceeded" || e.code == "Throttling" || e.code == "ThrottlingException";
     };

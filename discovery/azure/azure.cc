@@ -14,7 +14,6 @@
 #include "quorate/env.h"
 #include "quorate/http.h"
 #include "quorate/json.h"
-#include "net/cloud/sigv4.h"
 #include "quorate/text.h"
 
 namespace quorate::azure {
@@ -425,10 +424,7 @@ class AzureProvider : public cloud::ScalingGroupProvider {
   AzureProvider(Options o, const ProviderContext& context) : o_(std::move(o)), deadline_(context.deadline) {
     api_.clock = context.clock;
     api_.deadline = deadline_;
-    api_.read_error = [](const std::string& body) {
-      cloud::AzureError e = cloud::ParseAzureError(body);
-      return cloud::ApiError{e.code, e.message};
-    };
+    api_.read_error = cloud::ParseAzureError;
     api_.drop = [this] { o_.credentials->Drop(); };
     api_.refusal = "the identity needs {} (the Reader role on the resource group or subscription has it)";
     if (o_.ca_file.empty()) api_.untrusted_fix = "give ca_file= the CA bundle it chains to";
@@ -479,7 +475,7 @@ class AzureProvider : public cloud::ScalingGroupProvider {
         set->flexible
             ? fmt::format("{}/Microsoft.Compute/virtualMachines?api-version={}&$filter={}&$expand=instanceView",
                           group_path, kComputeVersion,
-                          sigv4::UriEncode(fmt::format("virtualMachineScaleSet/id eq '{}'", set_path), false))
+                          cloud::PercentEncode(fmt::format("virtualMachineScaleSet/id eq '{}'", set_path)))
             : fmt::format("{}/virtualMachines?$expand=instanceView&api-version={}", set_path, kComputeVersion);
     std::vector<ScaleSetVm> vms;
     Status listed = Pages(vms_target,

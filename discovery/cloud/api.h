@@ -9,17 +9,12 @@
 #include <functional>
 #include <string>
 
+#include "net/cloud/request.h"
 #include "quorate/clock.h"
 #include "quorate/http.h"
 #include "quorate/status.h"
 
 namespace quorate::cloud {
-
-// An error answer as the cloud's body gives it: its code (AWS's Code, Google's reason, ARM's code)
-// and message; empty for a body that is neither (a proxy's page).
-struct ApiError {
-  std::string code, message;
-};
 
 // What differs from one cloud's API to another's.
 struct Api {

@@ -16,7 +16,7 @@
 #include "quorate/env.h"
 #include "quorate/http.h"
 #include "quorate/json.h"
-#include "net/cloud/sigv4.h"
+#include "net/cloud/request.h"
 #include "quorate/text.h"
 
 namespace quorate::gce {
@@ -52,8 +52,6 @@ std::string Text(const nlohmann::json& object, const char* field) {
 }
 
 std::string LastSegment(const std::string& url) { return url.substr(url.rfind('/') + 1); }
-
-std::string FormEncode(const std::string& text) { return sigv4::UriEncode(text, false); }
 
 }  // namespace
 
@@ -190,14 +188,14 @@ std::string InstancesFilter(const Options& o) {
 std::string AggregatedInstancesTarget(const Options& o, const std::string& page_token) {
   std::string target = fmt::format("/compute/v1/projects/{}/aggregated/instances?maxResults={}&returnPartialSuccess=true",
                                    o.project, o.page_size);
-  if (const std::string filter = InstancesFilter(o); !filter.empty()) target += "&filter=" + FormEncode(filter);
-  if (!page_token.empty()) target += "&pageToken=" + FormEncode(page_token);
+  if (const std::string filter = InstancesFilter(o); !filter.empty()) target += "&filter=" + cloud::PercentEncode(filter);
+  if (!page_token.empty()) target += "&pageToken=" + cloud::PercentEncode(page_token);
   return target;
 }
 
 std::string ManagedInstancesTarget(const std::string& project, const GroupRef& group, const std::string& page_token) {
   std::string target = GroupTarget(project, group) + "/listManagedInstances?maxResults=500";
-  if (!page_token.empty()) target += "&pageToken=" + FormEncode(page_token);
+  if (!page_token.empty()) target += "&pageToken=" + cloud::PercentEncode(page_token);
   return target;
 }
 

@@ -37,29 +37,12 @@ std::string SignedHeaders(const Request& r) {
   return out;
 }
 
-bool IsUnreserved(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-         c == '.' || c == '~';
-}
-
 }  // namespace
 
 std::string Sha256Hex(const std::string& data) {
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
   return Hex(std::string(reinterpret_cast<char*>(digest), sizeof digest));
-}
-
-std::string UriEncode(const std::string& text, bool keep_slash) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (IsUnreserved(c) || (keep_slash && c == '/')) {
-      out += static_cast<char>(c);
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
 }
 
 std::string SigningKeyHex(const std::string& secret, const std::string& date, const std::string& region,

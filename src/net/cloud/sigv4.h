@@ -1,21 +1,20 @@
-// AWS Signature Version 4, as the S3 store and the aws provider sign their requests with it (and
-// the percent-encoding it defines, RFC 3986's unreserved set, which the credential flows and the
-// other clouds' providers use as their form and query encoder). Public functions so that tests check
-// them against AWS's published examples.
+// AWS Signature Version 4, as the S3 store and the aws provider sign their requests with it. Public
+// functions so that tests check them against AWS's published examples.
 #pragma once
 
 #include <chrono>
 #include <map>
 #include <string>
 
+#include "net/cloud/request.h"
+
 namespace quorate {
 
 namespace sigv4 {
 
 std::string Sha256Hex(const std::string& data);
-// RFC 3986 unreserved characters stay; every other byte is %XX (upper case); '/' stays when asked,
-// which encodes a path segment by segment as S3 wants.
-std::string UriEncode(const std::string& text, bool keep_slash);
+// SigV4's name for cloud::PercentEncode (its UriEncode): a path keeps its '/', a query does not.
+inline std::string UriEncode(const std::string& text, bool keep_slash) { return cloud::PercentEncode(text, keep_slash); }
 // The signing key as hex: the HMAC chain over date (YYYYMMDD), region, service and "aws4_request".
 std::string SigningKeyHex(const std::string& secret, const std::string& date, const std::string& region,
                           const std::string& service);
