@@ -187,7 +187,8 @@ TEST_CASE("provider keys: the README's discovery forms use only keys their provi
     REQUIRE(spec.ok());
     CAPTURE(spec->text);
     const std::set<std::string> names = TableNames(spec->provider);
-    for (const auto& [key, value] : spec->params) {
+    for (const auto& given : spec->params) {
+      const std::string& key = given.first;
       CAPTURE(key);
       CHECK(names.count(key) == 1);
     }
