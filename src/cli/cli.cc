@@ -488,7 +488,8 @@ int RunCli(int argc, char** argv, std::string_view build_commit) {
       // Help, not a setting: it reads no config and discovers nothing, so it is no row of the table.
       help_provider = sub->add_option("--help-provider", help_provider_name,
                                       "print the keys of provider NAME as a table; no NAME: the providers")
-                          ->expected(0, 1);
+                          ->expected(0, 1)
+                          ->type_name("[NAME]");
     }
   }
   // The command word, and under a group the word after it: "member remov" is as unknown as "memer".
