@@ -9,12 +9,13 @@
 
 #include <fmt/format.h>
 
+#include "discovery/cloud/api.h"
 #include "discovery/cloud/cloud.h"
 #include "net/cloud/opaque.h"
 #include "quorate/env.h"
 #include "quorate/http.h"
 #include "quorate/log.h"
-#include "quorate/s3.h"
+#include "net/cloud/sigv4.h"
 #include "quorate/text.h"
 
 namespace quorate::aws {
@@ -24,7 +25,6 @@ constexpr char kEc2Version[] = "2016-11-15";
 constexpr char kAutoScalingVersion[] = "2011-01-01";
 // A DescribeInstances page of 1000 instances is about 5 MB of XML at most.
 constexpr size_t kMaxAnswerBytes = 8 << 20;
-constexpr auto kCallTimeout = std::chrono::seconds(10);
 
 // The root element `name` of an answer, or an empty node when it is not that document.
 pugi::xml_node Root(pugi::xml_document& doc, const std::string& xml, const char* name) {
@@ -32,8 +32,6 @@ pugi::xml_node Root(pugi::xml_document& doc, const std::string& xml, const char*
   if (!doc.load_buffer(xml.data(), xml.size(), pugi::parse_default & ~pugi::parse_doctype)) return {};
   return doc.child(name);
 }
-
-std::string Start(const std::string& xml) { return Printable(xml.substr(0, 80), 80); }
 
 }  // namespace
 
@@ -54,6 +52,39 @@ Result<std::string> CheckInstanceId(const std::string& text) {
   return text;
 }
 
+namespace {
+
+// The keys, once: what TakeOptions reads by, what --help-provider aws prints.
+const ProviderKeys& Keys() {
+  static const ProviderKeys kKeys = cloud::WithCommonKeys(
+      {
+          {.name = "asg", .help = "the Auto Scaling group of the etcd instances; auto: this instance's (IMDS)",
+           .values = "auto or a group's name"},
+          {.name = "tag_key", .help = "instances carrying this tag, instead of or beside asg (no size, no rule 9)"},
+          {.name = "tag_value", .help = "with tag_key: the tag's value"},
+          {.name = "region", .help = "the region; else AWS_REGION, AWS_DEFAULT_REGION, else this instance's (IMDS)",
+           .values = "an AWS region (eu-west-1)"},
+          {.name = "addr_type", .help = "the instance address the members' URLs carry", .fallback = "private_v4",
+           .choices = {"private_v4", "public_v4", "public_v6", "private_dns"}},
+          {.name = "access_key_id", .help = "a key, with secret_access_key; else AWS's credential chain"},
+          {.name = "secret_access_key", .help = "the key's secret, with access_key_id"},
+          {.name = "session_token", .help = "the session token of temporary keys"},
+          {.name = "endpoint", .help = "one base URL for EC2, Auto Scaling and STS (VPC endpoints, tests)",
+           .values = "a base URL"},
+          {.name = "ec2_endpoint", .help = "EC2's base URL alone; default the region's", .values = "a base URL"},
+          {.name = "autoscaling_endpoint", .help = "Auto Scaling's base URL alone; default the region's",
+           .values = "a base URL"},
+          {.name = "sts_endpoint", .help = "STS's base URL alone (web identity); default the region's",
+           .values = "a base URL"},
+          {.name = "page_size", .help = "DescribeInstances' MaxResults", .fallback = "1000", .lo = 5, .hi = 1000,
+           .values = "a page size (DescribeInstances' MaxResults)"},
+      },
+      "the instance tag naming the member; default the instance ID");
+  return kKeys;
+}
+
+}  // namespace
+
 Result<Options> TakeOptions(ProviderParams& params) {
   Options o;
   std::string region = params.Take("region").value_or("");
@@ -61,7 +92,9 @@ Result<Options> TakeOptions(ProviderParams& params) {
   if (region.empty()) region = Env("AWS_DEFAULT_REGION");
   o.tag_key = params.Take("tag_key").value_or("");
   o.tag_value = params.Take("tag_value").value_or("");
-  o.addr_type = params.Take("addr_type").value_or("private_v4");
+  auto addr_type = params.TakeValue("addr_type");
+  if (!addr_type.ok()) return addr_type.status();
+  o.addr_type = *addr_type;
   o.access_key = params.Take("access_key_id").value_or("");
   o.secret = params.Take("secret_access_key").value_or("");
   o.session_token = params.Take("session_token").value_or("");
@@ -73,16 +106,10 @@ Result<Options> TakeOptions(ProviderParams& params) {
   auto common = cloud::TakeCommonKeys(params);
   if (!common.ok()) return common.status();
   static_cast<cloud::CommonKeys&>(o) = std::move(*common);
-  auto page_size = params.TakeNumber("page_size", 1000, 5, 1000, "a page size (DescribeInstances' MaxResults)");
+  auto page_size = params.TakeNumber("page_size");
   if (!page_size.ok()) return page_size.status();
   o.page_size = *page_size;
-  if (Status s = params.CheckAllTaken({"region", "tag_key", "tag_value", "addr_type", "access_key_id",
-                                       "secret_access_key", "session_token", "endpoint", "ec2_endpoint",
-                                       "autoscaling_endpoint", "sts_endpoint", "asg", "name_tag", "scheme",
-                                       "peer_port", "client_port", "page_size"});
-      !s.ok()) {
-    return s;
-  }
+  if (Status s = params.CheckAllTaken(); !s.ok()) return s;
   if (!region.empty() && !cloud::CheckAwsRegion(region).ok()) {
     return Status::InvalidArgument(fmt::format("{} '{}' is not an AWS region name (like eu-west-1)",
                                                params.Label("region"), Printable(region, 40)));
@@ -94,11 +121,6 @@ Result<Options> TakeOptions(ProviderParams& params) {
   }
   if (!o.tag_value.empty() && o.tag_key.empty()) {
     return Status::InvalidArgument(fmt::format("{} needs tag_key", params.Label("tag_value")));
-  }
-  static const std::set<std::string> kAddrTypes = {"private_v4", "public_v4", "public_v6", "private_dns"};
-  if (!kAddrTypes.count(o.addr_type)) {
-    return Status::InvalidArgument(fmt::format("{} '{}' is not one of private_v4, public_v4, public_v6, private_dns",
-                                               params.Label("addr_type"), Printable(o.addr_type, 40)));
   }
   if (o.access_key.empty() != o.secret.empty()) {
     return Status::InvalidArgument("access_key_id and secret_access_key go together: give both or neither");
@@ -129,8 +151,7 @@ Result<InstancePage> ParseDescribeInstances(const std::string& xml) {
   pugi::xml_document doc;
   pugi::xml_node root = Root(doc, xml, "DescribeInstancesResponse");
   if (!root) {
-    return Status::Unavailable(
-        fmt::format("the answer is not EC2's DescribeInstancesResponse XML; it starts '{}'", Start(xml)));
+    return cloud::NotThe("EC2's DescribeInstancesResponse XML", xml);
   }
   InstancePage page;
   for (pugi::xml_node reservation : root.child("reservationSet").children("item")) {
@@ -161,8 +182,7 @@ Result<Group> ParseAutoScalingGroup(const std::string& xml, const std::string& n
   pugi::xml_document doc;
   pugi::xml_node root = Root(doc, xml, "DescribeAutoScalingGroupsResponse");
   if (!root) {
-    return Status::Unavailable(fmt::format(
-        "the answer is not Auto Scaling's DescribeAutoScalingGroupsResponse XML; it starts '{}'", Start(xml)));
+    return cloud::NotThe("Auto Scaling's DescribeAutoScalingGroupsResponse XML", xml);
   }
   for (pugi::xml_node g :
        root.child("DescribeAutoScalingGroupsResult").child("AutoScalingGroups").children("member")) {
@@ -198,8 +218,7 @@ Result<std::string> ParseAutoScalingInstanceGroup(const std::string& xml, const 
   pugi::xml_document doc;
   pugi::xml_node root = Root(doc, xml, "DescribeAutoScalingInstancesResponse");
   if (!root) {
-    return Status::Unavailable(fmt::format(
-        "the answer is not Auto Scaling's DescribeAutoScalingInstancesResponse XML; it starts '{}'", Start(xml)));
+    return cloud::NotThe("Auto Scaling's DescribeAutoScalingInstancesResponse XML", xml);
   }
   for (pugi::xml_node i :
        root.child("DescribeAutoScalingInstancesResult").child("AutoScalingInstances").children("member")) {
@@ -275,7 +294,19 @@ namespace {
 
 class AwsProvider : public cloud::ScalingGroupProvider {
  public:
-  AwsProvider(Options o, Clock::TimePoint deadline) : o_(std::move(o)), deadline_(deadline) {}
+  AwsProvider(Options o, const ProviderContext& context) : o_(std::move(o)), deadline_(context.deadline) {
+    api_.clock = context.clock;
+    api_.deadline = deadline_;
+    api_.read_error = cloud::ParseAwsError;
+    api_.throttled = [](int, const cloud::ApiError& e) {
+      return e.code == "RequestLimitExceeded" || e.code == "Throttling" || e.code == "ThrottlingException";
+    };
+    api_.expired = [](int, const cloud::ApiError& e) {
+      return e.code == "ExpiredToken" || e.code == "RequestExpired" || e.code == "AuthFailure";
+    };
+    api_.drop = [this] { o_.credentials->Drop(); };
+    api_.refusal = "the credentials need {} (and are they valid, for this region?)";
+  }
 
   Result<std::vector<Member>> Discover() override {
     StartReading();
@@ -375,22 +406,19 @@ class AwsProvider : public cloud::ScalingGroupProvider {
     return Status::Ok();
   }
 
-  // One signed Query API GET; the answer's body when 200. Throttles are waited out within the
-  // deadline; an error answer names the call and, for a refusal, the permission it needs.
+  // One signed Query API GET; the answer's body. Throttles are waited out within the deadline; an
+  // error answer names the call and, for a refusal, the permission it needs.
   Result<std::string> Call(const std::string& endpoint, const std::string& service,
                            const std::map<std::string, std::string>& query, const std::string& permission) {
     auto url = ParseUrl(endpoint);
     if (!url.ok()) return url.status();
     HttpRequest request;
     request.base_url = endpoint;
-    request.max_body = kMaxAnswerBytes;
-    request.timeout = kCallTimeout;
-    request.deadline = deadline_;
-    std::string target = "/";
+    request.target = "/";
     for (const auto& [k, v] : query) {
-      target += (target.size() == 1 ? "?" : "&") + sigv4::UriEncode(k, false) + "=" + sigv4::UriEncode(v, false);
+      request.target += (request.target.size() == 1 ? "?" : "&") + sigv4::UriEncode(k, false) + "=" +
+                        sigv4::UriEncode(v, false);
     }
-    request.target = target;
     // As a client sends it: the port only when it is not the scheme's own.
     const bool default_port = (url->scheme == "https" && url->port == 443) || (url->scheme == "http" && url->port == 80);
     const std::string host = default_port ? url->host : fmt::format("{}:{}", url->host, url->port);
@@ -403,30 +431,12 @@ class AwsProvider : public cloud::ScalingGroupProvider {
       r.headers.emplace_back("Authorization",
                              sigv4::Authorization(s, creds_.access_key, creds_.secret, o_.region, service));
     };
-    auto throttled = [](const HttpResponse& a) {
-      const std::string code = cloud::ParseAwsError(a.body).code;
-      return code == "RequestLimitExceeded" || code == "Throttling" || code == "ThrottlingException";
-    };
-    const std::string what = fmt::format("{} {} at {}", query.at("Action"), Describe(), endpoint);
-    HttpResult result = HttpSendThrottled(request, RealClock(), throttled, sign);
-    if (!result.ok()) return result.ToStatus(what);
-    const HttpResponse& answer = result.response;
-    if (answer.status == 200) return answer.body;
-    cloud::AwsError error = cloud::ParseAwsError(answer.body);
-    std::string text = fmt::format("{}: HTTP {}", what, answer.status);
-    if (!error.code.empty()) text += " " + Printable(error.code, 64);
-    if (!error.message.empty()) text += ": " + Printable(error.message, 200);
-    // Temporary credentials revoked or expired early: the next call fetches others.
-    if (error.code == "ExpiredToken" || error.code == "RequestExpired" || error.code == "AuthFailure") {
-      o_.credentials->Drop();
-    }
-    if (answer.status == 401 || answer.status == 403) {
-      text += fmt::format("; the credentials need {} (and are they valid, for this region?)", permission);
-    }
-    return Status::Unavailable(text);
+    return cloud::CallApi(api_, std::move(request), kMaxAnswerBytes,
+                          {fmt::format("{} {} at {}", query.at("Action"), Describe(), endpoint), permission}, sign);
   }
 
   Options o_;
+  cloud::Api api_;
   cloud::AwsCredentials creds_;  // this Discover's
   Clock::TimePoint deadline_;
   std::string instance_id_;  // asg=auto's, from IMDS
@@ -435,10 +445,10 @@ class AwsProvider : public cloud::ScalingGroupProvider {
 Result<std::unique_ptr<DiscoveryProvider>> Create(ProviderParams& params) {
   auto options = TakeOptions(params);
   if (!options.ok()) return options.status();
-  return std::unique_ptr<DiscoveryProvider>(new AwsProvider(std::move(*options), params.context().deadline));
+  return std::unique_ptr<DiscoveryProvider>(new AwsProvider(std::move(*options), params.context()));
 }
 
-const RegisterProvider kRegistration("aws", Create);
+const RegisterProvider kRegistration("aws", Keys(), Create);
 
 }  // namespace
 }  // namespace quorate::aws

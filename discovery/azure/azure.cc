@@ -3,16 +3,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cassert>
 #include <charconv>
 #include <functional>
 
+#include "discovery/cloud/api.h"
 #include "discovery/cloud/cloud.h"
 #include "net/cloud/azure_credentials.h"
 #include "net/cloud/opaque.h"
 #include "quorate/env.h"
 #include "quorate/http.h"
 #include "quorate/json.h"
-#include "quorate/s3.h"
 #include "quorate/text.h"
 
 namespace quorate::azure {
@@ -28,7 +29,6 @@ constexpr char kComputeVersion[] = "2023-09-01";
 constexpr char kImdsInstanceVersion[] = "2021-02-01";
 // A page of NICs is at most a few hundred KB; VMs with their instance view a few MB.
 constexpr size_t kMaxAnswerBytes = 8 << 20;
-constexpr auto kCallTimeout = std::chrono::seconds(10);
 // nextLinks (with their $skiptoken) run to a few KB.
 constexpr size_t kMaxTokenBytes = 16 * 1024;
 
@@ -106,8 +106,6 @@ Result<std::string> BaseUrl(ProviderParams& params, const std::string& key, cons
   return url->Base();
 }
 
-std::string Start(const std::string& text) { return Printable(text.substr(0, 80), 80); }
-
 // A string member of an object, "" when absent or of another type.
 std::string Text(const json& object, const char* field) {
   if (!object.is_object()) return "";
@@ -126,8 +124,7 @@ const json& Field(const json& object, const char* field) {
 Result<json> ListOf(const std::string& text, const std::string& what) {
   auto doc = ParseForeignJson(text);
   if (!doc.ok() || !doc->is_object() || !Field(*doc, "value").is_array()) {
-    return Status::Unavailable(
-        fmt::format("the answer is not ARM's list of {} ({{\"value\": [...]}}); it starts '{}'", what, Start(text)));
+    return cloud::NotThe(fmt::format("ARM's list of {} ({{\"value\": [...]}})", what), text);
   }
   if (!Field(*doc, "nextLink").is_null() && !Field(*doc, "nextLink").is_string()) {
     return Status::Unavailable(fmt::format("the list of {} has a nextLink that is not a string", what));
@@ -136,6 +133,44 @@ Result<json> ListOf(const std::string& text, const std::string& what) {
 }
 
 std::string LastSegment(const std::string& id) { return id.substr(id.rfind('/') + 1); }
+
+}  // namespace
+
+namespace {
+
+// The keys, once: what TakeOptions reads by, what --help-provider azure prints.
+const ProviderKeys& Keys() {
+  static const ProviderKeys kKeys = cloud::WithCommonKeys(
+      {
+          {.name = "resource_group", .help = "with vm_scale_set: the scale set's resource group",
+           .values = "a resource group name"},
+          {.name = "vm_scale_set", .help = "the scale set of the etcd VMs; auto: this VM's (IMDS)",
+           .values = "auto or a scale set's name"},
+          {.name = "tag_name", .help = "instead of a scale set: NICs carrying this tag (no size, no rule 9)"},
+          {.name = "tag_value", .help = "with tag_name: the tag's value"},
+          {.name = "subscription_id", .help = "the subscription; else ARM_SUBSCRIPTION_ID, else this VM's (auto)"},
+          {.name = "tenant_id", .help = "a service principal's tenant; else AZURE_TENANT_ID, ARM_TENANT_ID"},
+          {.name = "client_id",
+           .help = "a service principal's client ID, or a user-assigned identity's; else AZURE_CLIENT_ID, ARM_CLIENT_ID"},
+          {.name = "secret_access_key", .help = "a service principal's client secret; else AZURE_CLIENT_SECRET, "
+                                                "ARM_CLIENT_SECRET, else workload or managed identity"},
+          {.name = "environment", .help = "the cloud: its ARM, identity platform and token resource",
+           .fallback = "public", .choices = {"public", "usgovernment", "china"}},
+          {.name = "endpoint", .help = "ARM's base URL; default the environment's", .values = "a base URL"},
+          {.name = "authority_host",
+           .help = "the identity platform's base URL; else AZURE_AUTHORITY_HOST, else the environment's",
+           .values = "a base URL"},
+          {.name = "imds_endpoint", .help = "IMDS's base URL (managed identity, vm_scale_set=auto)",
+           .fallback = "http://169.254.169.254:80", .values = "a base URL"},
+          {.name = "ca_file", .help = "the CA bundle ARM and the identity platform chain to; default the system's",
+           .values = "a file"},
+          // A public address is a resource of its own that the NIC only points at: another call per VM.
+          {.name = "addr_type", .help = "the primary NIC's primary private IPv4 address", .fallback = "private_v4",
+           .choices = {"private_v4"}},
+      },
+      "the NIC tag naming the member; default the VM's computer name (a scale set's) or name");
+  return kKeys;
+}
 
 }  // namespace
 
@@ -153,13 +188,11 @@ Result<Options> TakeOptions(ProviderParams& params) {
   auto common = cloud::TakeCommonKeys(params);
   if (!common.ok()) return common.status();
   static_cast<cloud::CommonKeys&>(o) = std::move(*common);
-  const std::string addr_type = params.Take("addr_type").value_or("private_v4");
-  const std::string environment = params.Take("environment").value_or("public");
-  const cloud::AzureCloud* cloud = cloud::AzureCloudNamed(environment);
-  if (cloud == nullptr) {
-    return Status::InvalidArgument(fmt::format("{} '{}' is not public, usgovernment or china",
-                                               params.Label("environment"), Printable(environment, 40)));
-  }
+  if (auto addr_type = params.TakeValue("addr_type"); !addr_type.ok()) return addr_type.status();
+  auto environment = params.TakeValue("environment");
+  if (!environment.ok()) return environment.status();
+  const cloud::AzureCloud* cloud = cloud::AzureCloudNamed(*environment);
+  assert(cloud != nullptr && "environment's choices are the clouds AzureCloudNamed knows");
   o.endpoint = cloud->arm_endpoint;
   o.authority_host = cloud->authority_host;
   o.arm_resource = cloud->arm_resource;
@@ -174,13 +207,7 @@ Result<Options> TakeOptions(ProviderParams& params) {
   o.endpoint = *endpoint;
   o.authority_host = *authority;
   o.imds_endpoint = *imds;
-  if (Status s = params.CheckAllTaken({"tenant_id", "client_id", "subscription_id", "secret_access_key", "tag_name",
-                                       "tag_value", "resource_group", "vm_scale_set", "environment", "endpoint",
-                                       "authority_host", "imds_endpoint", "ca_file", "addr_type", "name_tag", "scheme",
-                                       "peer_port", "client_port"});
-      !s.ok()) {
-    return s;
-  }
+  if (Status s = params.CheckAllTaken(); !s.ok()) return s;
   const bool tags = !o.tag_name.empty() || !o.tag_value.empty();
   const bool scale_set = !o.resource_group.empty() || !o.vm_scale_set.empty();
   if (tags && scale_set) {
@@ -212,11 +239,6 @@ Result<Options> TakeOptions(ProviderParams& params) {
   } else if (scale_set && !IsScaleSetName(o.vm_scale_set)) {
     return Status::InvalidArgument(fmt::format("{} '{}' is not a scale set name (letters, digits, . _ -)",
                                                params.Label("vm_scale_set"), Printable(o.vm_scale_set, 100)));
-  }
-  if (addr_type != "private_v4") {
-    // A public address is a resource of its own that the NIC only points at: another call per VM.
-    return Status::InvalidArgument(fmt::format("{} '{}': provider=azure takes private_v4 only",
-                                               params.Label("addr_type"), Printable(addr_type, 40)));
   }
   // The credentials: the keys, else the environment as Azure's SDKs and go-discover read it.
   auto credentials = cloud::AzureTokenSource::Create(
@@ -303,8 +325,7 @@ Result<VmPage> ParseScaleSetVms(const std::string& text) {
 Result<ScaleSet> ParseScaleSet(const std::string& text) {
   auto doc = ParseForeignJson(text);
   if (!doc.ok() || !doc->is_object()) {
-    return Status::Unavailable(
-        fmt::format("the answer is not ARM's scale set resource (JSON); it starts '{}'", Start(text)));
+    return cloud::NotThe("ARM's scale set resource (JSON)", text);
   }
   const json& capacity = Field(Field(*doc, "sku"), "capacity");
   if (!capacity.is_number_integer()) {
@@ -325,8 +346,7 @@ Result<InstanceMetadata> ParseInstanceMetadata(const std::string& text) {
   auto doc = ParseForeignJson(text);
   const json& compute = doc.ok() ? Field(*doc, "compute") : Field(json(), "compute");
   if (!compute.is_object()) {
-    return Status::Unavailable(
-        fmt::format("the answer is not IMDS's instance metadata (JSON with compute); it starts '{}'", Start(text)));
+    return cloud::NotThe("IMDS's instance metadata (JSON with compute)", text);
   }
   InstanceMetadata m{Text(compute, "subscriptionId"), Text(compute, "resourceGroupName"),
                      Text(compute, "vmScaleSetName")};
@@ -401,7 +421,14 @@ namespace {
 
 class AzureProvider : public cloud::ScalingGroupProvider {
  public:
-  AzureProvider(Options o, Clock::TimePoint deadline) : o_(std::move(o)), deadline_(deadline) {}
+  AzureProvider(Options o, const ProviderContext& context) : o_(std::move(o)), deadline_(context.deadline) {
+    api_.clock = context.clock;
+    api_.deadline = deadline_;
+    api_.read_error = cloud::ParseAzureError;
+    api_.drop = [this] { o_.credentials->Drop(); };
+    api_.refusal = "the identity needs {} (the Reader role on the resource group or subscription has it)";
+    if (o_.ca_file.empty()) api_.untrusted_fix = "give ca_file= the CA bundle it chains to";
+  }
 
   Result<std::vector<Member>> Discover() override {
     StartReading();
@@ -448,7 +475,7 @@ class AzureProvider : public cloud::ScalingGroupProvider {
         set->flexible
             ? fmt::format("{}/Microsoft.Compute/virtualMachines?api-version={}&$filter={}&$expand=instanceView",
                           group_path, kComputeVersion,
-                          sigv4::UriEncode(fmt::format("virtualMachineScaleSet/id eq '{}'", set_path), false))
+                          cloud::PercentEncode(fmt::format("virtualMachineScaleSet/id eq '{}'", set_path)))
             : fmt::format("{}/virtualMachines?$expand=instanceView&api-version={}", set_path, kComputeVersion);
     std::vector<ScaleSetVm> vms;
     Status listed = Pages(vms_target,
@@ -519,22 +546,13 @@ class AzureProvider : public cloud::ScalingGroupProvider {
     return nics;
   }
 
-  // One GET at ARM with the bearer token; the body when 200. Throttles (429, 503) are waited out
-  // within the deadline; a refusal names the permission the call needs.
+  // One GET at ARM with the bearer token; the body. Throttles (429, 503) are waited out within the
+  // deadline; a refusal names the permission the call needs.
   Result<std::string> Call(const std::string& target, const std::string& permission) {
     HttpRequest request = Request(o_.endpoint, "GET", target);
     request.headers = {{"Accept", "application/json"}, {"Authorization", "Bearer " + token_}};
-    const std::string what = fmt::format("{}: GET {}{}", Describe(), o_.endpoint, Printable(target, 300));
-    auto body = Answer(request, what, kMaxAnswerBytes);
-    if (body.ok()) return body;
-    if (last_status_ == 401) o_.credentials->Drop();  // revoked or expired early: the next try fetches another
-    if (last_status_ == 401 || last_status_ == 403) {
-      return Status::Unavailable(
-          fmt::format("{}; the identity needs {} (the Reader role on the resource group or "
-                      "subscription has it)",
-                      body.status().message(), permission));
-    }
-    return body.status();
+    return cloud::CallApi(api_, std::move(request), kMaxAnswerBytes,
+                          {fmt::format("{}: GET {}{}", Describe(), o_.endpoint, Printable(target, 300)), permission});
   }
 
   HttpRequest Request(const std::string& base, const std::string& method, const std::string& target) const {
@@ -542,32 +560,8 @@ class AzureProvider : public cloud::ScalingGroupProvider {
     request.base_url = base;
     request.method = method;
     request.target = target;
-    request.timeout = kCallTimeout;
-    request.deadline = deadline_;
     if (base.rfind("https://", 0) == 0) request.tls.trusted_ca_file = o_.ca_file;
     return request;
-  }
-
-  // The body of a 200; otherwise Unavailable naming the call, its status and the answer's error.
-  Result<std::string> Answer(const HttpRequest& request, const std::string& what, size_t max_body) {
-    HttpRequest r = request;
-    r.max_body = max_body;
-    last_status_ = 0;
-    HttpResult result = HttpSendThrottled(r, RealClock());
-    if (!result.ok()) {
-      Status s = result.ToStatus(what);
-      if (result.failure == HttpFailure::kTlsUntrusted && o_.ca_file.empty()) {
-        return Status::InvalidArgument(s.message() + "; give ca_file= the CA bundle it chains to");
-      }
-      return s;
-    }
-    last_status_ = result.response.status;
-    if (result.response.status == 200) return std::move(result.response.body);
-    cloud::AzureError error = cloud::ParseAzureError(result.response.body);
-    std::string text = fmt::format("{}: HTTP {}", what, result.response.status);
-    if (!error.code.empty()) text += " " + Printable(error.code, 64);
-    if (!error.message.empty()) text += ": " + Printable(error.message, 300);
-    return Status::Unavailable(text);
   }
 
   // vm_scale_set=auto: this VM's scale set, resource group and (unless given) subscription, once.
@@ -575,8 +569,8 @@ class AzureProvider : public cloud::ScalingGroupProvider {
     HttpRequest request =
         Request(o_.imds_endpoint, "GET", fmt::format("/metadata/instance?api-version={}", kImdsInstanceVersion));
     request.headers = {{"Metadata", "true"}};
-    auto body =
-        Answer(request, fmt::format("vm_scale_set=auto: the instance metadata at {}", o_.imds_endpoint), 256 * 1024);
+    auto body = cloud::CallApi(api_, std::move(request), 256 * 1024,
+                               {fmt::format("vm_scale_set=auto: the instance metadata at {}", o_.imds_endpoint)});
     if (!body.ok()) return body.status();
     auto metadata = ParseInstanceMetadata(*body);
     if (!metadata.ok()) return metadata.status();
@@ -592,18 +586,18 @@ class AzureProvider : public cloud::ScalingGroupProvider {
   }
 
   Options o_;
+  cloud::Api api_;
   std::string token_;  // this Discover's
   Clock::TimePoint deadline_;
-  int last_status_ = 0;
 };
 
 Result<std::unique_ptr<DiscoveryProvider>> Create(ProviderParams& params) {
   auto options = TakeOptions(params);
   if (!options.ok()) return options.status();
-  return std::unique_ptr<DiscoveryProvider>(new AzureProvider(std::move(*options), params.context().deadline));
+  return std::unique_ptr<DiscoveryProvider>(new AzureProvider(std::move(*options), params.context()));
 }
 
-const RegisterProvider kRegistration("azure", Create);
+const RegisterProvider kRegistration("azure", Keys(), Create);
 
 }  // namespace
 }  // namespace quorate::azure

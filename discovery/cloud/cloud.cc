@@ -12,6 +12,10 @@
 
 namespace quorate::cloud {
 
+Status NotThe(std::string_view what, std::string_view answer) {
+  return Status::Unavailable(fmt::format("the answer ({} bytes) is not {}", answer.size(), what));
+}
+
 Result<std::string> UnicastHost(std::string_view address, Family family, std::string_view what) {
   const std::string text(address.substr(0, 64));
   const char* kind = family == Family::kV4 ? "an IPv4" : "an IPv6";
@@ -87,20 +91,29 @@ Status CheckGroupSize(int64_t size, std::string_view what) {
   return Status::Ok();
 }
 
+ProviderKeys WithCommonKeys(ProviderKeys own, std::string name_tag_help) {
+  own.push_back({.name = "name_tag", .help = std::move(name_tag_help), .values = "a tag or label key"});
+  own.push_back({.name = "scheme", .help = "the scheme of the members' URLs", .fallback = "http",
+                 .choices = {"http", "https"}});
+  own.push_back({.name = "peer_port", .help = "etcd's peer port on every instance", .fallback = "2380", .lo = 1,
+                 .hi = 65535, .values = "a port"});
+  own.push_back({.name = "client_port", .help = "etcd's client port on every instance", .fallback = "2379", .lo = 1,
+                 .hi = 65535, .values = "a port"});
+  return own;
+}
+
 Result<CommonKeys> TakeCommonKeys(ProviderParams& params) {
   CommonKeys keys;
   keys.name_tag = params.Take("name_tag").value_or("");
-  keys.scheme = params.Take("scheme").value_or("http");
-  auto peer = params.TakeNumber("peer_port", 2380, 1, 65535, "a port");
+  auto scheme = params.TakeValue("scheme");
+  if (!scheme.ok()) return scheme.status();
+  auto peer = params.TakeNumber("peer_port");
   if (!peer.ok()) return peer.status();
-  auto client = params.TakeNumber("client_port", 2379, 1, 65535, "a port");
+  auto client = params.TakeNumber("client_port");
   if (!client.ok()) return client.status();
+  keys.scheme = *scheme;
   keys.peer_port = *peer;
   keys.client_port = *client;
-  if (keys.scheme != "http" && keys.scheme != "https") {
-    return Status::InvalidArgument(
-        fmt::format("{} '{}' is not http or https", params.Label("scheme"), Printable(keys.scheme, 40)));
-  }
   return keys;
 }
 

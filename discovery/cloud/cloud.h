@@ -19,6 +19,10 @@ namespace quorate::cloud {
 
 enum class Family { kV4, kV6 };
 
+// Unavailable: an answer that is not `what` ("EC2's DescribeInstancesResponse XML"), named by its
+// size alone. A garbled answer may hold a token or a key, so none of it is quoted (DESIGN §2).
+Status NotThe(std::string_view what, std::string_view answer);
+
 // The host of a member's URLs for an address a cloud answered: a unicast address of `family` as
 // inet_pton reads it (IPv6 in brackets). Unavailable naming `what` for anything else: a host name,
 // 300.1.1.1, the unspecified address (0.0.0.0, ::), broadcast (255.255.255.255) or multicast.
@@ -47,8 +51,11 @@ struct CommonKeys {
   int peer_port = 2380;
   int client_port = 2379;
 };
-// Takes name_tag, scheme, peer_port and client_port; InvalidArgument naming the key for a port out
-// of range or a scheme that is not http or https.
+// A cloud provider's table: `own` rows, then the rows of CommonKeys, whose name_tag says what names
+// a member on that cloud (`name_tag_help`).
+ProviderKeys WithCommonKeys(ProviderKeys own, std::string name_tag_help);
+// Takes name_tag, scheme, peer_port and client_port by those rows; InvalidArgument naming the key for
+// a port out of range or a scheme that is not http or https.
 Result<CommonKeys> TakeCommonKeys(ProviderParams& params);
 
 // The member an instance stands for: `name` as etcd takes it, URLs on `host` (UnicastHost's or

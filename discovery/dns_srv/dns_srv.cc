@@ -167,7 +167,6 @@ class DnsSrvProvider : public DiscoveryProvider {
   std::unique_ptr<Resolver> resolver_;
 };
 
-const std::vector<std::string> kKeys = {"domain", "service", "name", "server", "timeout", "retries"};
 
 Status CheckLabel(const std::string& key, const std::string& value, std::string_view example) {
   if (!value.empty() && value.front() == '_') {
@@ -190,7 +189,7 @@ Result<std::unique_ptr<DiscoveryProvider>> CreateDnsSrv(ProviderParams& params) 
   auto server = params.Take("server");
   auto timeout = params.Take("timeout");
   auto retries = params.Take("retries");
-  if (Status s = params.CheckAllTaken(kKeys); !s.ok()) return s;
+  if (Status s = params.CheckAllTaken(); !s.ok()) return s;
 
   SrvQuery query;
   query.domain = Lower(*domain);
@@ -243,7 +242,18 @@ Result<std::unique_ptr<DiscoveryProvider>> CreateDnsSrv(ProviderParams& params) 
       new DnsSrvProvider(std::move(query), options.server, std::move(*resolver)));
 }
 
-const RegisterProvider kRegistration("dns-srv", CreateDnsSrv);
+const RegisterProvider kRegistration(
+    "dns-srv",
+    {{.name = "domain", .help = "the domain the SRV records are under", .required = true, .values = "a DNS name"},
+     {.name = "service", .help = "the records' service, without the leading _ (-ssl is added for https)",
+      .fallback = "etcd-server", .values = "a DNS label"},
+     {.name = "name", .help = "a suffix of the service, as --discovery-srv-name", .values = "a DNS label"},
+     {.name = "server", .help = "the DNS server to ask; default the system's", .values = "host:port"},
+     {.name = "timeout", .help = "one try's wait (c-ares doubles it each retry)", .fallback = "2s",
+      .values = "a duration, at most 60s"},
+     {.name = "retries", .help = "tries after the first", .fallback = "2", .lo = 0, .hi = 10,
+      .values = "a retry count"}},
+    CreateDnsSrv);
 
 }  // namespace
 }  // namespace quorate::dns_srv

@@ -198,8 +198,7 @@ Result<std::string> TakePassword(ProviderParams& params, const std::string& user
 }
 
 Result<std::unique_ptr<DiscoveryProvider>> CreateEtcd(ProviderParams& params) {
-  const std::vector<std::string> known = {"endpoints", "token", "cacert", "cert", "key", "user", "password_file"};
-  if (params.Take("password")) {
+  if (params.Has("password")) {
     return Status::InvalidArgument(
         "--discovery provider=etcd: password= would show the password to anyone who can read the command line or "
         "the logs; give password_file=PATH or set ETCD_DISCOVERY_PASSWORD instead");
@@ -222,7 +221,7 @@ Result<std::unique_ptr<DiscoveryProvider>> CreateEtcd(ProviderParams& params) {
   std::string user = params.Take("user").value_or("");
   auto password = TakePassword(params, user);
   if (!password.ok()) return password.status();
-  if (Status s = params.CheckAllTaken(known); !s.ok()) return s;
+  if (Status s = params.CheckAllTaken(); !s.ok()) return s;
   auto urls = ParseUrlList(*endpoints, "--discovery endpoints");
   if (!urls.ok()) return urls.status();
   if (token.empty() || token.find_first_of("/ \t\r\n") != std::string::npos) {
@@ -238,7 +237,18 @@ Result<std::unique_ptr<DiscoveryProvider>> CreateEtcd(ProviderParams& params) {
       new EtcdProvider(std::move(client), *endpoints, self, token, params.context().cluster_size));
 }
 
-const RegisterProvider kRegistration("etcd", CreateEtcd);
+const RegisterProvider kRegistration(
+    "etcd",
+    {{.name = "endpoints", .help = "the registry's client URLs", .required = true,
+      .values = "URLs, comma-separated"},
+     {.name = "token", .help = "the discovery token; must equal --initial-cluster-token (its default)"},
+     {.name = "cacert", .help = "the CA bundle the registry's certificate chains to", .values = "a file"},
+     {.name = "cert", .help = "the client certificate to present", .values = "a file"},
+     {.name = "key", .help = "its private key", .values = "a file"},
+     {.name = "user", .help = "a user, for a registry with auth enabled"},
+     {.name = "password_file", .help = "the user's password; else ETCD_DISCOVERY_PASSWORD (never password=)",
+      .values = "a file"}},
+    CreateEtcd);
 
 }  // namespace
 }  // namespace quorate

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <re2/re2.h>
 
+#include "discovery/cloud/api.h"
 #include "discovery/cloud/cloud.h"
 #include "net/cloud/opaque.h"
 
@@ -15,7 +16,7 @@
 #include "quorate/env.h"
 #include "quorate/http.h"
 #include "quorate/json.h"
-#include "quorate/s3.h"
+#include "net/cloud/request.h"
 #include "quorate/text.h"
 
 namespace quorate::gce {
@@ -24,7 +25,6 @@ namespace {
 // A page of 500 instances with their metadata (startup scripts included) stays well under this.
 constexpr size_t kMaxAnswerBytes = 32 << 20;
 constexpr size_t kMaxSmallAnswerBytes = 64 * 1024;
-constexpr auto kCallTimeout = std::chrono::seconds(10);
 
 // zone_pattern as RE2 reads it (linear time in the zone's length, whatever the pattern), anchored at
 // both ends as the documented "regular expression on the zone name" is matched whole.
@@ -46,8 +46,6 @@ bool IsLabelText(const std::string& text) {
   return text.size() <= 63 && text.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_") == std::string::npos;
 }
 
-std::string Start(const std::string& text) { return Printable(text.substr(0, 80), 80); }
-
 std::string Text(const nlohmann::json& object, const char* field) {
   auto it = object.find(field);
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
@@ -55,15 +53,12 @@ std::string Text(const nlohmann::json& object, const char* field) {
 
 std::string LastSegment(const std::string& url) { return url.substr(url.rfind('/') + 1); }
 
-std::string FormEncode(const std::string& text) { return sigv4::UriEncode(text, false); }
-
 }  // namespace
 
 Result<InstancePage> ParseAggregatedInstances(const std::string& json) {
   auto doc = ParseForeignJson(json);
   if (!doc.ok() || !doc->is_object() || (doc->contains("kind") && Text(*doc, "kind") != "compute#instanceAggregatedList")) {
-    return Status::Unavailable(
-        fmt::format("the answer is not Compute Engine's instanceAggregatedList JSON; it starts '{}'", Start(json)));
+    return cloud::NotThe("Compute Engine's instanceAggregatedList JSON", json);
   }
   InstancePage page;
   if (auto items = doc->find("items"); items != doc->end()) {
@@ -120,8 +115,7 @@ Result<Group> ParseInstanceGroupManager(const std::string& json) {
   auto doc = ParseForeignJson(json);
   if (!doc.ok() || !doc->is_object() ||
       (doc->contains("kind") && Text(*doc, "kind") != "compute#instanceGroupManager")) {
-    return Status::Unavailable(
-        fmt::format("the answer is not Compute Engine's instanceGroupManager JSON; it starts '{}'", Start(json)));
+    return cloud::NotThe("Compute Engine's instanceGroupManager JSON", json);
   }
   Group group;
   group.name = Text(*doc, "name");
@@ -194,22 +188,21 @@ std::string InstancesFilter(const Options& o) {
 std::string AggregatedInstancesTarget(const Options& o, const std::string& page_token) {
   std::string target = fmt::format("/compute/v1/projects/{}/aggregated/instances?maxResults={}&returnPartialSuccess=true",
                                    o.project, o.page_size);
-  if (const std::string filter = InstancesFilter(o); !filter.empty()) target += "&filter=" + FormEncode(filter);
-  if (!page_token.empty()) target += "&pageToken=" + FormEncode(page_token);
+  if (const std::string filter = InstancesFilter(o); !filter.empty()) target += "&filter=" + cloud::PercentEncode(filter);
+  if (!page_token.empty()) target += "&pageToken=" + cloud::PercentEncode(page_token);
   return target;
 }
 
 std::string ManagedInstancesTarget(const std::string& project, const GroupRef& group, const std::string& page_token) {
   std::string target = GroupTarget(project, group) + "/listManagedInstances?maxResults=500";
-  if (!page_token.empty()) target += "&pageToken=" + FormEncode(page_token);
+  if (!page_token.empty()) target += "&pageToken=" + cloud::PercentEncode(page_token);
   return target;
 }
 
 Result<ManagedPage> ParseManagedInstances(const std::string& json) {
   auto doc = ParseForeignJson(json);
   if (!doc.ok() || !doc->is_object()) {
-    return Status::Unavailable(
-        fmt::format("the answer is not Compute Engine's listManagedInstances JSON; it starts '{}'", Start(json)));
+    return cloud::NotThe("Compute Engine's listManagedInstances JSON", json);
   }
   ManagedPage page;
   if (auto list = doc->find("managedInstances"); list != doc->end()) {
@@ -256,6 +249,43 @@ bool ScopeMatters(const Options& o, const std::optional<GroupRef>& group, const 
   return IsResourceName(zone) && RE2::FullMatch(zone, *ZonePattern(o.zone_pattern));
 }
 
+namespace {
+
+// The keys, once: what TakeOptions reads by, what --help-provider gce prints.
+const ProviderKeys& Keys() {
+  static const ProviderKeys kKeys = cloud::WithCommonKeys(
+      {
+          {.name = "mig", .help = "the managed instance group of the etcd instances; auto: this instance's",
+           .values = "auto or a group's name"},
+          {.name = "mig_zone", .help = "with mig=NAME: the zone of a zonal group", .values = "a zone name"},
+          {.name = "mig_region", .help = "with mig=NAME: the region of a regional group", .values = "a region name"},
+          {.name = "project_name", .help = "the project; else the key file's, else the metadata server's",
+           .values = "a project ID"},
+          {.name = "tag_value", .help = "instances carrying this network tag (instead of mig: no size, no rule 9)",
+           .values = "a network tag"},
+          {.name = "label_key", .help = "instances carrying this label (instead of mig)", .values = "a label key"},
+          {.name = "label_value", .help = "with label_key: the label's value", .values = "a label value"},
+          {.name = "zone_pattern", .help = "instances in the zones it matches whole (instead of mig)",
+           .values = "an RE2 regular expression"},
+          {.name = "addr_type", .help = "the first interface's address the members' URLs carry (networkIP, natIP)",
+           .fallback = "private_v4", .choices = {"private_v4", "public_v4"}},
+          {.name = "credentials_file", .help = "a service-account key or external-account file; else "
+                                               "GOOGLE_APPLICATION_CREDENTIALS, else the metadata server",
+           .values = "a file"},
+          {.name = "endpoint", .help = "the Compute API's base URL", .fallback = "https://compute.googleapis.com",
+           .values = "a base URL"},
+          {.name = "metadata_endpoint",
+           .help = "the metadata server's base URL; else http:// + GCE_METADATA_HOST, else the default",
+           .fallback = "http://169.254.169.254", .values = "a base URL"},
+          {.name = "page_size", .help = "aggregated/instances' maxResults", .fallback = "500", .lo = 1, .hi = 500,
+           .values = "a page size"},
+      },
+      "the instance label naming the member; default the instance name");
+  return kKeys;
+}
+
+}  // namespace
+
 Result<Options> TakeOptions(ProviderParams& params) {
   Options o;
   o.project = params.Take("project_name").value_or("");
@@ -265,26 +295,22 @@ Result<Options> TakeOptions(ProviderParams& params) {
   const auto label_value = params.Take("label_value");
   o.label_value = label_value.value_or("");
   const std::string credentials = params.Take("credentials_file").value_or("");
-  const std::string endpoint = params.Take("endpoint").value_or("");
+  auto endpoint = params.TakeValue("endpoint");
+  if (!endpoint.ok()) return endpoint.status();
   const std::string metadata = params.Take("metadata_endpoint").value_or("");
   o.mig = params.Take("mig").value_or("");
   o.mig_zone = params.Take("mig_zone").value_or("");
   o.mig_region = params.Take("mig_region").value_or("");
-  o.addr_type = params.Take("addr_type").value_or("private_v4");
+  auto addr_type = params.TakeValue("addr_type");
+  if (!addr_type.ok()) return addr_type.status();
+  o.addr_type = *addr_type;
   auto common = cloud::TakeCommonKeys(params);
   if (!common.ok()) return common.status();
   static_cast<cloud::CommonKeys&>(o) = std::move(*common);
-  // aggregated/instances' maxResults: at most 500, the API's own limit.
-  auto page_size = params.TakeNumber("page_size", 500, 1, 500, "a page size");
+  auto page_size = params.TakeNumber("page_size");
   if (!page_size.ok()) return page_size.status();
   o.page_size = *page_size;
-  if (Status s = params.CheckAllTaken({"project_name", "zone_pattern", "tag_value", "label_key", "label_value",
-                                       "credentials_file", "endpoint", "metadata_endpoint", "mig", "mig_zone",
-                                       "mig_region", "addr_type", "name_tag", "scheme", "peer_port", "client_port",
-                                       "page_size"});
-      !s.ok()) {
-    return s;
-  }
+  if (Status s = params.CheckAllTaken(); !s.ok()) return s;
   if (!o.project.empty() && !IsResourceName(o.project)) {
     return Status::InvalidArgument(fmt::format("{} '{}' is not a project ID (like my-project-123)",
                                                params.Label("project_name"), Printable(o.project, 64)));
@@ -341,18 +367,12 @@ Result<Options> TakeOptions(ProviderParams& params) {
   } else if (!o.mig_zone.empty() || !o.mig_region.empty()) {
     return Status::InvalidArgument("mig_zone and mig_region go with mig=NAME");
   }
-  if (o.addr_type != "private_v4" && o.addr_type != "public_v4") {
-    return Status::InvalidArgument(fmt::format("{} '{}' is not one of private_v4, public_v4",
-                                               params.Label("addr_type"), Printable(o.addr_type, 40)));
+  auto base = cloud::GoogleBaseUrl(*endpoint);
+  if (!base) {
+    return Status::InvalidArgument(fmt::format("{} '{}' is not a base URL like http://127.0.0.1:8080",
+                                               params.Label("endpoint"), Printable(*endpoint, 100)));
   }
-  if (!endpoint.empty()) {
-    auto base = cloud::GoogleBaseUrl(endpoint);
-    if (!base) {
-      return Status::InvalidArgument(fmt::format("{} '{}' is not a base URL like http://127.0.0.1:8080",
-                                                 params.Label("endpoint"), Printable(endpoint, 100)));
-    }
-    o.endpoint = *base;
-  }
+  o.endpoint = *base;
   cloud::GoogleSettings settings;
   settings.credentials_file = credentials;
   settings.credentials_label = params.Label("credentials_file");
@@ -375,7 +395,17 @@ namespace {
 
 class GceProvider : public cloud::ScalingGroupProvider {
  public:
-  GceProvider(Options o, Clock::TimePoint deadline) : o_(std::move(o)), deadline_(deadline) {
+  GceProvider(Options o, const ProviderContext& context) : o_(std::move(o)), deadline_(context.deadline) {
+    api_.clock = context.clock;
+    api_.deadline = deadline_;
+    api_.read_error = [](const std::string& body) {
+      cloud::GoogleError e = cloud::ParseGoogleError(body);
+      return cloud::ApiError{e.reason.empty() ? e.status : e.reason, e.message};
+    };
+    api_.throttled = [](int status, const cloud::ApiError& e) {
+      return status == 403 && (e.code == "rateLimitExceeded" || e.code == "userRateLimitExceeded");
+    };
+    api_.drop = [this] { o_.credentials->Drop(); };
     if (!o_.mig.empty() && o_.mig != "auto") group_ = GroupRef{o_.mig_zone, o_.mig_region, o_.mig};
     if (!o_.zone_pattern.empty()) zones_ = ZonePattern(o_.zone_pattern);
   }
@@ -391,6 +421,9 @@ class GceProvider : public cloud::ScalingGroupProvider {
       }
       o_.project = *project;
     }
+    // A project is a resource name: no brace in it to read as a format's.
+    api_.refusal = fmt::format(
+        "the service account needs {{}} on project {} (roles/compute.viewer has it), and a key still valid", o_.project);
     if (o_.mig == "auto" && !group_) {
       auto created_by = o_.credentials->Metadata("/computeMetadata/v1/instance/attributes/created-by", deadline_);
       if (!created_by.ok()) {
@@ -408,8 +441,9 @@ class GceProvider : public cloud::ScalingGroupProvider {
     std::optional<Group> group;
     std::set<std::string> kept;  // the group's instances it keeps, "ZONE/NAME"
     if (group_) {
-      auto answer = Get(GroupTarget(o_.project, *group_), kMaxSmallAnswerBytes, "instanceGroupManagers.get of " + Describe(),
-                        "compute.instanceGroupManagers.get");
+      auto answer = Get(GroupTarget(o_.project, *group_), kMaxSmallAnswerBytes,
+                        {"instanceGroupManagers.get of " + Describe(), "compute.instanceGroupManagers.get",
+                         "is the group's name, zone or region right?"});
       if (!answer.ok()) return answer.status();
       auto parsed = ParseInstanceGroupManager(*answer);
       if (!parsed.ok()) return parsed.status().Prefixed(Describe());
@@ -418,7 +452,7 @@ class GceProvider : public cloud::ScalingGroupProvider {
       Status listed = cloud::ReadPages("listManagedInstances", "nextPageToken",
                                        [&](const std::string& next) -> Result<cloud::Page> {
         auto answer = Get(ManagedInstancesTarget(o_.project, *group_, next), kMaxAnswerBytes,
-                          "listManagedInstances of " + Describe(), "compute.instanceGroupManagers.get", "POST");
+                          {"listManagedInstances of " + Describe(), "compute.instanceGroupManagers.get"}, "POST");
         if (!answer.ok()) return answer.status();
         auto page = ParseManagedInstances(*answer);
         if (!page.ok()) return page.status().Prefixed(Describe());
@@ -432,7 +466,7 @@ class GceProvider : public cloud::ScalingGroupProvider {
     std::vector<Member> members;
     Status read = cloud::ReadPages("aggregated/instances", "nextPageToken", [&](const std::string& next) -> Result<cloud::Page> {
       auto answer = Get(AggregatedInstancesTarget(o_, next), kMaxAnswerBytes,
-                        fmt::format("aggregated/instances of project {}", o_.project), "compute.instances.list");
+                        {fmt::format("aggregated/instances of project {}", o_.project), "compute.instances.list"});
       if (!answer.ok()) return answer.status();
       auto page = ParseAggregatedInstances(*answer);
       if (!page.ok()) return page.status().Prefixed(Describe());
@@ -486,48 +520,22 @@ class GceProvider : public cloud::ScalingGroupProvider {
   }
 
  private:
-  // One Compute API GET with the bearer token; the answer's body when 200. Throttles (429, 503,
+  // One Compute API call with the bearer token; the answer's body. Throttles (429, 503,
   // rateLimitExceeded) are waited out within the deadline; an error answer names the call and, for a
   // refusal, the permission it needs.
-  Result<std::string> Get(const std::string& target, size_t max_body, const std::string& call,
-                          const std::string& permission, const char* method = "GET") {
+  Result<std::string> Get(const std::string& target, size_t max_body, const cloud::ApiCall& call,
+                          const char* method = "GET") {
     HttpRequest request;
     request.base_url = o_.endpoint;
     request.method = method;
     request.target = target;
     request.headers = {{"Authorization", "Bearer " + token_}};
-    request.timeout = kCallTimeout;
-    request.deadline = deadline_;
-    request.max_body = max_body;
-    auto throttled = [](const HttpResponse& a) {
-      const std::string reason = cloud::ParseGoogleError(a.body).reason;
-      return a.status == 403 && (reason == "rateLimitExceeded" || reason == "userRateLimitExceeded");
-    };
-    const std::string what = fmt::format("{} at {}", call, o_.endpoint);
-    HttpResult result = HttpSendThrottled(request, RealClock(), throttled);
-    if (!result.ok()) return result.ToStatus(what);
-    const HttpResponse& answer = result.response;
-    if (answer.status == 200) return answer.body;
-    cloud::GoogleError error = cloud::ParseGoogleError(answer.body);
-    std::string text = fmt::format("{}: HTTP {}", what, answer.status);
-    if (!error.status.empty()) text += " " + Printable(error.status, 64);
-    if (!error.reason.empty()) text += " (" + Printable(error.reason, 64) + ")";
-    if (!error.message.empty()) text += ": " + Printable(error.message, 200);
-    if (answer.status == 401) {
-      o_.credentials->Drop();  // refused: the next try fetches a new one
-      text += fmt::format("; the access token was refused (is the service account's key still valid?)");
-    }
-    if (answer.status == 403) {
-      text += fmt::format("; the service account needs {} on project {} (roles/compute.viewer has it)", permission,
-                          o_.project);
-    }
-    if (answer.status == 404 && permission == "compute.instanceGroupManagers.get") {
-      text += "; is the group's name, zone or region right?";
-    }
-    return Status::Unavailable(text);
+    return cloud::CallApi(api_, std::move(request), max_body,
+                          {fmt::format("{} at {}", call.what, o_.endpoint), call.permission, call.not_found});
   }
 
   Options o_;
+  cloud::Api api_;
   Clock::TimePoint deadline_;
   std::optional<GroupRef> group_;
   std::unique_ptr<RE2> zones_;
@@ -537,10 +545,10 @@ class GceProvider : public cloud::ScalingGroupProvider {
 Result<std::unique_ptr<DiscoveryProvider>> Create(ProviderParams& params) {
   auto options = TakeOptions(params);
   if (!options.ok()) return options.status();
-  return std::unique_ptr<DiscoveryProvider>(new GceProvider(std::move(*options), params.context().deadline));
+  return std::unique_ptr<DiscoveryProvider>(new GceProvider(std::move(*options), params.context()));
 }
 
-const RegisterProvider kRegistration("gce", Create);
+const RegisterProvider kRegistration("gce", Keys(), Create);
 
 }  // namespace
 }  // namespace quorate::gce

@@ -30,7 +30,7 @@ struct Options : cloud::CommonKeys {
   // The bearer tokens (credentials_file, else Application Default Credentials) and the metadata
   // server (metadata_endpoint, else http:// + GCE_METADATA_HOST, else http://169.254.169.254).
   std::shared_ptr<cloud::GoogleTokenSource> credentials;
-  std::string endpoint = "https://compute.googleapis.com";  // the Compute API's base URL
+  std::string endpoint;  // the Compute API's base URL (its table's default: https://compute.googleapis.com)
   // The managed instance group: "auto" (the instance's own created-by attribute), a name, or empty.
   std::string mig;
   std::string mig_zone, mig_region;  // where the named group lives (one of them)

@@ -43,10 +43,6 @@ constexpr size_t kMaxObjectBytes = 1 << 20;
 // The API server's continue tokens are base64 of a small JSON object: a few hundred bytes.
 constexpr size_t kMaxContinueBytes = 4096;
 
-const std::vector<std::string> kKeys = {"namespace",  "label_selector", "service",     "port_name", "client_port_name",
-                                        "scheme",     "cluster_domain", "statefulset", "page_size", "timeout",
-                                        "api_server", "token_file",     "ca_file"};
-
 Status Bad(const std::string& why) { return Status::InvalidArgument("--discovery k8s " + why); }
 
 // RFC 1123 label as Kubernetes checks names: lower-case letters, digits and '-', alphanumeric ends.
@@ -251,7 +247,7 @@ Result<Options> TakeOptions(ProviderParams& params) {
   auto api_server = params.Take("api_server");
   o.token_file = params.Take("token_file").value_or(std::string(kServiceAccountDir) + "/token");
   o.ca_file = params.Take("ca_file").value_or(std::string(kServiceAccountDir) + "/ca.crt");
-  if (Status s = params.CheckAllTaken(kKeys); !s.ok()) return s;
+  if (Status s = params.CheckAllTaken(); !s.ok()) return s;
 
   if (!IsDns1123Label(o.service)) {
     return Bad(
@@ -683,7 +679,29 @@ Result<std::unique_ptr<DiscoveryProvider>> CreateK8s(ProviderParams& params) {
   return std::unique_ptr<DiscoveryProvider>(new K8sProvider(std::move(*options), params.context().cluster_size, params.context().deadline));
 }
 
-const RegisterProvider kRegistration("k8s", CreateK8s);
+const RegisterProvider kRegistration(
+    "k8s",
+    {{.name = "service", .help = "the headless Service that gives the pods DNS names", .required = true,
+      .values = "a Service name"},
+     {.name = "namespace", .help = "the pods' namespace; default the service account's"},
+     {.name = "label_selector", .help = "list the pods it selects; default the Service's EndpointSlices"},
+     {.name = "port_name", .help = "the container port etcd's peers use", .fallback = "peer", .values = "a port name"},
+     {.name = "client_port_name", .help = "the container port etcd's clients use", .fallback = "client",
+      .values = "a port name"},
+     {.name = "scheme", .help = "the scheme of the members' URLs", .fallback = "http", .choices = {"http", "https"}},
+     {.name = "cluster_domain", .help = "the cluster's DNS domain; empty: names end in .svc",
+      .fallback = "cluster.local", .values = "a DNS domain"},
+     {.name = "statefulset", .help = "the StatefulSet whose spec.replicas is the size; default the pods' controller"},
+     {.name = "page_size", .help = "the items a list page asks for", .fallback = "500", .lo = 1, .hi = 10000,
+      .values = "a page size"},
+     {.name = "timeout", .help = "one API call's longest wait", .fallback = "10s", .values = "a duration"},
+     {.name = "api_server", .help = "the API server's URL; default the in-cluster one (KUBERNETES_SERVICE_HOST)",
+      .values = "an https URL"},
+     {.name = "token_file", .help = "the service-account token, read at every request",
+      .fallback = "/var/run/secrets/kubernetes.io/serviceaccount/token", .values = "a file"},
+     {.name = "ca_file", .help = "the API server's CA bundle",
+      .fallback = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", .values = "a file"}},
+    CreateK8s);
 
 }  // namespace
 }  // namespace quorate::k8s

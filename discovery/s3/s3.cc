@@ -1,18 +1,16 @@
-// The `s3` provider: the rendezvous in an S3 bucket (or any S3-compatible store). Keys: `bucket`,
-// `prefix`, `endpoint` (for a non-AWS store), `region`, `path_style`, `conditional_put` (true where
-// the store honours If-None-Match: *), `timeout`, `page_size` (see OpenS3Vfs), and the shared `token`
-// and `size`. Credentials come from the AWS_* environment variables.
-#include "quorate/s3.h"
-
+// The `s3` provider: the rendezvous in an S3 bucket (or any S3-compatible store), through the s3://
+// store (its keys, in the table below, are that store's URL parameters) with AWS's credential chain.
 #include <fmt/format.h>
 
+#include "quorate/limits.h"
 #include "quorate/provider.h"
 #include "quorate/rendezvous.h"
+#include "quorate/vfs.h"
 
 namespace quorate {
 namespace {
 
-// Passed through to the store URL as they are: OpenS3Vfs checks them and names the bad one.
+// Passed through to the store URL as they are: the S3 store checks them and names the bad one.
 const std::vector<std::string> kStoreKeys = {"endpoint",        "region",  "path_style",
                                              "conditional_put", "timeout", "page_size"};
 
@@ -29,15 +27,31 @@ Result<std::unique_ptr<DiscoveryProvider>> CreateS3(ProviderParams& params) {
   }
   auto config = TakeRendezvousConfig(params);
   if (!config.ok()) return config.status();
-  std::vector<std::string> known = {"bucket", "prefix", "token", "size"};
-  known.insert(known.end(), kStoreKeys.begin(), kStoreKeys.end());
-  if (Status s = params.CheckAllTaken(known); !s.ok()) return s;
-  auto vfs = OpenS3Vfs(url, params.context().deadline);
+  if (Status s = params.CheckAllTaken(); !s.ok()) return s;
+  auto vfs = OpenVfs(url, params.context().deadline);
   if (!vfs.ok()) return vfs.status().Prefixed("--discovery provider=s3");
   return MakeRendezvousProvider("s3", std::move(*vfs), std::move(*config));
 }
 
-const RegisterProvider kRegistration("s3", CreateS3);
+const RegisterProvider kRegistration(
+    "s3",
+    {{.name = "bucket", .help = "the bucket", .required = true},
+     {.name = "prefix", .help = "the key prefix of the rendezvous's records"},
+     {.name = "endpoint", .help = "a non-AWS store's base URL; default https://s3.REGION.amazonaws.com",
+      .values = "a base URL"},
+     {.name = "region", .help = "the bucket's region; else AWS_REGION, AWS_DEFAULT_REGION, else us-east-1"},
+     {.name = "path_style", .help = "endpoint/bucket/key rather than bucket.endpoint/key; default with an endpoint",
+      .choices = {"true", "false"}},
+     {.name = "conditional_put", .help = "the store honours If-None-Match: * (an exclusive create)",
+      .fallback = "false", .choices = {"true", "false"}},
+     {.name = "timeout", .help = "the longest one store call takes, retries included", .fallback = "5s",
+      .values = "a duration"},
+     {.name = "page_size", .help = "the keys a listing page asks for (max-keys)", .fallback = "1000", .lo = 1,
+      .hi = 1000, .values = "a page size"},
+     {.name = "token", .help = "the rendezvous's name; default --initial-cluster-token, else etcd-cluster"},
+     {.name = "size", .help = "the members sealed; default --cluster-size", .lo = 1, .hi = kMaxClusterSize,
+      .values = "a cluster size"}},
+    CreateS3);
 
 }  // namespace
 }  // namespace quorate

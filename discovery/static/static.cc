@@ -20,7 +20,7 @@ class StaticProvider : public DiscoveryProvider {
 Result<std::unique_ptr<DiscoveryProvider>> CreateStatic(ProviderParams& params) {
   auto text = params.TakeRequired("members");
   if (!text.ok()) return text.status();
-  if (Status s = params.CheckAllTaken({"members"}); !s.ok()) return s;
+  if (Status s = params.CheckAllTaken(); !s.ok()) return s;
   const std::string label = params.Label("members");
   auto members = ParseInitialCluster(*text, label);
   if (!members.ok()) return members.status();
@@ -35,7 +35,12 @@ Result<std::unique_ptr<DiscoveryProvider>> CreateStatic(ProviderParams& params) 
   return std::unique_ptr<DiscoveryProvider>(new StaticProvider(std::move(*members)));
 }
 
-const RegisterProvider kRegistration("static", CreateStatic);
+const RegisterProvider kRegistration("static",
+                                     {{.name = "members",
+                                       .help = "the members as --initial-cluster gives them (n1=https://h1:2380,...)",
+                                       .required = true,
+                                       .values = "name=peer URL, comma-separated"}},
+                                     CreateStatic);
 
 }  // namespace
 }  // namespace quorate

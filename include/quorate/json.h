@@ -13,7 +13,7 @@ namespace quorate {
 
 inline constexpr int kMaxForeignJsonDepth = 64;
 
-// The document, or InvalidArgument saying what is wrong ("not JSON (it starts '<html>')", "nested
+// The document, or InvalidArgument saying what is wrong ("not JSON (18 bytes)", "nested
 // deeper than 64 levels"), for the caller to put behind the source's name and give its own code.
 Result<nlohmann::json> ParseForeignJson(const std::string& text);
 

@@ -54,19 +54,53 @@ struct ProviderContext {
   std::optional<size_t> cluster_size;  // --cluster-size
   // The caller's --timeout as a point in time: no network call of the provider lasts past it.
   Clock::TimePoint deadline = Clock::kNever;
+  // What a provider waits on (a throttle's pause): null, RealClock(); a test's FakeClock.
+  Clock* clock = nullptr;
 };
 
-// Reads a provider's keys; every key must be read, so a misspelt one is an error, not ignored.
+// One key of a provider's spec, declared once in the provider's table. ProviderParams reads the key
+// by it (its default, whether it is required, its range or choices), CheckAllTaken refuses a key no
+// row names, `quorate discover --help-provider NAME` prints the rows, and a unit test holds DESIGN §2
+// and the README to them.
+struct ProviderKey {
+  std::string name{};
+  std::string help{};      // what it means, one line
+  std::string fallback{};  // the default as the help shows it; "" for none (or one the code derives)
+  bool required = false;
+  // What it takes. hi > 0: a whole number from lo to hi (`values` names it: "a port"); else
+  // `choices` when not empty; else any text, `values` saying what is checked ("a base URL").
+  int lo = 0, hi = 0;
+  std::vector<std::string> choices{};
+  std::string values{};
+};
+using ProviderKeys = std::vector<ProviderKey>;
+// `values` as the help shows it: "1-65535", "http|https", or the row's own words.
+std::string DescribeValues(const ProviderKey& key);
+
+// Reads a provider's keys by its table (the registry's, by the spec's provider name); every key
+// given must be read, so a misspelt one is an error, not ignored.
 class ProviderParams {
  public:
   explicit ProviderParams(const DiscoverySpec& spec) : ProviderParams(spec, EmptyContext()) {}
-  ProviderParams(const DiscoverySpec& spec, const ProviderContext& context) : spec_(spec), context_(context) {}
+  ProviderParams(const DiscoverySpec& spec, const ProviderContext& context);
+  // The value given, or nullopt.
   std::optional<std::string> Take(const std::string& key);
+  // Whether the spec gives `key`, without reading it: for a key refused with a hint.
+  bool Has(const std::string& key) const { return spec_.params.count(key) > 0; }
+  // The value given, else the row's default; InvalidArgument when a required key is missing or
+  // empty, or the value is not one of the row's choices.
+  Result<std::string> TakeValue(const std::string& key);
+  // TakeValue of a required key (the message names it as missing).
   Result<std::string> TakeRequired(const std::string& key);
+  // The row's whole number: its default when not given, InvalidArgument naming the key and range.
+  Result<int> TakeNumber(const std::string& key);
   // A whole number from lo to hi, `fallback` when not given; InvalidArgument naming the key and
   // `what` it must be ("a port").
   Result<int> TakeNumber(const std::string& key, int fallback, int lo, int hi, const char* what);
-  // InvalidArgument naming the keys nobody took, and the ones that are known.
+  // InvalidArgument naming a key given that nobody took, with the keys of the table; Internal for a
+  // key the provider read that its table does not declare (a table out of step with its code).
+  Status CheckAllTaken() const;
+  // The same for a provider registered without a table (a test's own): `known` names its keys.
   Status CheckAllTaken(const std::vector<std::string>& known) const;
   // How the user typed `key`, for messages: "--discovery members", or the flag it came from.
   std::string Label(const std::string& key) const;
@@ -75,9 +109,12 @@ class ProviderParams {
 
  private:
   static const ProviderContext& EmptyContext();
+  const ProviderKey* Row(const std::string& key);
   const DiscoverySpec& spec_;
   const ProviderContext& context_;
+  const ProviderKeys* keys_ = nullptr;  // the provider's table; null when registered without one
   std::map<std::string, bool> taken_;
+  std::vector<std::string> undeclared_;  // keys read that the table does not name
 };
 
 using ProviderFactory = std::function<Result<std::unique_ptr<DiscoveryProvider>>(ProviderParams&)>;
@@ -86,20 +123,35 @@ class ProviderRegistry {
  public:
   static ProviderRegistry& Get();
   // A duplicate name is a programming error and aborts.
-  void Register(const std::string& name, ProviderFactory factory);
+  // `keys` nullopt: a provider without a table (a test's own).
+  void Register(const std::string& name, std::optional<ProviderKeys> keys, ProviderFactory factory);
   // InvalidArgument for an unknown provider, listing the known ones.
   Result<std::unique_ptr<DiscoveryProvider>> Create(const DiscoverySpec& spec) const;
   Result<std::unique_ptr<DiscoveryProvider>> Create(const DiscoverySpec& spec, const ProviderContext& context) const;
   std::vector<std::string> Names() const;
+  // The provider's table; nullptr for an unknown provider or one registered without a table.
+  const ProviderKeys* Keys(const std::string& name) const;
+  // `quorate discover --help-provider NAME`: the provider's keys as a table, one row a key.
+  // InvalidArgument for an unknown provider, listing the known ones.
+  Result<std::string> Help(const std::string& name) const;
 
  private:
-  std::map<std::string, ProviderFactory> factories_;
+  struct Entry {
+    std::optional<ProviderKeys> keys;
+    ProviderFactory factory;
+  };
+  Status Unknown(const std::string& name) const;
+  std::map<std::string, Entry> entries_;
 };
 
-// `static const RegisterProvider kRegistration("name", factory);` in the provider's source file.
+// `static const RegisterProvider kRegistration("name", Keys(), factory);` in the provider's source
+// file, its table beside it. Without a table (a test's own provider), CheckAllTaken takes the list.
 struct RegisterProvider {
+  RegisterProvider(const std::string& name, ProviderKeys keys, ProviderFactory factory) {
+    ProviderRegistry::Get().Register(name, std::move(keys), std::move(factory));
+  }
   RegisterProvider(const std::string& name, ProviderFactory factory) {
-    ProviderRegistry::Get().Register(name, std::move(factory));
+    ProviderRegistry::Get().Register(name, std::nullopt, std::move(factory));
   }
 };
 

@@ -85,6 +85,8 @@ int Discover(const Config& config, const Words&) {
     members = (*provider)->Discover();
   }
   if (!members.ok()) return Fail(members.status());
+  // Nothing found is what was fetched, not what the operator typed: exit 1, as any other answer.
+  if (members->empty()) return Fail(Status::Unavailable(fmt::format("{} found no member", (*provider)->Describe())));
   auto set = MemberSet::Create(*members, config.initial_cluster_token);
   if (!set.ok()) return Fail(set.status().Prefixed((*provider)->Describe()));
   // Where the size init would wait for comes from, as DiscoverExpected takes it.
@@ -425,6 +427,21 @@ const std::vector<Command>& Commands() {
   return kCommands;
 }
 
+// `quorate discover --help-provider [NAME]`: the provider's keys as its table declares them, or with
+// no NAME the providers there are.
+int HelpProvider(const std::string& name) {
+  const ProviderRegistry& registry = ProviderRegistry::Get();
+  if (name.empty()) {
+    std::cout << fmt::format("providers: {}\nquorate discover --help-provider NAME prints a provider's keys\n",
+                             fmt::join(registry.Names(), ", "));
+    return 0;
+  }
+  auto help = registry.Help(name);
+  if (!help.ok()) return Fail(help.status());
+  std::cout << *help;
+  return 0;
+}
+
 std::string FullName(const Command& cmd) {
   return cmd.group ? std::string(cmd.group) + " " + cmd.name : std::string(cmd.name);
 }
@@ -469,6 +486,8 @@ int RunCli(int argc, char** argv, std::string_view build_commit) {
   std::map<std::string, std::vector<std::string>> positionals;  // command → its positional arguments
   std::map<std::string, CLI::App*> subs;
   std::map<std::string, CLI::App*> groups;
+  CLI::Option* help_provider = nullptr;
+  std::string help_provider_name;
   for (const auto& cmd : Commands()) {
     CLI::App* parent = &app;
     if (cmd.group != nullptr) {
@@ -492,6 +511,13 @@ int RunCli(int argc, char** argv, std::string_view build_commit) {
       given[name].push_back(opt);
     }
     if (cmd.positional != nullptr) sub->add_option(cmd.positional, positionals[name], cmd.positional_help);
+    if (name == "discover") {
+      // Help, not a setting: it reads no config and discovers nothing, so it is no row of the table.
+      help_provider = sub->add_option("--help-provider", help_provider_name,
+                                      "print the keys of provider NAME as a table; no NAME: the providers")
+                          ->expected(0, 1)
+                          ->type_name("[NAME]");
+    }
   }
   // The command word, and under a group the word after it: "member remov" is as unknown as "memer".
   if (argc > 1 && argv[1][0] != '-') {
@@ -524,6 +550,7 @@ int RunCli(int argc, char** argv, std::string_view build_commit) {
     std::cerr << "quorate: error: " << what << "; see quorate --help\n";
     return static_cast<int>(ExitCode::kBadInput);
   }
+  if (help_provider != nullptr && help_provider->count() > 0) return HelpProvider(help_provider_name);
   for (const auto& cmd : Commands()) {
     const std::string name = FullName(cmd);
     if (subs[name]->parsed() == false) continue;

@@ -28,11 +28,6 @@ constexpr size_t kMaxPageTokenBytes = 4096;
 // OAuth access tokens run to about 2 KB (Azure AD's JWTs); anything far larger is not one.
 constexpr size_t kMaxBearerTokenBytes = 16 * 1024;
 
-bool IsUnreserved(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-         c == '.' || c == '~';
-}
-
 // Up to one part is held; an object that fits in it is one PUT at Commit, a larger one goes up in
 // parts that stay invisible until the last.
 class ChunkedUpload : public VfsUpload {
@@ -145,18 +140,6 @@ Result<std::optional<BearerTokenSource>> EnvBearerToken(const char* name) {
   }
   return std::optional<BearerTokenSource>(
       BearerTokenSource{[token](Clock::TimePoint) -> Result<std::string> { return token; }, {}});
-}
-
-std::string PercentEncode(const std::string& text, bool keep_slash) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (IsUnreserved(c) || (keep_slash && c == '/')) {
-      out += static_cast<char>(c);
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
 }
 
 std::string PercentDecode(const std::string& text) {

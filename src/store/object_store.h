@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "net/cloud/request.h"
 #include "quorate/clock.h"
 #include "quorate/http.h"
 #include "quorate/status.h"
@@ -39,9 +40,9 @@ struct BearerTokenSource {
 // could not go into a header is InvalidArgument, and is never shown.
 Result<std::optional<BearerTokenSource>> EnvBearerToken(const char* name);
 
-// RFC 3986 unreserved characters stay, every other byte is %XX; '/' stays when asked. And back:
-// "%XX" decoded, anything else kept as it is.
-std::string PercentEncode(const std::string& text, bool keep_slash);
+// The kit's encoder (net/cloud/request.h), for the stores' paths and queries. And back: "%XX"
+// decoded, anything else kept as it is.
+using cloud::PercentEncode;
 std::string PercentDecode(const std::string& text);
 
 // A store URL taken apart: "scheme://a/b/c?name=value&...", the path after the scheme split at its

@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "quorate/fs.h"
-#include "quorate/s3.h"
+#include "store/s3.h"
 #include "store/vfs_azblob.h"
 #include "store/vfs_gcs.h"
 

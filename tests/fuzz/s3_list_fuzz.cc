@@ -1,7 +1,7 @@
 // S3's listings (XML) as any server or proxy on the way might send them: a ListObjectsV2 page, and
 // a ListMultipartUploads page (the uploads retention aborts).
 #include "fuzz.h"
-#include "quorate/s3.h"
+#include "store/s3.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace quorate;

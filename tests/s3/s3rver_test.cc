@@ -28,7 +28,7 @@
 #include "../support/store_checks.h"
 #include "quorate/fs.h"
 #include "quorate/provider.h"
-#include "quorate/s3.h"
+#include "store/s3.h"
 
 extern char** environ;
 

@@ -13,7 +13,7 @@
 #include "backup/codec.h"
 #include "backup/retention.h"
 #include "node/backup_job.h"
-#include "quorate/s3.h"
+#include "store/s3.h"
 #include "testing/fake_clock.h"
 #include "testing/fake_snapshot.h"
 #include "testing/forwarding_vfs.h"

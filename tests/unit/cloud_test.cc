@@ -1,7 +1,13 @@
 // The cloud kit's checks (discovery/cloud/cloud.h, src/net/cloud/opaque.h): what an instance must be
 // to become a member, and what a token handed out must be to be sent back.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <httplib.h>
 
+#include <atomic>
+#include <thread>
+
+#include "../../discovery/cloud/api.h"
 #include "../../discovery/cloud/cloud.h"
 #include "net/cloud/opaque.h"
 
@@ -67,6 +73,14 @@ TEST_CASE("cloud: a token handed out is printable ASCII of a bounded size, and n
   }
 }
 
+TEST_CASE("cloud: an answer that is not the document asked for is named by its size, none of it quoted") {
+  const std::string answer = "<html>token=ya29.secret-value</html>";
+  Status s = NotThe("EC2's DescribeInstancesResponse XML", answer);
+  CHECK(s.IsUnavailable());
+  CHECK(s.message() == "the answer (36 bytes) is not EC2's DescribeInstancesResponse XML");
+  CHECK(s.message().find("ya29") == std::string::npos);
+}
+
 TEST_CASE("cloud: a paged list is read to its end by the items read, not a page count; one that never ends stops") {
   // 1,000 instances 5 to a page: 200 pages (a page cap of 100 stopped at 500).
   int pages = 0;
@@ -105,6 +119,137 @@ TEST_CASE("cloud: an instance's member: its name as etcd takes it, URLs of the s
   auto bad = InstanceMember("a=b", "10.0.0.1", CommonKeys{}, "instance i-1");
   CHECK(bad.status().IsUnavailable());
   CHECK(bad.status().message().find("instance i-1's name") != std::string::npos);
+}
+
+// Time that starts at the real clock's now (HttpSend's own deadline stays true) and jumps over
+// every wait, recording it: throttles are waited out without sleeping.
+class JumpClock : public Clock {
+ public:
+  TimePoint Now() override { return start_ + skipped_; }
+  Result<int> Poll(std::span<pollfd>, TimePoint deadline) override {
+    waits.push_back(deadline - Now());
+    skipped_ += deadline - Now();
+    return 0;
+  }
+  std::vector<Duration> waits;
+
+ private:
+  TimePoint start_ = std::chrono::steady_clock::now();
+  Duration skipped_{};
+};
+
+// An API on 127.0.0.1 that answers the next `script` entries in turn, then 200 "ok".
+class ScriptedApi {
+ public:
+  struct Answer {
+    int status;
+    std::string body;
+    std::string retry_after;
+  };
+  explicit ScriptedApi(std::vector<Answer> script) : script_(std::move(script)) {
+    server_.Get("/call", [this](const httplib::Request&, httplib::Response& res) {
+      const size_t n = calls_++;
+      if (n >= script_.size()) return res.set_content("ok", "text/plain");
+      res.status = script_[n].status;
+      if (!script_[n].retry_after.empty()) res.set_header("Retry-After", script_[n].retry_after);
+      res.set_content(script_[n].body, "application/xml");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~ScriptedApi() {
+    server_.stop();
+    thread_.join();
+  }
+  HttpRequest Request() const {
+    HttpRequest r;
+    r.base_url = fmt::format("http://127.0.0.1:{}", port_);
+    r.target = "/call";
+    return r;
+  }
+  size_t calls() const { return calls_; }
+
+ private:
+  std::vector<Answer> script_;
+  std::atomic<size_t> calls_{0};
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+Api AwsLikeApi(JumpClock& clock, Clock::TimePoint deadline, int* drops) {
+  Api api;
+  api.clock = &clock;
+  api.deadline = deadline;
+  api.read_error = [](const std::string& body) {
+    const size_t code = body.find("<Code>"), end = body.find("</Code>");
+    if (code == std::string::npos || end == std::string::npos) return ApiError{};
+    return ApiError{body.substr(code + 6, end - code - 6), "Rate exceeded"};
+  };
+  api.throttled = [](int, const ApiError& e) { return e.code == "Throttling"; };
+  api.expired = [](int, const ApiError& e) { return e.code == "ExpiredToken"; };
+  api.drop = [drops] { ++*drops; };
+  api.refusal = "the credentials need {}";
+  return api;
+}
+
+TEST_CASE("cloud API call: throttles are waited out on the clock, as long as the server asks, within the deadline") {
+  JumpClock clock;
+  int drops = 0;
+  ScriptedApi server({{429, "", "30"}, {400, "<Code>Throttling</Code>", ""}, {503, "", "20"}});
+  auto body = CallApi(AwsLikeApi(clock, clock.Now() + std::chrono::minutes(2), &drops), server.Request(), 1024,
+                      {"DescribeInstances", "ec2:DescribeInstances"});
+  REQUIRE_MESSAGE(body.ok(), body.status().message());
+  CHECK(*body == "ok");
+  CHECK(server.calls() == 4);
+  REQUIRE(clock.waits.size() == 3);
+  CHECK(clock.waits[0] == std::chrono::seconds(30));  // its Retry-After
+  CHECK(clock.waits[1] == std::chrono::milliseconds(200));  // none given: our own backoff
+  CHECK(clock.waits[2] == std::chrono::seconds(20));
+
+  // A throttle that outlasts the deadline is the answer, not a longer wait.
+  JumpClock short_clock;
+  ScriptedApi busy({{429, "", "30"}, {429, "", "30"}, {429, "", "30"}});
+  auto late = CallApi(AwsLikeApi(short_clock, short_clock.Now() + std::chrono::seconds(45), &drops), busy.Request(),
+                      1024, {"DescribeInstances", "ec2:DescribeInstances"});
+  REQUIRE_FALSE(late.ok());
+  CHECK(late.status().IsUnavailable());
+  CHECK(late.status().message() == "DescribeInstances: HTTP 429");
+  CHECK(busy.calls() == 2);
+  CHECK(short_clock.waits.size() == 1);
+}
+
+TEST_CASE("cloud API call: an error quotes the cloud's code and message escaped and cut, a refusal names the permission") {
+  JumpClock clock;
+  int drops = 0;
+  const Api api = AwsLikeApi(clock, Clock::kNever, &drops);
+  ScriptedApi denied({{403, "<Code>UnauthorizedOperation</Code>", ""}});
+  auto refused = CallApi(api, denied.Request(), 1024, {"DescribeAutoScalingGroups", "autoscaling:DescribeAutoScalingGroups"});
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().IsUnavailable());
+  CHECK(refused.status().message() ==
+        "DescribeAutoScalingGroups: HTTP 403 UnauthorizedOperation: Rate exceeded; the credentials need "
+        "autoscaling:DescribeAutoScalingGroups");
+  CHECK(drops == 0);
+
+  ScriptedApi hostile({{400, "<Code>Bad\r\nX-Injected: 1" + std::string(500, 'a') + "</Code>", ""}});
+  auto garbled = CallApi(api, hostile.Request(), 4096, {"DescribeInstances", "ec2:DescribeInstances"});
+  REQUIRE_FALSE(garbled.ok());
+  CHECK(garbled.status().message().find('\n') == std::string::npos);
+  CHECK(garbled.status().message().find("more bytes") != std::string::npos);
+  CHECK(garbled.status().message().size() < 600);
+  CHECK(garbled.status().message().find("need") == std::string::npos);  // not a refusal
+
+  // Credentials refused (401, or a code that says they expired) are dropped for the next call.
+  ScriptedApi expired({{401, "", ""}, {400, "<Code>ExpiredToken</Code>", ""}});
+  CHECK_FALSE(CallApi(api, expired.Request(), 1024, {"DescribeInstances", "ec2:DescribeInstances"}).ok());
+  CHECK_FALSE(CallApi(api, expired.Request(), 1024, {"DescribeInstances", "ec2:DescribeInstances"}).ok());
+  CHECK(drops == 2);
+
+  ScriptedApi missing({{404, "", ""}});
+  auto gone = CallApi(api, missing.Request(), 1024, {"instanceGroupManagers.get", "compute.instanceGroupManagers.get",
+                                                     "is the group's name right?"});
+  CHECK(gone.status().message() == "instanceGroupManagers.get: HTTP 404; is the group's name right?");
 }
 
 }  // namespace quorate::cloud

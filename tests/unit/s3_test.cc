@@ -1,4 +1,4 @@
-#include "quorate/s3.h"
+#include "store/s3.h"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

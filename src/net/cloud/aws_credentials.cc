@@ -15,7 +15,7 @@
 #include "quorate/http.h"
 #include "quorate/json.h"
 #include "quorate/member.h"
-#include "quorate/s3.h"
+#include "net/cloud/request.h"
 #include "quorate/text.h"
 
 namespace quorate::cloud {
@@ -70,7 +70,7 @@ Result<std::string> Unsigned(const std::string& base, const std::string& method,
       CloudRequest(base, method, target, std::move(headers), body, deadline, kMaxAnswerBytes), RealClock());
   if (!result.ok()) return result.ToStatus(what);
   if (result.response.status != 200) {
-    AwsError error = ParseAwsError(result.response.body);
+    ApiError error = ParseAwsError(result.response.body);
     return Status::Unavailable(fmt::format("{}: HTTP {} {}{}", what, result.response.status, Printable(error.code, 64),
                                            error.message.empty() ? "" : ": " + Printable(error.message, 200)));
   }
@@ -382,7 +382,7 @@ Result<TokenCache<AwsCredentials>::Fetched> AwsCredentialChain::Fetch(Clock::Tim
     std::string form = "Action=AssumeRoleWithWebIdentity&Version=2011-06-15";
     for (const auto& [k, v] : {std::pair{"RoleArn", role_arn_}, std::pair{"RoleSessionName", role_session_name_},
                                std::pair{"WebIdentityToken", token}}) {
-      form += fmt::format("&{}={}", k, sigv4::UriEncode(v, false));
+      form += fmt::format("&{}={}", k, PercentEncode(v));
     }
     auto body = Unsigned(sts_endpoint_, "POST", "/", {{"Content-Type", "application/x-www-form-urlencoded"}}, deadline,
                       fmt::format("AssumeRoleWithWebIdentity at {}", sts_endpoint_), form);
@@ -468,7 +468,7 @@ Result<AwsCredentials> ParseCredentialsJson(const std::string& json, const std::
   return Checked({text("AccessKeyId"), text("SecretAccessKey"), text("Token"), {}}, text("Expiration"), source);
 }
 
-AwsError ParseAwsError(const std::string& xml) {
+ApiError ParseAwsError(const std::string& xml) {
   pugi::xml_document doc;
   if (!doc.load_buffer(xml.data(), xml.size(), pugi::parse_default & ~pugi::parse_doctype)) return {};
   pugi::xml_node error = doc.child("Response").child("Errors").child("Error");

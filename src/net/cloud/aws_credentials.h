@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "net/cloud/request.h"
 #include "net/cloud/token_cache.h"
 #include "quorate/clock.h"
 #include "quorate/status.h"
@@ -101,9 +102,6 @@ Result<AwsCredentials> ParseCredentialsJson(const std::string& json,
                                             const std::string& source = "the credentials answer");
 
 // An error answer of AWS's Query APIs (EC2's <Response><Errors><Error>, the others' <ErrorResponse>).
-struct AwsError {
-  std::string code, message;
-};
-AwsError ParseAwsError(const std::string& xml);
+ApiError ParseAwsError(const std::string& xml);
 
 }  // namespace quorate::cloud

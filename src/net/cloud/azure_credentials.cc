@@ -11,7 +11,7 @@
 #include "quorate/http.h"
 #include "quorate/json.h"
 #include "quorate/member.h"
-#include "quorate/s3.h"
+#include "net/cloud/request.h"
 #include "quorate/text.h"
 
 namespace quorate::cloud {
@@ -100,7 +100,7 @@ Result<AzureToken> ParseAzureToken(const std::string& text, std::chrono::system_
   return token;
 }
 
-AzureError ParseAzureError(const std::string& text) {
+ApiError ParseAzureError(const std::string& text) {
   auto doc = ParseForeignJson(text);
   if (!doc.ok() || !doc->is_object()) return {};
   auto error = doc->find("error");
@@ -188,7 +188,7 @@ Result<std::string> AzureTokenSource::Call(const std::string& base, const std::s
     return s;
   }
   if (result.response.status == 200) return std::move(result.response.body);
-  AzureError error = ParseAzureError(result.response.body);
+  ApiError error = ParseAzureError(result.response.body);
   std::string text = fmt::format("{}: HTTP {}", what, result.response.status);
   if (!error.code.empty()) text += " " + Printable(error.code, 64);
   if (!error.message.empty()) text += ": " + Printable(error.message, 300);
@@ -198,7 +198,7 @@ Result<std::string> AzureTokenSource::Call(const std::string& base, const std::s
 
 Result<TokenCache<std::string>::Fetched> AzureTokenSource::Fetch(Clock::TimePoint deadline) const {
   const auto now = std::chrono::system_clock::now();
-  const std::string scope = sigv4::UriEncode(resource_ + ".default", false);
+  const std::string scope = PercentEncode(resource_ + ".default");
   const std::string token_path = fmt::format("/{}/oauth2/v2.0/token", settings_.tenant_id);
   Result<std::string> body = Status::Internal("no source");
   if (!settings_.secret.empty()) {
@@ -206,7 +206,7 @@ Result<TokenCache<std::string>::Fetched> AzureTokenSource::Fetch(Clock::TimePoin
     body = Call(settings_.authority_host, "POST", token_path,
                 {{"Content-Type", "application/x-www-form-urlencoded"}, {"Accept", "application/json"}},
                 fmt::format("grant_type=client_credentials&client_id={}&client_secret={}&scope={}",
-                            sigv4::UriEncode(settings_.client_id, false), sigv4::UriEncode(settings_.secret, false),
+                            PercentEncode(settings_.client_id), PercentEncode(settings_.secret),
                             scope),
                 deadline, "; is the client secret current, for this client_id and tenant_id?");
   } else if (!federated_token_file_.empty()) {
@@ -220,15 +220,15 @@ Result<TokenCache<std::string>::Fetched> AzureTokenSource::Fetch(Clock::TimePoin
                 {{"Content-Type", "application/x-www-form-urlencoded"}, {"Accept", "application/json"}},
                 fmt::format("grant_type=client_credentials&client_id={}&client_assertion_type={}&client_assertion={}"
                             "&scope={}",
-                            sigv4::UriEncode(settings_.client_id, false),
-                            sigv4::UriEncode("urn:ietf:params:oauth:client-assertion-type:jwt-bearer", false),
-                            sigv4::UriEncode(assertion, false), scope),
+                            PercentEncode(settings_.client_id),
+                            PercentEncode("urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
+                            PercentEncode(assertion), scope),
                 deadline, "; does the app registration or managed identity trust this service account (a federated "
                           "identity credential)?");
   } else {
     std::string target = fmt::format("/metadata/identity/oauth2/token?api-version={}&resource={}", kImdsTokenVersion,
-                                     sigv4::UriEncode(resource_, false));
-    if (!settings_.client_id.empty()) target += "&client_id=" + sigv4::UriEncode(settings_.client_id, false);
+                                     PercentEncode(resource_));
+    if (!settings_.client_id.empty()) target += "&client_id=" + PercentEncode(settings_.client_id);
     body = Call(settings_.imds_endpoint, "GET", target, {{"Metadata", "true"}}, "", deadline,
                 "; does the VM have a managed identity (else give tenant_id, client_id and secret_access_key)?");
   }

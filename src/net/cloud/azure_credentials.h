@@ -21,6 +21,7 @@
 #include <memory>
 #include <string>
 
+#include "net/cloud/request.h"
 #include "net/cloud/token_cache.h"
 #include "quorate/clock.h"
 #include "quorate/status.h"
@@ -50,10 +51,7 @@ struct AzureToken {
 Result<AzureToken> ParseAzureToken(const std::string& json, std::chrono::system_clock::time_point now);
 
 // ARM's {"error": {"code", "message"}} and the token endpoints' {"error", "error_description"}.
-struct AzureError {
-  std::string code, message;
-};
-AzureError ParseAzureError(const std::string& json);
+ApiError ParseAzureError(const std::string& json);
 
 struct AzureSettings {
   // Given by the operator (a provider's keys); empty: AZURE_TENANT_ID, AZURE_CLIENT_ID,

@@ -13,7 +13,7 @@
 #include "quorate/fs.h"
 #include "quorate/http.h"
 #include "quorate/json.h"
-#include "quorate/s3.h"
+#include "net/cloud/request.h"
 #include "quorate/text.h"
 
 namespace quorate::cloud {
@@ -44,7 +44,6 @@ std::string Base64Url(const std::string& bytes) {
   return out;
 }
 
-std::string FormEncode(const std::string& text) { return sigv4::UriEncode(text, false); }
 
 using PrivateKey = std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)>;
 
@@ -324,7 +323,7 @@ Result<TokenCache<std::string>::Fetched> GoogleTokenSource::Fetch(Clock::TimePoi
     auto jwt = SignedJwt(*key_, scope_, std::chrono::system_clock::now());
     if (!jwt.ok()) return jwt.status();
     auto body = TokenCall(key_->token_uri, "POST", {{"Content-Type", "application/x-www-form-urlencoded"}},
-                          "grant_type=" + FormEncode("urn:ietf:params:oauth:grant-type:jwt-bearer") + "&assertion=" + *jwt,
+                          "grant_type=" + PercentEncode("urn:ietf:params:oauth:grant-type:jwt-bearer") + "&assertion=" + *jwt,
                           deadline, fmt::format("the token exchange at {}", Printable(key_->token_uri, 100)));
     if (!body.ok()) return body.status();
     token = ParseGoogleToken(*body);
@@ -368,9 +367,9 @@ Result<AccessToken> GoogleTokenSource::ExternalAccountToken(Clock::TimePoint dea
                                 : std::string("https://www.googleapis.com/auth/cloud-platform");
   const std::string form =
       fmt::format("grant_type={}&audience={}&scope={}&requested_token_type={}&subject_token_type={}&subject_token={}",
-                  FormEncode("urn:ietf:params:oauth:grant-type:token-exchange"), FormEncode(a.audience),
-                  FormEncode(scope), FormEncode("urn:ietf:params:oauth:token-type:access_token"),
-                  FormEncode(a.subject_token_type), FormEncode(subject));
+                  PercentEncode("urn:ietf:params:oauth:grant-type:token-exchange"), PercentEncode(a.audience),
+                  PercentEncode(scope), PercentEncode("urn:ietf:params:oauth:token-type:access_token"),
+                  PercentEncode(a.subject_token_type), PercentEncode(subject));
   auto body = TokenCall(a.token_url, "POST", {{"Content-Type", "application/x-www-form-urlencoded"}}, form, deadline,
                         fmt::format("the token exchange at {}", Printable(a.token_url, 200)));
   if (!body.ok()) return body.status();

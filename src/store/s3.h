@@ -1,7 +1,7 @@
 // The S3 backend of the Vfs seam: ListObjectsV2 (every page), GET, PUT, create-if-absent, DELETE,
 // streamed uploads (multipart beyond one part) and streamed reads (ranged GETs) against AWS S3 or
-// any S3-compatible store, signed with AWS Signature Version 4. The signer, the addressing
-// and the XML readers are public so that tests check them against AWS's published examples.
+// any S3-compatible store, signed with AWS Signature Version 4 (net/cloud/sigv4.h). The store's
+// own: OpenVfs opens it by its s3:// URL; the addressing and the XML readers are here for tests.
 #pragma once
 
 #include <chrono>
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "net/cloud/sigv4.h"
 #include "quorate/clock.h"
 #include "quorate/status.h"
 #include "quorate/vfs.h"
@@ -25,7 +26,7 @@ namespace quorate {
 //   conditional_put  the store honours `If-None-Match: *`, so CreateIfAbsent is exclusive
 //   timeout          the longest one Vfs call takes, retries included (default 5s)
 //   page_size        keys a listing page asks for (max-keys), 1-1000
-// Credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, optional AWS_SESSION_TOKEN.
+// Credentials: AWS's chain (net/cloud/aws_credentials.h).
 // InvalidArgument, naming the part and the fix, for a bad URL or missing credentials.
 //
 // Errors of the calls: NotFound for a missing key; InvalidArgument for rejected credentials (403),
@@ -36,32 +37,6 @@ namespace quorate {
 // that may take up to 2 minutes or timeout=, whichever is longer. Each call, its tries and pages together, ends within `timeout` and `deadline`
 // (the caller's --timeout), however slowly the store answers.
 Result<std::unique_ptr<Vfs>> OpenS3Vfs(const std::string& url, Clock::TimePoint deadline = Clock::kNever);
-
-namespace sigv4 {
-
-std::string Sha256Hex(const std::string& data);
-// RFC 3986 unreserved characters stay; every other byte is %XX (upper case); '/' stays when asked,
-// which encodes a path segment by segment as S3 wants.
-std::string UriEncode(const std::string& text, bool keep_slash);
-// The signing key as hex: the HMAC chain over date (YYYYMMDD), region, service and "aws4_request".
-std::string SigningKeyHex(const std::string& secret, const std::string& date, const std::string& region,
-                          const std::string& service);
-
-struct Request {
-  std::string method;
-  std::string path;                            // not yet encoded
-  std::map<std::string, std::string> query;    // not yet encoded
-  std::map<std::string, std::string> headers;  // the signed ones, lower-case names; host and x-amz-date
-  std::string payload_hash;
-};
-std::string CanonicalRequest(const Request& r);
-// The x-amz-date header's value for `t`: YYYYMMDDTHHMMSSZ.
-std::string AmzDate(std::chrono::system_clock::time_point t);
-// The value of the Authorization header.
-std::string Authorization(const Request& r, const std::string& access_key, const std::string& secret,
-                          const std::string& region, const std::string& service);
-
-}  // namespace sigv4
 
 namespace s3 {
 
