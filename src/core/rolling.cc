@@ -59,37 +59,36 @@ RollingDecision DecideRolling(const RollingPlan& plan, const RollingFacts& f) {
   if (self == f.members.end()) {
     return Decide(RollingAction::kWait, local, "R2", fmt::format("{} is not a started member yet", f.self));
   }
-  // R3: the node's own material for the change must be there before it moves at all.
-  if (!f.material_problem.empty()) return Decide(RollingAction::kWait, local, "R3", f.material_problem);
-
   uint64_t highest = 0;
   for (const auto& m : f.members) highest = std::max(highest, m.raft_index);
 
-  // R4: what the others read of this node is what its etcd runs now: a phase reached is said once
+  // R3: what the others read of this node is what its etcd runs now: a phase reached is said once
   // its etcd serves there (healthy, caught up, after a restart); a record ahead of the node's own
   // (its state lost) is said back down at once, so no one counts on a phase it is not at.
   if (self->reported != local) {
     bool restarted = local > 0 && plan.phases[local - 1].needs_restart;
     std::string why = Unhealthy(*self, highest, plan.max_lag);
     if (self->reported < local && restarted && (!why.empty() || self->is_learner)) {
-      return Decide(RollingAction::kWait, local, "R4",
+      return Decide(RollingAction::kWait, local, "R3",
                     fmt::format("{} runs at phase {} but its etcd {}", f.self, plan.PhaseName(local),
                                 self->is_learner ? "is a learner" : why));
     }
-    return Decide(RollingAction::kReport, local, "R4",
+    return Decide(RollingAction::kReport, local, "R3",
                   fmt::format("{} is at phase {}{}", f.self, plan.PhaseName(local),
                               restarted && self->reported < local ? " and its etcd healthy there" : ""));
   }
-  // R5: done here.
+  // R4: done here, whatever files the operator has moved since.
   if (local == plan.last()) {
     std::vector<std::string> behind;
     for (const auto& m : f.members) {
       if (m.reported < plan.last()) behind.push_back(m.name.empty() ? IdToHex(m.id) : m.name);
     }
-    if (behind.empty()) return Decide(RollingAction::kNone, local, "R5", plan.change + " done on every member");
-    return Decide(RollingAction::kNone, local, "R5",
+    if (behind.empty()) return Decide(RollingAction::kNone, local, "R4", plan.change + " done on every member");
+    return Decide(RollingAction::kNone, local, "R4",
                   fmt::format("{} done on {}; still to finish: {}", plan.change, f.self, fmt::join(behind, ", ")));
   }
+  // R5: the node's own material for the next phase must be there before it moves.
+  if (!f.material_problem.empty()) return Decide(RollingAction::kWait, local, "R5", f.material_problem);
   const int next = local + 1;
   const RollingPhase& phase = plan.phases[local];
   // R6: no node moves to the next phase while a member lags behind its own: a leaf from a new CA

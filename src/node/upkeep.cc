@@ -127,6 +127,20 @@ void Upkeep::Maintain() {
   maintainer_->Round(*client, self);
 }
 
+void Upkeep::Rotate() {
+  std::shared_ptr<EtcdClient> client;
+  std::string self;
+  {
+    std::lock_guard lock(mu_);
+    if (rotation_ == nullptr || !etcd_running_ || client_ == nullptr) return;
+    client = client_;
+    self = self_.name;
+  }
+  if (clock_.Now() - last_rotation_ < options_.rotation_interval) return;
+  last_rotation_ = clock_.Now();
+  rotation_->Round(*client, self);
+}
+
 void Upkeep::Start() {
   stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stop_fd_ < 0) {
@@ -166,6 +180,7 @@ void Upkeep::Loop() {
     lock.unlock();
     // After readiness is set: a defragmentation takes long, and a probe must not wait on it.
     Maintain();
+    Rotate();
   }
 }
 

@@ -44,7 +44,7 @@ TEST_CASE("R1: with no change asked, nothing is done and the node keeps its phas
   CHECK(d.phase == 2);
 }
 
-TEST_CASE("R2 and R3: a member not started, or missing its material, waits and says why") {
+TEST_CASE("R2 and R5: a member not started, or missing its material, waits and says why") {
   RollingFacts f = Three(0, 0);
   f.self = "n9";
   RollingDecision d = DecideRolling(CaPlan(), f);
@@ -55,7 +55,7 @@ TEST_CASE("R2 and R3: a member not started, or missing its material, waits and s
   f.material_problem = "no /pki/next/ca.crt: put the new CA beside the old one";
   d = DecideRolling(CaPlan(), f);
   CHECK(d.action == RollingAction::kWait);
-  CHECK(d.rule == "R3");
+  CHECK(d.rule == "R5");
   CHECK(d.reason == f.material_problem);
 }
 
@@ -103,12 +103,12 @@ TEST_CASE("R8: the first restart goes to the first member in name order, only wh
   }
 }
 
-TEST_CASE("R4: a restarted node says its phase only once its etcd is a healthy voter there; a phase with no restart at once") {
+TEST_CASE("R3: a restarted node says its phase only once its etcd is a healthy voter there; a phase with no restart at once") {
   RollingFacts f = Three(0, 1);
   f.members[1].answered = false;
   RollingDecision d = DecideRolling(CaPlan(), f);
   CHECK(d.action == RollingAction::kWait);
-  CHECK(d.rule == "R4");
+  CHECK(d.rule == "R3");
 
   f.members[1].answered = true;
   f.members[1].applied_index = 10;
@@ -173,15 +173,21 @@ TEST_CASE("R7: a phase etcd reads live is applied by every node at once, once al
   CHECK(d.phase == 3);
 }
 
-TEST_CASE("R5: done on this node; the rest said by name until every member is done") {
+TEST_CASE("R4: done on this node, its next files moved away or not; the rest said by name until every member is done") {
   RollingFacts f = Three(3, 3);
   f.members[2].reported = 2;
   RollingDecision d = DecideRolling(CaPlan(), f);
   CHECK(d.action == RollingAction::kNone);
-  CHECK(d.rule == "R5");
+  CHECK(d.rule == "R4");
   CHECK(d.reason.find("n3") != std::string::npos);
   d = DecideRolling(CaPlan(), Three(3, 3));
   CHECK(d.reason.find("every member") != std::string::npos);
+  // The operator put next/ in place of the old files: nothing is missing for a node that is done.
+  f = Three(3, 3);
+  f.material_problem = "no /pki/next/ca.crt";
+  d = DecideRolling(CaPlan(), f);
+  CHECK(d.action == RollingAction::kNone);
+  CHECK(d.rule == "R4");
 }
 
 TEST_CASE("a whole rotation of three members, every node deciding on the same facts, never restarts two at once") {
