@@ -1,5 +1,8 @@
 #include "node/rotation.h"
 
+#include <algorithm>
+#include <map>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -15,7 +18,6 @@ constexpr const char* kLocalFile = "ca-rotation.json";
 constexpr const char* kCaFile = "peer-ca.crt";
 constexpr const char* kCertFile = "peer.crt";
 constexpr const char* kKeyFile = "peer.key";
-constexpr int kPhaseBundle = 1;
 constexpr int kPhaseLeaves = 2;
 constexpr int kPhaseNew = 3;
 
@@ -92,10 +94,7 @@ Result<CaRotationReport> ParseCaRotationReport(const std::string& value) {
 
 bool CaRotationView::done() const {
   if (id.empty()) return true;
-  for (const auto& [name, phase] : members) {
-    if (phase < kPhaseNew) return false;
-  }
-  return true;
+  return std::all_of(members.begin(), members.end(), [](const auto& m) { return m.second >= kPhaseNew; });
 }
 
 Result<CaRotationView> ReadCaRotation(EtcdClient& client) {
@@ -272,6 +271,9 @@ void CaRotation::Round(EtcdClient& client, const std::string& self_name) {
     }
   }
   f.local = f.intent && local.id == id ? local.phase : (f.intent ? 0 : local.phase);
+  // Done here and said so: the members' records are no longer this node's business, and a round a
+  // second would only ask every member's status for nothing.
+  if (f.intent && id == done_id_ && f.local == plan_.last()) return;
   if (f.intent) {
     f.material_problem = MaterialProblem(id, local);
     auto records = client.GetPrefix(kCaRotationMembersPrefix);
@@ -309,6 +311,11 @@ void CaRotation::Round(EtcdClient& client, const std::string& self_name) {
   {
     std::lock_guard lock(mu_);
     last_ = d;
+  }
+  if (d.action == RollingAction::kNone && f.intent && d.phase == plan_.last()) {
+    auto self = std::find_if(f.members.begin(), f.members.end(), [&](const auto& m) { return m.name == self_name; });
+    bool everyone = std::all_of(f.members.begin(), f.members.end(), [&](const auto& m) { return m.reported == plan_.last(); });
+    if (self != f.members.end() && everyone) done_id_ = id;
   }
   std::string said = fmt::format("CA rotation: {} {} (rule {}): {}", RollingActionName(d.action),
                                  plan_.PhaseName(d.phase), d.rule, d.reason);

@@ -86,6 +86,7 @@ class CaRotation {
   RollingPlan plan_;
   std::string dir_;
   std::string said_;
+  std::string done_id_;  // the rotation seen done on every member from here: only its intent is read
   mutable std::mutex mu_;
   RollingDecision last_;
 };

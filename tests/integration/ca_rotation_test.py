@@ -55,7 +55,7 @@ class Writer(threading.Thread):
         while not self._halt.is_set():
             t0 = time.time()
             r = run(["etcdctl", "--endpoints", self.cluster.endpoints(), "--dial-timeout", "1s",
-                     "--command-timeout", "2s", "put", f"/w/{i:05d}", str(i)], check_rc=None, timeout=10)
+                     "--command-timeout", "1s", "put", f"/w/{i:05d}", str(i)], check_rc=None, timeout=10)
             self.puts.append((t0, time.time(), r.returncode == 0))
             i += 1
             self._halt.wait(0.05)

@@ -115,9 +115,9 @@ TEST_CASE("CA rotation: the first member restarts onto the bundle, says so once 
   rotation.Round(rig.etcd, "n1");
   CHECK(rotation.last().action == RollingAction::kReport);
   REQUIRE(rig.etcd.keys.count(std::string(kCaRotationMembersPrefix) + "n1") == 1);
-  for (const auto& [key, value] : rig.etcd.keys) {
-    CHECK(value.find("key") == std::string::npos);
-    CHECK(value.find("BEGIN") == std::string::npos);
+  for (const auto& kv : rig.etcd.keys) {
+    CHECK(kv.second.find("key") == std::string::npos);
+    CHECK(kv.second.find("BEGIN") == std::string::npos);
   }
   auto view = ReadCaRotation(rig.etcd);
   REQUIRE(view.ok());
