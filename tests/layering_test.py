@@ -4,7 +4,7 @@ test with its file and line.
 
 Layers, low to high:
   include/quorate/ (public: what a discovery provider relies on)
-  src/core/ (model and decision), src/net/ (the HTTP client) (siblings)
+  src/core/ (model and decision), src/net/ (the HTTP client), src/tls/ (certificates) (siblings)
   src/net/cloud/ (the clouds' credentials and the checks on what they hand out)
   src/etcd/, src/agent/, src/store/ (siblings: none includes another)
   discovery/discovery.{h,cc} (the discovery glue: the provider the flags name, the wait for members)
@@ -30,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SCANNED = ("src", "include", "discovery", "testing")
 # Where an include is looked up, after the including file's own folder (the build's -I order).
 INCLUDE_ROOTS = ("include", "src", ".")
-RANK = {"public": 0, "core": 1, "net": 1, "cloud": 1.5, "etcd": 2, "agent": 2, "store": 2, "glue": 2, "status": 3,
+RANK = {"public": 0, "core": 1, "net": 1, "tls": 1, "cloud": 1.5, "etcd": 2, "agent": 2, "store": 2, "glue": 2, "status": 3,
         "backup": 3, "node": 4, "cli": 5}
 # The providers built on the cloud kit (discovery/cloud/), which may include it and src/net/cloud/.
 CLOUD_PROVIDERS = ("discovery/aws", "discovery/gce", "discovery/azure", "discovery/cloud")
@@ -140,6 +140,8 @@ def self_test():
         "src/core/planner.cc": '#include "core/planner.h"\n#include "agent.grpc.pb.h"\n',
         "src/etcd/etcd_client.h": '#include "core/planner.h"\n',
         "src/net/http.h": '#include "quorate/status.h"\n',
+        "src/tls/cert.h": '#include "quorate/tls.h"\n',
+        "src/etcd/peer_probe.cc": '#include "tls/cert.h"\n',
         "src/store/s3.cc": '#include "net/http.h"\n',
         "src/status/status_server.h": '#include "core/planner.h"\n',
         "src/node/run.h": '#include "etcd/etcd_client.h"\n#include "status/status_server.h"\n',
@@ -160,6 +162,8 @@ def self_test():
         "src/etcd/bad.cc": ('#include "status/status_server.h"\n', 1),
         "src/store/bad.cc": ('#include "etcd/etcd_client.h"\n', 1),
         "src/net/bad.cc": ('#include "core/planner.h"\n', 1),
+        "src/tls/bad.cc": ('#include "etcd/etcd_client.h"\n', 1),
+        "src/tls/bad_sibling.cc": ('#include "net/http.h"\n', 1),
         "src/status/bad.cc": ('#include "node/run.h"\n', 1),
         "discovery/p/bad.cc": ('#include "core/planner.h"\n', 1),
         "src/node/bad.cc": ('#include "../cli/cli.cc"\n', 1),
