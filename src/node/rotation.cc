@@ -10,6 +10,7 @@
 #include "quorate/fs.h"
 #include "quorate/log.h"
 #include "quorate/s3.h"
+#include "tls/cert.h"
 
 namespace quorate {
 namespace {
@@ -169,7 +170,8 @@ Status CaRotation::SaveLocal(const Local& local) const {
                          JsonText(nlohmann::json{{"id", local.id}, {"phase", local.phase}}) + "\n", 0600);
 }
 
-std::string CaRotation::MaterialProblem(const std::string& id, const Local& local) const {
+std::string CaRotation::MaterialProblem(const std::string& id, const Local& local,
+                                        const std::vector<std::string>& peer_urls) const {
   const TlsFiles& tls = config_.peer_tls;
   if (tls.trusted_ca_file.empty() || tls.cert_file.empty() || tls.key_file.empty()) {
     return "a CA rotation is of the peer TLS: give --peer-trusted-ca-file, --peer-cert-file and --peer-key-file";
@@ -200,6 +202,18 @@ std::string CaRotation::MaterialProblem(const std::string& id, const Local& loca
       return read.status().message() + "; put this node's new leaf there, issued by the new CA";
     }
   }
+  // A leaf the peers will refuse would cut this node off at the leaves' phase: checked before any
+  // restart. (The key matching the certificate is etcd's to check at start.)
+  const std::string next_leaf = NextTlsPath(tls.cert_file);
+  auto ca = ReadCertFile(NextTlsPath(tls.trusted_ca_file));
+  auto leaf = ReadCertFile(next_leaf);
+  if (!ca.ok()) return ca.status().message();
+  if (!leaf.ok()) return leaf.status().message();
+  if (leaf->issuer != ca->subject) {
+    return fmt::format("{} is issued by {}, not by the new CA {}: issue it from the new CA", next_leaf, leaf->issuer,
+                       ca->subject);
+  }
+  if (Status names = CheckNames(*leaf, peer_urls, next_leaf); !names.ok()) return names.message();
   return "";
 }
 
@@ -250,7 +264,8 @@ std::vector<std::string> CaRotation::EtcdArgv(std::vector<std::string> argv) con
   return argv;
 }
 
-void CaRotation::Round(EtcdClient& client, const std::string& self_name) {
+void CaRotation::Round(EtcdClient& client, const Member& self) {
+  const std::string& self_name = self.name;
   auto intent = client.Get(kCaRotationIntentKey);
   if (!intent.ok()) {
     spdlog::debug("CA rotation: no round: {}", intent.status().message());
@@ -275,7 +290,7 @@ void CaRotation::Round(EtcdClient& client, const std::string& self_name) {
   // second would only ask every member's status for nothing.
   if (f.intent && id == done_id_ && f.local == plan_.last()) return;
   if (f.intent) {
-    f.material_problem = MaterialProblem(id, local);
+    f.material_problem = MaterialProblem(id, local, self.peer_urls);
     auto records = client.GetPrefix(kCaRotationMembersPrefix);
     auto listing = client.MemberList();
     if (!records.ok() || !listing.ok()) {

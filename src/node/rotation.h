@@ -15,6 +15,7 @@
 #include "core/config.h"
 #include "core/rolling.h"
 #include "etcd/etcd_client.h"
+#include "quorate/member.h"
 #include "quorate/status.h"
 
 namespace quorate {
@@ -64,8 +65,9 @@ class CaRotation {
   // in <state-dir>/tls (written again here, so they are there whatever was lost). Unchanged at phase
   // 0, and once done when the operator has put the new CA in place of the old.
   std::vector<std::string> EtcdArgv(std::vector<std::string> argv) const;
-  // One round: gather the facts through `client`, decide, log the decision when it changed, carry it out.
-  void Round(EtcdClient& client, const std::string& self_name);
+  // One round for member `self`: gather the facts through `client`, decide, log the decision when it
+  // changed, carry it out.
+  void Round(EtcdClient& client, const Member& self);
   // The facts and decision of the last round, for tests and `tls status`.
   RollingDecision last() const;
 
@@ -76,8 +78,9 @@ class CaRotation {
   };
   Local LoadLocal() const;
   Status SaveLocal(const Local& local) const;
-  // Why this node cannot take rotation `id` now; empty when it can.
-  std::string MaterialProblem(const std::string& id, const Local& local) const;
+  // Why this node cannot take rotation `id` now; empty when it can. `peer_urls`: what its new leaf
+  // must name.
+  std::string MaterialProblem(const std::string& id, const Local& local, const std::vector<std::string>& peer_urls) const;
   // Writes the CA bundle, certificate and key etcd is to read at `phase` into <state-dir>/tls.
   Status WriteMaterial(int phase) const;
 

@@ -129,12 +129,12 @@ void Upkeep::Maintain() {
 
 void Upkeep::Rotate() {
   std::shared_ptr<EtcdClient> client;
-  std::string self;
+  Member self;
   {
     std::lock_guard lock(mu_);
     if (rotation_ == nullptr || !etcd_running_ || client_ == nullptr) return;
     client = client_;
-    self = self_.name;
+    self = self_;
   }
   if (clock_.Now() - last_rotation_ < options_.rotation_interval) return;
   last_rotation_ = clock_.Now();

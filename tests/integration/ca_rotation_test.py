@@ -170,6 +170,14 @@ def test():
     wait_healthy(c)
     check(all(pki.handshake(n, ca1[0], *pki.node_files(pkidir, n)[1:]) for n in c.nodes), "peer TLS is not on")
 
+    # Bad input: exit 2, one line naming the flag or the file, nothing written.
+    r = run([QUORATE, "tls", "rotate-ca", "--endpoints", c.endpoints()], check_rc=2)
+    check(r.stderr.count("\n") == 1 and "--peer-trusted-ca-file" in r.stderr, f"no CA flag: {r.stderr}")
+    ca_file = pki.node_files(pkidir, c.nodes[0])[0]
+    r = run([QUORATE, "tls", "rotate-ca", "--endpoints", c.endpoints(), "--peer-trusted-ca-file", ca_file], check_rc=2)
+    check(r.stderr.count("\n") == 1 and "next/ca.crt" in r.stderr, f"no next CA: {r.stderr}")
+    check("none asked" in tls_status(c), "a refused rotate-ca wrote an intent")
+
     # 1. Every node up, under a writer and a quorum sampler.
     ca2 = pki.make_ca(os.path.join(c.dir, "cas"), "ca2")
     for n in c.nodes:

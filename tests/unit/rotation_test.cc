@@ -6,6 +6,7 @@
 #include <map>
 
 #include "node/rotation.h"
+#include "../support/test_certs.h"
 #include "quorate/fs.h"
 #include "testing/fake_etcd.h"
 
@@ -37,33 +38,42 @@ std::string Pem(const std::string& what) {
   return "-----BEGIN CERTIFICATE-----\n" + what + "\n-----END CERTIFICATE-----\n";
 }
 
-// A node n1 of three, its peer files in dir/pki (the old CA) and dir/pki/next (the new one).
+// A node n1 of three, its peer files in dir/pki (other-ca and its leaf "stranger": the old CA) and in
+// dir/pki/next (ca and its leaf "peer", for 127.0.0.1: the new one), made by openssl.
 struct Rig {
+  TestCerts certs;
   std::string dir;
   Config config;
   KeyedFake etcd;
+  Member self{"n1", {"https://127.0.0.1:2380"}, {"http://10.0.0.1:2379"}};
   int restarts = 0;
 
   Rig() {
+    if (!certs.ok()) return;
     char tmpl[] = "/tmp/quorate-rotation-XXXXXX";
     REQUIRE(mkdtemp(tmpl) != nullptr);
     dir = tmpl;
     config.name = "n1";
     config.state_dir = dir + "/state";
-    config.peer_tls = {dir + "/pki/ca.crt", dir + "/pki/peer.key", dir + "/pki/ca.crt", true};
-    config.peer_tls.cert_file = dir + "/pki/peer.crt";
-    REQUIRE(WriteFileAtomic(dir + "/pki/ca.crt", Pem("old ca")).ok());
-    REQUIRE(WriteFileAtomic(dir + "/pki/peer.crt", Pem("old leaf")).ok());
-    REQUIRE(WriteFileAtomic(dir + "/pki/peer.key", "old key").ok());
-    REQUIRE(WriteFileAtomic(dir + "/pki/next/ca.crt", Pem("new ca")).ok());
-    REQUIRE(WriteFileAtomic(dir + "/pki/next/peer.crt", Pem("new leaf")).ok());
-    REQUIRE(WriteFileAtomic(dir + "/pki/next/peer.key", "new key").ok());
+    config.peer_tls = {dir + "/pki/peer.crt", dir + "/pki/peer.key", dir + "/pki/ca.crt", true};
+    Copy("other-ca.crt", "ca.crt");
+    Copy("stranger.crt", "peer.crt");
+    Copy("stranger.key", "peer.key");
+    Copy("ca.crt", "next/ca.crt");
+    Copy("peer.crt", "next/peer.crt");
+    Copy("peer.key", "next/peer.key");
     for (int i = 1; i <= 3; ++i) {
       std::string n = std::to_string(i);
       etcd.AddStarted(i, "n" + n, {"https://10.0.0." + n + ":2380"}, {"http://10.0.0." + n + ":2379"});
     }
   }
-  ~Rig() { std::filesystem::remove_all(dir); }
+  ~Rig() {
+    if (!dir.empty()) std::filesystem::remove_all(dir);
+  }
+  void Copy(const std::string& from, const std::string& to) {
+    REQUIRE(WriteFileAtomic(dir + "/pki/" + to, Cert(from)).ok());
+  }
+  std::string Cert(const std::string& name) { return Read(certs.Path(name)); }
   std::string Read(const std::string& path) {
     auto r = ReadFile(path);
     return r.ok() ? *r : "(missing)";
@@ -84,8 +94,9 @@ const std::vector<std::string> kArgv = {"etcd", "--name=n1", "--peer-cert-file=/
 
 TEST_CASE("CA rotation: nothing asked, nothing done; etcd keeps the operator's files") {
   Rig rig;
+  if (!rig.certs.ok()) return;
   CaRotation rotation(rig.config, [&] { ++rig.restarts; });
-  rotation.Round(rig.etcd, "n1");
+  rotation.Round(rig.etcd, rig.self);
   CHECK(rig.restarts == 0);
   CHECK(rotation.last().rule == "R1");
   CHECK(rotation.EtcdArgv(kArgv) == kArgv);
@@ -93,15 +104,16 @@ TEST_CASE("CA rotation: nothing asked, nothing done; etcd keeps the operator's f
 
 TEST_CASE("CA rotation: the first member restarts onto the bundle, says so once healthy, and the leaves swap live") {
   Rig rig;
+  if (!rig.certs.ok()) return;
   CaRotation rotation(rig.config, [&] { ++rig.restarts; });
   REQUIRE(AskCaRotation(rig.etcd, rig.Id()).ok());
-  rotation.Round(rig.etcd, "n1");
+  rotation.Round(rig.etcd, rig.self);
   CHECK(rig.restarts == 1);
   CHECK(rotation.last().action == RollingAction::kRestart);
   // The files etcd is restarted on: old and new CA, the old leaf, the key readable by its owner only.
   const std::string tls = rig.config.state_dir + "/tls/";
-  CHECK(rig.Read(tls + "peer-ca.crt") == Pem("old ca") + Pem("new ca"));
-  CHECK(rig.Read(tls + "peer.crt") == Pem("old leaf"));
+  CHECK(rig.Read(tls + "peer-ca.crt") == rig.Cert("other-ca.crt") + rig.Cert("ca.crt"));
+  CHECK(rig.Read(tls + "peer.crt") == rig.Cert("stranger.crt"));
   struct stat st{};
   REQUIRE(::stat((tls + "peer.key").c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
@@ -112,7 +124,7 @@ TEST_CASE("CA rotation: the first member restarts onto the bundle, says so once 
 
   // Back and healthy (the fake's members all answer with a leader): the phase is said, and only
   // public words reach etcd.
-  rotation.Round(rig.etcd, "n1");
+  rotation.Round(rig.etcd, rig.self);
   CHECK(rotation.last().action == RollingAction::kReport);
   REQUIRE(rig.etcd.keys.count(std::string(kCaRotationMembersPrefix) + "n1") == 1);
   for (const auto& kv : rig.etcd.keys) {
@@ -124,22 +136,23 @@ TEST_CASE("CA rotation: the first member restarts onto the bundle, says so once 
   CHECK(view->members[0] == std::pair<std::string, int>{"n1", 1});
 
   // Nothing more while the others are at old.
-  rotation.Round(rig.etcd, "n1");
+  rotation.Round(rig.etcd, rig.self);
   CHECK(rotation.last().rule == "R6");
   CHECK(rig.restarts == 1);
 
   // Every member at bundle: the new leaf goes in place with no restart.
   rig.Report("n2", 1);
   rig.Report("n3", 1);
-  rotation.Round(rig.etcd, "n1");
+  rotation.Round(rig.etcd, rig.self);
   CHECK(rotation.last().action == RollingAction::kApply);
-  CHECK(rig.Read(tls + "peer.crt") == Pem("new leaf"));
-  CHECK(rig.Read(tls + "peer.key") == "new key");
+  CHECK(rig.Read(tls + "peer.crt") == rig.Cert("peer.crt"));
+  CHECK(rig.Read(tls + "peer.key") == rig.Cert("peer.key"));
   CHECK(rig.restarts == 1);
 }
 
 TEST_CASE("CA rotation: a killed quorate starts etcd on the phase it recorded; done and put in place, the operator's files again") {
   Rig rig;
+  if (!rig.certs.ok()) return;
   const std::string tls = rig.config.state_dir + "/tls/";
   {
     CaRotation rotation(rig.config, [&] { ++rig.restarts; });
@@ -147,23 +160,23 @@ TEST_CASE("CA rotation: a killed quorate starts etcd on the phase it recorded; d
     rig.Report("n2", 2);
     rig.Report("n3", 2);
     rig.Report("n1", 1);
-    rotation.Round(rig.etcd, "n1");  // R3: the record says 1, the node 0: said back down
+    rotation.Round(rig.etcd, rig.self);  // R3: the record says 1, the node 0: said back down
     CHECK(rotation.last().action == RollingAction::kReport);
     CHECK(rotation.last().phase == 0);
   }
   // A node whose record was lost restarts in order again; a new quorate reads what the last one wrote.
   for (int phase : {1, 2, 3}) {
     CaRotation rotation(rig.config, [&] { ++rig.restarts; });
-    for (int round = 0; round < 3; ++round) rotation.Round(rig.etcd, "n1");
+    for (int round = 0; round < 3; ++round) rotation.Round(rig.etcd, rig.self);
     CAPTURE(phase);
     rig.Report("n2", phase);
     rig.Report("n3", phase);
   }
   CaRotation again(rig.config, [&] { ++rig.restarts; });
-  again.Round(rig.etcd, "n1");
+  again.Round(rig.etcd, rig.self);
   CHECK(again.last().rule == "R4");
   CHECK(rig.restarts == 2);
-  CHECK(rig.Read(tls + "peer-ca.crt") == Pem("new ca"));
+  CHECK(rig.Read(tls + "peer-ca.crt") == rig.Cert("ca.crt"));
   CHECK(again.EtcdArgv(kArgv)[4] == "--peer-trusted-ca-file=" + tls + "peer-ca.crt");
   CHECK(ReadCaRotation(rig.etcd)->done());
 
@@ -172,12 +185,13 @@ TEST_CASE("CA rotation: a killed quorate starts etcd on the phase it recorded; d
     std::filesystem::rename(rig.dir + "/pki/next/" + f, rig.dir + "/pki/" + f);
   }
   CHECK(again.EtcdArgv(kArgv) == kArgv);
-  again.Round(rig.etcd, "n1");
+  again.Round(rig.etcd, rig.self);
   CHECK(again.last().rule == "R4");
 }
 
-TEST_CASE("CA rotation: a next CA that is not the one asked, or a second rotation under way, is refused") {
+TEST_CASE("CA rotation: a next CA that is not the one asked, a next leaf the peers would refuse, or a second rotation under way, is refused") {
   Rig rig;
+  if (!rig.certs.ok()) return;
   CaRotation rotation(rig.config, [&] { ++rig.restarts; });
   REQUIRE(AskCaRotation(rig.etcd, rig.Id()).ok());
   CHECK(AskCaRotation(rig.etcd, rig.Id()).ok());  // asked again: nothing changes
@@ -185,14 +199,27 @@ TEST_CASE("CA rotation: a next CA that is not the one asked, or a second rotatio
   CHECK(other.code() == Status::Code::kFailedPrecondition);
   CHECK(other.message().find("under way") != std::string::npos);
 
+  // A new leaf the peers would refuse: issued by another CA, or not naming this node's peer URL.
+  rig.Copy("stranger.crt", "next/peer.crt");
+  rotation.Round(rig.etcd, rig.self);
+  CHECK(rotation.last().rule == "R5");
+  CHECK(rotation.last().reason.find("not by the new CA") != std::string::npos);
+  rig.Copy("peer.crt", "next/peer.crt");
+  Member moved = rig.self;
+  moved.peer_urls = {"https://10.0.0.9:2380"};
+  rotation.Round(rig.etcd, moved);
+  CHECK(rotation.last().rule == "R5");
+  CHECK(rotation.last().reason.find("10.0.0.9") != std::string::npos);
+  CHECK(rig.restarts == 0);
+
   REQUIRE(WriteFileAtomic(rig.dir + "/pki/next/ca.crt", Pem("another ca")).ok());
-  rotation.Round(rig.etcd, "n1");
+  rotation.Round(rig.etcd, rig.self);
   CHECK(rotation.last().rule == "R5");
   CHECK(rotation.last().reason.find("not the CA the rotation was asked for") != std::string::npos);
   CHECK(rig.restarts == 0);
 
   std::filesystem::remove(rig.dir + "/pki/next/ca.crt");
-  rotation.Round(rig.etcd, "n1");
+  rotation.Round(rig.etcd, rig.self);
   CHECK(rotation.last().rule == "R5");
   CHECK(rotation.last().reason.find("next/ca.crt") != std::string::npos);
   CHECK(rig.restarts == 0);
