@@ -91,7 +91,7 @@ class QuorumWatch(Sampler):
         for n in self.cluster.nodes:
             r = run(["etcdctl", "--endpoints", n.client_url, "--dial-timeout", "1s", "--command-timeout", "1s",
                      "endpoint", "status", "-w", "json"], check_rc=None, timeout=10)
-            if r.returncode == 0 and json.loads(r.stdout)[0]["Status"]["leader"]:
+            if r.returncode == 0 and json.loads(r.stdout)[0]["Status"].get("leader"):
                 up += 1
         self.samples += 1
         if up * 2 <= len(self.cluster.nodes):
@@ -104,8 +104,9 @@ def stamp(line):
 
 
 def restart_spans(c, since):
-    """(start, end, node, phase) of each etcd restart the rotation asked: from the decision to the next
-    `readiness: ready` line of that node."""
+    """(start, end, node, phase) of each etcd restart the rotation asked: from the decision to the node's
+    report of that phase, which it makes once its etcd answers as a voter with a leader, caught up (the
+    gate's own check, rule R3; /readyz's round may come a second later)."""
     out = []
     for n in c.nodes:
         start = phase = None
@@ -113,7 +114,7 @@ def restart_spans(c, since):
             m = re.search(r"CA rotation: restarting etcd for phase (\w+)", line)
             if m and stamp(line):
                 start, phase = stamp(line), m.group(1)
-            if start and "readiness: ready" in line and stamp(line):
+            if start and f"CA rotation: report {phase} (rule R3)" in line and stamp(line):
                 out.append((start, stamp(line), n.name, phase))
                 start = None
     return sorted(out)
