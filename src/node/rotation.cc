@@ -219,12 +219,11 @@ std::string CaRotation::MaterialProblem(const std::string& id, const Local& loca
 
 Status CaRotation::WriteMaterial(int phase) const {
   const TlsFiles& tls = config_.peer_tls;
-  auto read = [](const std::string& path) { return ReadFile(path); };
-  auto old_ca = read(tls.trusted_ca_file);
-  auto new_ca = read(NextTlsPath(tls.trusted_ca_file));
+  auto old_ca = ReadFile(tls.trusted_ca_file);
+  auto new_ca = ReadFile(NextTlsPath(tls.trusted_ca_file));
   const bool new_leaves = phase >= kPhaseLeaves;
-  auto cert = read(new_leaves ? NextTlsPath(tls.cert_file) : tls.cert_file);
-  auto key = read(new_leaves ? NextTlsPath(tls.key_file) : tls.key_file);
+  auto cert = ReadFile(new_leaves ? NextTlsPath(tls.cert_file) : tls.cert_file);
+  auto key = ReadFile(new_leaves ? NextTlsPath(tls.key_file) : tls.key_file);
   for (const auto* r : {&new_ca, &cert, &key}) {
     if (!r->ok()) return r->status();
   }

@@ -78,7 +78,8 @@ class Writer(threading.Thread):
 
 
 class QuorumWatch(Sampler):
-    """Counts the members whose etcd answers its status, every 0.2 s: a majority must always answer."""
+    """Asks every member's etcd for its status at once, every 0.2 s: a majority must always answer with a
+    leader. Each ask has 2 s, so an etcdctl slow to start on a loaded machine is not taken for a member down."""
 
     def __init__(self, cluster):
         super().__init__(0.2)
@@ -86,16 +87,22 @@ class QuorumWatch(Sampler):
         self.samples = 0
         self.short = []
 
+    def ask(self, node, up):
+        r = run(["etcdctl", "--endpoints", node.client_url, "--dial-timeout", "2s", "--command-timeout", "2s",
+                 "endpoint", "status", "-w", "json"], check_rc=None, timeout=10)
+        if r.returncode == 0 and json.loads(r.stdout)[0]["Status"].get("leader"):
+            up.append(node.name)
+
     def sample(self):
-        up = 0
-        for n in self.cluster.nodes:
-            r = run(["etcdctl", "--endpoints", n.client_url, "--dial-timeout", "1s", "--command-timeout", "1s",
-                     "endpoint", "status", "-w", "json"], check_rc=None, timeout=10)
-            if r.returncode == 0 and json.loads(r.stdout)[0]["Status"].get("leader"):
-                up += 1
+        up = []
+        asks = [threading.Thread(target=self.ask, args=(n, up)) for n in self.cluster.nodes]
+        for t in asks:
+            t.start()
+        for t in asks:
+            t.join()
         self.samples += 1
-        if up * 2 <= len(self.cluster.nodes):
-            self.short.append((time.strftime("%H:%M:%S"), up))
+        if len(up) * 2 <= len(self.cluster.nodes):
+            self.short.append((time.strftime("%H:%M:%S"), sorted(up)))
 
 
 def stamp(line):
@@ -237,7 +244,19 @@ def test():
     os.kill(n1.quorate.pid, signal.SIGKILL)
     n1.quorate.wait()
     log("n1's quorate killed after its restart decision; starting it again")
+    at = log_size(n1)
     n1.run(extra=pki.peer_args(pkidir, n1))
+    wait_until(lambda: n1.quorate.poll() is not None or "etcd started" in log_since(n1, at), 60,
+               "n1's etcd started again, or its quorate exited")
+    if n1.quorate.poll() is not None:
+        # The etcd the killed quorate was stopping may still hold its WAL's lock while it shuts down
+        # (1-3 s on 3.5): StopStrayEtcd then sees the lock and no holder (src/node/stray_etcd.cc reads
+        # the lock, then /proc, and the holder exits in between) and quorate exits 1 saying so. Only
+        # that is let through, and quorate is started once more, as its service manager would.
+        said = log_since(n1, at)
+        check("is locked by an etcd quorate cannot see" in said, f"n1's quorate exited at start:\n{said[-2000:]}")
+        log("n1's quorate met the killed one's etcd still shutting down; started once more")
+        n1.run(extra=pki.peer_args(pkidir, n1))
     wait_done(c, 180)
     wait_healthy(c)
     log(f"rotation 2:\n{tls_status(c)}")
