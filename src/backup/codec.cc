@@ -9,6 +9,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
+#include <future>
+#include <thread>
 
 #include "quorate/fs.h"
 #include "quorate/text.h"
@@ -19,6 +22,7 @@ namespace {
 constexpr size_t kOutChunk = 64 * 1024;
 constexpr size_t kNonceBytes = 12;
 constexpr size_t kTagBytes = 16;
+constexpr int kZstdJobBytes = 512 << 10;
 
 std::string Hex(const unsigned char* bytes, size_t n) {
   std::string out;
@@ -26,40 +30,123 @@ std::string Hex(const unsigned char* bytes, size_t n) {
   return out;
 }
 
-// gzip (deflate with a gzip header: what etcd-manager's etcd.backup.gz and `gunzip` read).
+// How many cores compression may use: etcd's snapshot stream arrives on one thread, and a backup
+// should cost no more time than that stream, so compression runs beside it on the other cores.
+unsigned CompressionWorkers() { return std::clamp(std::thread::hardware_concurrency(), 1u, 4u); }
+
+// gzip (what etcd-manager's etcd.backup.gz and `gunzip` read), compressed on several cores the way
+// pigz does it: the stream is cut into chunks, each deflated on its own with the previous chunk's
+// last 32 KiB as its dictionary and ended on a byte boundary (a sync flush), so the pieces joined
+// in order are one ordinary deflate stream; one header, and a trailer with the CRC-32 combined
+// from the chunks'. Readers see a single gzip member, as from `gzip` itself.
 class GzipCompressor : public Sink {
  public:
-  explicit GzipCompressor(Sink& next) : next_(next) {
-    ok_ = deflateInit2(&z_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
+  explicit GzipCompressor(Sink& next) : next_(next), max_in_flight_(CompressionWorkers() + 1) {}
+  ~GzipCompressor() override {
+    for (auto& job : in_flight_) job.wait();  // a chain dropped on an error: the workers finish first
   }
-  ~GzipCompressor() override { deflateEnd(&z_); }
-  Status Write(std::string_view bytes) override { return Run(bytes, Z_NO_FLUSH); }
+  Status Write(std::string_view bytes) override {
+    while (!bytes.empty()) {
+      size_t take = std::min(bytes.size(), kChunk - chunk_.size());
+      chunk_.append(bytes.data(), take);
+      bytes.remove_prefix(take);
+      if (chunk_.size() == kChunk) {
+        if (Status s = Dispatch(/*last=*/false); !s.ok()) return s;
+      }
+    }
+    return Status::Ok();
+  }
   Status Finish() override {
-    if (Status s = Run({}, Z_FINISH); !s.ok()) return s;
+    if (Status s = Dispatch(/*last=*/true); !s.ok()) return s;
+    while (!in_flight_.empty()) {
+      if (Status s = EmitOldest(); !s.ok()) return s;
+    }
+    unsigned char trailer[8];
+    for (int i = 0; i < 4; ++i) {
+      trailer[i] = static_cast<unsigned char>(crc_ >> (8 * i));
+      trailer[4 + i] = static_cast<unsigned char>(total_ >> (8 * i));  // ISIZE: the length mod 2^32
+    }
+    if (Status s = next_.Write({reinterpret_cast<char*>(trailer), sizeof trailer}); !s.ok()) return s;
     return next_.Finish();
   }
 
  private:
-  Status Run(std::string_view bytes, int flush) {
-    if (!ok_) return Status::Internal("gzip: deflateInit2 failed");
-    z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-    z_.avail_in = static_cast<uInt>(bytes.size());
+  static constexpr size_t kChunk = 256 << 10;
+  static constexpr size_t kWindow = 32 * 1024;  // deflate's window: all a chunk may refer back to
+
+  struct Piece {
+    std::string deflated;
+    uLong crc = 0;
+    size_t in_bytes = 0;
+    bool ok = false;
+  };
+
+  static Piece Deflate(std::string in, std::string dictionary, bool last) {
+    Piece piece;
+    piece.in_bytes = in.size();
+    piece.crc = crc32_z(crc32_z(0, nullptr, 0), reinterpret_cast<const Bytef*>(in.data()), in.size());
+    z_stream z{};
+    if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return piece;
+    if (!dictionary.empty() &&
+        deflateSetDictionary(&z, reinterpret_cast<const Bytef*>(dictionary.data()),
+                             static_cast<uInt>(dictionary.size())) != Z_OK) {
+      deflateEnd(&z);
+      return piece;
+    }
+    z.next_in = reinterpret_cast<Bytef*>(in.data());
+    z.avail_in = static_cast<uInt>(in.size());
+    piece.deflated.resize(deflateBound(&z, in.size()));
+    size_t produced = 0;
     int rc;
-    do {
-      z_.next_out = reinterpret_cast<Bytef*>(out_);
-      z_.avail_out = sizeof out_;
-      rc = deflate(&z_, flush);
-      if (rc == Z_STREAM_ERROR) return Status::Internal("gzip: deflate failed");
-      if (size_t n = sizeof out_ - z_.avail_out; n > 0) {
-        if (Status s = next_.Write({out_, n}); !s.ok()) return s;
-      }
-    } while (z_.avail_out == 0 || (flush == Z_FINISH && rc != Z_STREAM_END));
+    do {  // deflate's bound leaves out the sync flush's few bytes: grow when it asks for more room
+      if (produced == piece.deflated.size()) piece.deflated.resize(piece.deflated.size() + 4096);
+      z.next_out = reinterpret_cast<Bytef*>(piece.deflated.data() + produced);
+      z.avail_out = static_cast<uInt>(piece.deflated.size() - produced);
+      rc = deflate(&z, last ? Z_FINISH : Z_SYNC_FLUSH);
+      produced = piece.deflated.size() - z.avail_out;
+    } while (z.avail_out == 0 && rc == Z_OK);
+    // Z_BUF_ERROR: a flush that had already filled the buffer exactly found nothing left to write.
+    piece.ok = (last ? rc == Z_STREAM_END : rc == Z_OK || rc == Z_BUF_ERROR) && z.avail_in == 0;
+    piece.deflated.resize(produced);
+    deflateEnd(&z);
+    return piece;
+  }
+
+  Status Dispatch(bool last) {
+    if (!header_written_) {
+      // The header zlib writes for a gzip stream: no name, no time, made on Unix.
+      static constexpr unsigned char kHeader[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3};
+      if (Status s = next_.Write({reinterpret_cast<const char*>(kHeader), sizeof kHeader}); !s.ok()) return s;
+      header_written_ = true;
+    }
+    if (in_flight_.size() >= max_in_flight_) {
+      if (Status s = EmitOldest(); !s.ok()) return s;
+    }
+    std::string dictionary = dictionary_;
+    // Every chunk but the last is whole, so the next one's dictionary is this one's tail.
+    dictionary_ = chunk_.substr(chunk_.size() - std::min(kWindow, chunk_.size()));
+    in_flight_.push_back(std::async(std::launch::async, Deflate, std::move(chunk_), std::move(dictionary), last));
+    chunk_.clear();
     return Status::Ok();
   }
+
+  Status EmitOldest() {
+    Piece piece = in_flight_.front().get();
+    in_flight_.pop_front();
+    if (!piece.ok) return Status::Internal("gzip: deflate failed");
+    crc_ = crc32_combine(crc_, piece.crc, static_cast<z_off_t>(piece.in_bytes));
+    total_ += piece.in_bytes;
+    return next_.Write(piece.deflated);
+  }
+
   Sink& next_;
-  z_stream z_{};
-  bool ok_ = false;
-  char out_[kOutChunk];
+  const size_t max_in_flight_;
+  std::string chunk_;
+  std::string dictionary_;
+  std::deque<std::future<Piece>> in_flight_;
+  bool header_written_ = false;
+  uLong crc_ = 0;
+  uint64_t total_ = 0;
 };
 
 class GzipDecompressor : public Sink {
@@ -102,7 +189,13 @@ class GzipDecompressor : public Sink {
 
 class ZstdCompressor : public Sink {
  public:
-  explicit ZstdCompressor(Sink& next) : next_(next), cctx_(ZSTD_createCCtx()) {}
+  explicit ZstdCompressor(Sink& next) : next_(next), cctx_(ZSTD_createCCtx()) {
+    // zstd's own workers compress beside the thread that reads etcd's stream, in jobs small enough
+    // to keep memory flat (its default job for level 3 is 8 MiB per worker). A libzstd built
+    // without threads refuses both, and compresses on this thread.
+    (void)ZSTD_CCtx_setParameter(cctx_, ZSTD_c_nbWorkers, 1);
+    (void)ZSTD_CCtx_setParameter(cctx_, ZSTD_c_jobSize, kZstdJobBytes);
+  }
   ~ZstdCompressor() override { ZSTD_freeCCtx(cctx_); }
   Status Write(std::string_view bytes) override { return Run(bytes, ZSTD_e_continue); }
   Status Finish() override {

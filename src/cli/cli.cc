@@ -272,7 +272,8 @@ int TlsStatus(const Config& config, const Words&) {
 // The backup commands' options.
 const std::vector<std::string> kBackupStore = {"backup-to", "backup-key-file", "backup-cluster", "backup-timeout"};
 const std::vector<std::string> kMaintenance = {"maintenance",       "defrag-min-bytes",    "defrag-min-percent",
-                                               "maintenance-pause", "quota-backend-bytes", "compaction-keep-revisions"};
+                                               "maintenance-pause", "quota-backend-bytes", "compaction-keep-revisions",
+                                               "learner-deadline",  "scale-in"};
 const std::vector<std::string> kRunBackups = {"backup-compression", "backup-schedule", "backup-keep-hourly-days",
                                               "backup-keep-daily-days", "restore-from", "force"};
 

@@ -536,6 +536,15 @@ const std::vector<OptionDef>& AllOptions() {
       Row("maintenance-pause", "QUORATE_MAINTENANCE_PAUSE",
           "the least time between two defragmentations, so every member is seen healthy between them",
           Duration(&C::maintenance_pause), "10s"),
+      Row("learner-deadline", "QUORATE_LEARNER_DEADLINE",
+          "a learner that neither catches up nor makes progress for this long is removed by the leader's quorate, "
+          "freeing etcd's learner seat (0: never); longer than sending the database as a snapshot takes",
+          Duration(&C::learner_deadline), "10m"),
+      BoolRow("scale-in", "QUORATE_SCALE_IN",
+              "run, upkeep with provider=k8s: when the StatefulSet's replicas go below the member count, the leader's "
+              "quorate removes the members of the ordinals going, highest first, each while a majority is left "
+              "(false: remove them by hand with member remove)",
+              Flag(&C::scale_in)),
       Row("quota-backend-bytes", "ETCD_QUOTA_BACKEND_BYTES",
           "etcd's database quota (passed on to etcd by run), past which etcd raises NOSPACE (default: etcd's, 2 GiB)",
           Whole64(&C::quota_backend_bytes, 0, int64_t{1} << 50)),

@@ -131,7 +131,10 @@ std::string FormatMaintenance(const MaintenanceLook& look, OutputFormat format) 
     }
     nlohmann::ordered_json decision{
         {"action", MaintenanceActionName(d.action)}, {"rule", d.rule}, {"reason", d.reason}};
-    if (d.action == MaintenanceAction::kDefragment) decision["member"] = IdToHex(d.member);
+    if (d.action == MaintenanceAction::kDefragment || d.action == MaintenanceAction::kRemoveLearner ||
+        d.action == MaintenanceAction::kRemoveMember) {
+      decision["member"] = IdToHex(d.member);
+    }
     if (d.action == MaintenanceAction::kCompact) decision["revision"] = d.revision;
     return JsonText(
                nlohmann::ordered_json{{"revision", look.facts.revision}, {"members", members}, {"decision", decision}},

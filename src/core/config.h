@@ -67,6 +67,8 @@ struct Config {
   int64_t defrag_min_bytes = int64_t{100} << 20;
   int defrag_min_percent = 45;
   std::chrono::milliseconds maintenance_pause{std::chrono::seconds(10)};
+  std::chrono::milliseconds learner_deadline{std::chrono::minutes(10)};  // rule M6; 0: never
+  bool scale_in = true;                                                 // rule M7
   int64_t quota_backend_bytes = 0;  // etcd's --quota-backend-bytes; 0: etcd's default
   int64_t compaction_keep_revisions = 0;
 };

@@ -78,6 +78,66 @@ MaintenanceDecision Compact(int64_t revision, const char* rule, std::string why)
   return d;
 }
 
+// A StatefulSet pod's ordinal: the number after the last '-' of its name (etcd-4: 4); none for a
+// name of another shape.
+std::optional<size_t> Ordinal(const std::string& name, std::string* set) {
+  const size_t dash = name.rfind('-');
+  if (dash == std::string::npos || dash == 0 || dash + 1 == name.size() || name.size() - dash > 6) return std::nullopt;
+  size_t n = 0;
+  for (size_t i = dash + 1; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return std::nullopt;
+    n = n * 10 + static_cast<size_t>(name[i] - '0');
+  }
+  *set = name.substr(0, dash);
+  return n;
+}
+
+// Rule M7: the members of the ordinals the StatefulSet was scaled away from, highest first, each
+// only while the voters left after it still answer as a majority of themselves. Nothing when the
+// member names are not one StatefulSet's (<set>-<ordinal>), or a member has not started (no name
+// yet: a pod joining), or the StatefulSet is scaled to 0 (paused: its members must come back).
+std::optional<MaintenanceDecision> PlanScaleIn(const MaintenanceFacts& f) {
+  const size_t target = *f.scale_target;
+  if (target == 0 || f.members.size() <= target) return std::nullopt;
+  std::string set;
+  const MemberUpkeepFacts* going = nullptr;
+  size_t going_ordinal = 0;
+  for (const auto& m : f.members) {
+    std::string its_set;
+    auto ordinal = Ordinal(m.name, &its_set);
+    if (!ordinal || (!set.empty() && its_set != set)) return std::nullopt;
+    set = its_set;
+    if (*ordinal >= target && (going == nullptr || *ordinal > going_ordinal)) {
+      going = &m;
+      going_ordinal = *ordinal;
+    }
+  }
+  if (going == nullptr) return std::nullopt;
+  const std::string why = fmt::format("StatefulSet {} has {} replicas and the cluster {} members: {} is going", set,
+                                      target, f.members.size(), Who(*going));
+  if (going->id == f.self) {
+    return Decide(MaintenanceAction::kWait, "M7",
+                  why + "; it is this leader's own member: another leader removes it once its pod goes");
+  }
+  int left = 0;
+  int answering = 0;
+  for (const auto& m : f.members) {
+    if (m.is_learner || m.id == going->id) continue;
+    ++left;
+    answering += m.answered;
+  }
+  if (answering < left / 2 + 1) {
+    return Decide(MaintenanceAction::kWait, "M7",
+                  fmt::format("{}; not now: of the {} voters left after it only {} answer, no majority", why, left,
+                              answering));
+  }
+  MaintenanceDecision d = Decide(
+      MaintenanceAction::kRemoveMember, "M7",
+      fmt::format("{}; removed (highest ordinal first), {} of the {} voters left answering", why, answering, left));
+  d.member = going->id;
+  return d;
+}
+
 MaintenanceDecision PlanNospace(const MaintenanceFacts& f, const MaintenanceSettings& s,
                                 const std::vector<std::string>& raised_by) {
   const std::string alarm = fmt::format("NOSPACE raised by {}", fmt::join(raised_by, ", "));
@@ -134,6 +194,10 @@ const char* MaintenanceActionName(MaintenanceAction action) {
       return "defragment";
     case MaintenanceAction::kDisarm:
       return "disarm";
+    case MaintenanceAction::kRemoveLearner:
+      return "remove-learner";
+    case MaintenanceAction::kRemoveMember:
+      return "remove-member";
   }
   return "none";
 }
@@ -156,6 +220,24 @@ MaintenanceDecision PlanMaintenance(const MaintenanceFacts& f, const Maintenance
                               "the one that differs",
                               fmt::join(corrupt, ", ")));
   }
+  if (s.learner_deadline.count() > 0) {
+    for (const auto& m : f.members) {
+      if (!m.is_learner || m.stalled_for < s.learner_deadline) continue;
+      MaintenanceDecision d = Decide(
+          MaintenanceAction::kRemoveLearner, "M6",
+          fmt::format("learner {} has neither caught up nor made progress for {} s (--learner-deadline {} s): {}; "
+                      "removed, so that etcd's learner seat frees (a learner holds no vote: quorum is untouched)",
+                      Who(m), m.stalled_for.count() / 1000, s.learner_deadline.count() / 1000,
+                      m.answered ? fmt::format("its applied index stays at {}, the leader's is at {}",
+                                               m.raft_applied_index, f.leader_raft_index)
+                                 : std::string("it does not answer")));
+      d.member = m.id;
+      return d;
+    }
+  }
+  if (s.scale_in && f.scale_target) {
+    if (auto d = PlanScaleIn(f)) return *d;
+  }
   if (!nospace.empty()) return PlanNospace(f, s, nospace);
   if (s.keep_revisions > 0 && f.revision - s.keep_revisions > f.compacted + s.keep_revisions) {
     const int64_t target = f.revision - s.keep_revisions;
@@ -175,6 +257,20 @@ MaintenanceDecision PlanMaintenance(const MaintenanceFacts& f, const Maintenance
     return Defragment(*m, "M5", m->id == f.leader ? why + "; the leader, last" : why);
   }
   return Decide(MaintenanceAction::kNone, "M5", "nothing to do: no alarm, and no database past the thresholds");
+}
+
+void LearnerWatch::Observe(MaintenanceFacts& f, TimePoint now) {
+  std::map<MemberId, Seen> still;
+  for (MemberUpkeepFacts& m : f.members) {
+    if (!m.is_learner) continue;
+    auto it = seen_.find(m.id);
+    Seen seen = it == seen_.end() ? Seen{m.raft_applied_index, now} : it->second;
+    const bool caught_up = m.answered && f.leader_raft_index > 0 && m.raft_applied_index >= f.leader_raft_index;
+    if (m.answered && (caught_up || m.raft_applied_index > seen.applied)) seen = {m.raft_applied_index, now};
+    m.stalled_for = std::chrono::duration_cast<std::chrono::milliseconds>(now - seen.progress);
+    still[m.id] = seen;
+  }
+  seen_ = std::move(still);  // members gone, or promoted, are forgotten
 }
 
 }  // namespace quorate

@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,12 @@ struct MaintenanceSettings {
   int64_t keep_revisions = 0;
   // Between two defragmentations, so the cluster settles and every member is seen healthy again.
   std::chrono::milliseconds pause{std::chrono::seconds(10)};
+  // Rule M6: a learner that neither catches up nor makes progress for this long is removed (0: never).
+  // Long enough for etcd to send a large database as a raft snapshot, during which the learner's
+  // applied index stands still.
+  std::chrono::milliseconds learner_deadline{std::chrono::minutes(10)};
+  // Rule M7: members of the ordinals a StatefulSet was scaled away from are removed.
+  bool scale_in = true;
 };
 
 // One member as its Maintenance.Status answered (or not).
@@ -34,6 +42,10 @@ struct MemberUpkeepFacts {
   std::string client_url;
   bool answered = false;
   bool is_learner = false;
+  uint64_t raft_applied_index = 0;
+  // A learner's time without progress as the leader's quorate saw it (LearnerWatch): neither caught
+  // up with the leader's index nor applying more than before, or not answering.
+  std::chrono::milliseconds stalled_for{0};
   int64_t db_size = 0;
   int64_t db_size_in_use = 0;
   bool nospace = false;  // a NOSPACE alarm of this member stands
@@ -46,23 +58,44 @@ struct MaintenanceFacts {
   MemberId self = 0;
   MemberId leader = 0;    // as this member's etcd reports it
   int64_t revision = 0;   // the store's current revision
+  uint64_t leader_raft_index = 0;
   int64_t compacted = 0;  // the revision known compacted (0: none known)
   std::vector<MemberUpkeepFacts> members;
+  // Rule M7: the StatefulSet's spec.replicas as the k8s provider read it; none outside a StatefulSet.
+  std::optional<size_t> scale_target;
   // Since the last defragmentation this actor made; a large value when it made none.
   std::chrono::milliseconds since_last_defrag{std::chrono::hours(24)};
 };
 
-enum class MaintenanceAction { kNone, kWait, kCompact, kDefragment, kDisarm };
+enum class MaintenanceAction { kNone, kWait, kCompact, kDefragment, kDisarm, kRemoveLearner, kRemoveMember };
 
 struct MaintenanceDecision {
   MaintenanceAction action = MaintenanceAction::kNone;
-  MemberId member = 0;   // kDefragment: the member
+  MemberId member = 0;   // kDefragment, kRemoveLearner, kRemoveMember: the member
   int64_t revision = 0;  // kCompact: up to where
   std::string rule;      // "M3" ...
   std::string reason;
 };
 
 MaintenanceDecision PlanMaintenance(const MaintenanceFacts& facts, const MaintenanceSettings& settings);
+
+// Rule M6's memory, kept by the leader's quorate between rounds: when each learner last made
+// progress. Forgotten whenever this quorate does not lead (Forget), so a new leadership watches every
+// learner for a whole deadline before it removes one.
+class LearnerWatch {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+  // Sets each learner's stalled_for in `facts` (members, leader_raft_index) from what it shows now.
+  void Observe(MaintenanceFacts& facts, TimePoint now);
+  void Forget() { seen_.clear(); }
+
+ private:
+  struct Seen {
+    uint64_t applied = 0;
+    TimePoint progress;
+  };
+  std::map<MemberId, Seen> seen_;
+};
 const char* MaintenanceActionName(MaintenanceAction action);
 
 // A NOSPACE alarm is lowered only once every member's database is at most this share of the quota:

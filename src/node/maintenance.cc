@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "discovery/discovery.h"
 #include "quorate/log.h"
 #include "status/status_server.h"
 
@@ -11,7 +12,12 @@ namespace {
 // A defragmentation rewrites the whole database file; etcd's own client gives it no timeout either.
 constexpr auto kDefragTimeout = std::chrono::minutes(10);
 
-const char* kActions[] = {"compact", "defragment", "disarm"};
+const char* kActions[] = {"compact", "defragment", "disarm", "remove-learner", "remove-member"};
+
+// Rule M7 reads the StatefulSet at most this often while nothing is to be removed.
+constexpr auto kScaleTargetMaxAge = std::chrono::seconds(10);
+// One read of it (the pods' list, the StatefulSet): a maintenance round is not held up longer.
+constexpr auto kScaleTargetTimeout = std::chrono::seconds(10);
 
 }  // namespace
 
@@ -23,7 +29,21 @@ MaintenanceSettings MaintenanceSettingsOf(const Config& c) {
   if (c.quota_backend_bytes > 0) s.quota_bytes = c.quota_backend_bytes;
   s.keep_revisions = c.compaction_keep_revisions;
   s.pause = c.maintenance_pause;
+  s.learner_deadline = c.learner_deadline;
+  s.scale_in = c.scale_in;
   return s;
+}
+
+Maintainer::ScaleTargetSource ScaleTargetFromDiscovery(const Config& config) {
+  if (config.cluster_size) return nullptr;
+  auto spec = ParseDiscoverySpec(config.discovery);
+  if (!spec.ok() || spec->provider != "k8s") return nullptr;
+  return [&config]() -> Result<std::optional<size_t>> {
+    auto provider = ProviderFromConfig(config, std::chrono::steady_clock::now() + kScaleTargetTimeout);
+    if (!provider.ok()) return provider.status();
+    if (auto members = (*provider)->Discover(); !members.ok()) return members.status();
+    return (*provider)->ImpliedSize();
+  };
 }
 
 Maintainer::Maintainer(MaintenanceSettings settings, Clock& clock) : settings_(settings), clock_(clock) {}
@@ -58,12 +78,14 @@ Result<MaintenanceLook> Maintainer::Look(EtcdClient& client, MemberId self) {
     auto st = client.EndpointStatusOf(m.client_url);
     if (!st.ok()) continue;
     m.answered = true;
+    m.raft_applied_index = st->raft_applied_index;
     m.db_size = st->db_size;
     m.db_size_in_use = st->db_size_in_use;
     alarms_seen = alarms_seen || !st->errors.empty();
     if (m.id == self) {
       f.leader = st->leader;
       f.revision = st->revision;
+      f.leader_raft_index = st->raft_index;
       if (f.leader != self) break;
     }
   }
@@ -81,8 +103,33 @@ Result<MaintenanceLook> Maintainer::Look(EtcdClient& client, MemberId self) {
   }
   if (!nospace) defragmented_under_alarm_.clear();
   for (MemberUpkeepFacts& m : f.members) m.defragmented_under_alarm = defragmented_under_alarm_.count(m.id) > 0;
+  if (f.leader == self) {
+    learners_.Observe(f, clock_.Now());
+    if (settings_.scale_in && scale_target_source_) {
+      RefreshScaleTarget(f.members.size(), /*force=*/false);
+      f.scale_target = scale_target_;
+    }
+  } else {
+    learners_.Forget();
+  }
   look.decision = PlanMaintenance(f, settings_);
   return look;
+}
+
+void Maintainer::RefreshScaleTarget(size_t members, bool force) {
+  const Clock::TimePoint now = clock_.Now();
+  const bool stale = !scale_target_read_ || now - *scale_target_read_ >= kScaleTargetMaxAge;
+  if (!force && !stale && !(scale_target_ && members > *scale_target_)) return;
+  auto target = scale_target_source_();
+  if (!target.ok()) {
+    // Unknown is not "scaled in": rule M7 waits for an answer, and says why at debug level only,
+    // as discovery's own errors are said where the operator asked for them.
+    spdlog::debug("maintenance: the StatefulSet's replicas are not known now: {}", target.status().message());
+    scale_target_.reset();
+    return;
+  }
+  scale_target_ = *target;
+  scale_target_read_ = now;
 }
 
 void Maintainer::Round(EtcdClient& client, MemberId self) {
@@ -154,6 +201,51 @@ void Maintainer::Carry(EtcdClient& client, const MaintenanceLook& look) {
       }
       if (d.rule == "M3") defragmented_under_alarm_.insert(m->id);
       Count("defragment", true);
+      return;
+    }
+    case MaintenanceAction::kRemoveLearner: {
+      // The list once more, just before: a learner promoted since the look is a voter now, and a
+      // voter is never removed by this rule.
+      auto listing = client.MemberList();
+      if (!listing.ok()) {
+        Count("remove-learner", false);
+        return;
+      }
+      auto m = std::find_if(listing->members.begin(), listing->members.end(),
+                            [&](const ClusterMember& x) { return x.id == d.member; });
+      if (m == listing->members.end() || !m->is_learner) {
+        spdlog::info("maintenance: {} is no longer a learner of the cluster; nothing removed", IdToHex(d.member));
+        return;
+      }
+      Status s = client.MemberRemove(d.member);
+      if (s.ok()) {
+        spdlog::info("maintenance: learner {} ({}) removed", m->name.empty() ? "unstarted" : m->name,
+                     IdToHex(d.member));
+      } else {
+        spdlog::warn("maintenance: removing learner {} failed: {}", IdToHex(d.member), s.message());
+      }
+      Count("remove-learner", s.ok());
+      return;
+    }
+    case MaintenanceAction::kRemoveMember: {
+      // The StatefulSet and the cluster once more, just before: a scale-up back since the look, or a
+      // member that changed, calls the removal off.
+      RefreshScaleTarget(look.facts.members.size(), /*force=*/true);
+      MaintenanceFacts now = look.facts;
+      now.scale_target = scale_target_;
+      MaintenanceDecision again = PlanMaintenance(now, settings_);
+      if (again.action != MaintenanceAction::kRemoveMember || again.member != d.member) {
+        spdlog::info("maintenance: the removal of {} is called off: {} (rule {}): {}", IdToHex(d.member),
+                     MaintenanceActionName(again.action), again.rule, again.reason);
+        return;
+      }
+      Status s = client.MemberRemove(d.member);
+      if (s.ok()) {
+        spdlog::info("maintenance: member {} removed: the StatefulSet was scaled in", IdToHex(d.member));
+      } else {
+        spdlog::warn("maintenance: removing member {} failed: {}", IdToHex(d.member), s.message());
+      }
+      Count("remove-member", s.ok());
       return;
     }
     case MaintenanceAction::kDisarm: {

@@ -6,6 +6,7 @@
 // and needs: a compaction already made answers "compacted" and counts as done).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -38,9 +39,16 @@ class Maintainer {
   void Round(EtcdClient& client, MemberId self);
   // quorate_maintenance_* families for /metrics.
   std::string RenderMetrics() const;
+  // Rule M7's source: the StatefulSet's spec.replicas as discovery reads it now. Unset (outside a
+  // StatefulSet), M7 never acts.
+  using ScaleTargetSource = std::function<Result<std::optional<size_t>>()>;
+  void SetScaleTarget(ScaleTargetSource source) { scale_target_source_ = std::move(source); }
 
  private:
   void Carry(EtcdClient& client, const MaintenanceLook& look);
+  // The scale target for a look: read again when older than kScaleTargetMaxAge, or when the members
+  // outnumber it (a removal is in sight, and the StatefulSet may have grown since).
+  void RefreshScaleTarget(size_t members, bool force);
   void Count(const std::string& action, bool ok);
 
   MaintenanceSettings settings_;
@@ -48,6 +56,10 @@ class Maintainer {
   int64_t compacted_ = 0;
   std::optional<Clock::TimePoint> last_defrag_;
   std::set<MemberId> defragmented_under_alarm_;
+  LearnerWatch learners_;
+  ScaleTargetSource scale_target_source_;
+  std::optional<size_t> scale_target_;
+  std::optional<Clock::TimePoint> scale_target_read_;
   std::string last_said_;
   mutable std::mutex mu_;
   std::map<std::string, long long> done_;
@@ -55,5 +67,10 @@ class Maintainer {
   int nospace_ = 0;
   int corrupt_ = 0;
 };
+
+// Rule M7's source under `run` and `upkeep`: with --discovery provider=k8s and no --cluster-size, the
+// provider's StatefulSet spec.replicas (read with each discovery, within kScaleTargetTimeout); null
+// for any other discovery, which fixes no size that can shrink.
+Maintainer::ScaleTargetSource ScaleTargetFromDiscovery(const Config& config);
 
 }  // namespace quorate

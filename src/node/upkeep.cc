@@ -26,6 +26,8 @@ Upkeep::Upkeep(const Config& config, Metrics& metrics, UpkeepOptions options)
       ready_(Status::Unavailable(kNotAnsweredYet)),
       maintainer_(std::make_shared<Maintainer>(MaintenanceSettingsOf(config), clock_)) {
   if (!options_.etcd_clients) options_.etcd_clients = MakeEtcdClient;
+  if (!options_.scale_target) options_.scale_target = ScaleTargetFromDiscovery(config);
+  if (options_.scale_target) maintainer_->SetScaleTarget(options_.scale_target);
   metrics_.AddSection([maintainer = maintainer_] { return maintainer->RenderMetrics(); });
 }
 

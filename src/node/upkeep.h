@@ -31,6 +31,9 @@ struct UpkeepOptions {
   // How often the leader's maintenance (§12) looks: it asks every member's status.
   Clock::Duration maintenance_interval = std::chrono::seconds(5);
   Clock::Duration rotation_interval = std::chrono::seconds(1);
+  // Rule M7's StatefulSet replicas; null: read through discovery when it is provider=k8s
+  // (ScaleTargetFromDiscovery).
+  Maintainer::ScaleTargetSource scale_target = nullptr;
 };
 
 class Upkeep {

@@ -213,6 +213,153 @@ TEST_CASE("maintenance M4: with revisions to keep, the history is compacted past
   CHECK(PlanMaintenance(f, s).action == MaintenanceAction::kNone);
 }
 
+TEST_CASE("maintenance M6: a learner stalled past the deadline is removed; a voter, or one within it, never") {
+  MaintenanceFacts f = Healthy();
+  MemberUpkeepFacts learner = Member3(0x44, "n4", 1 * kMB, 1 * kMB);
+  learner.is_learner = true;
+  learner.answered = false;
+  learner.stalled_for = std::chrono::minutes(9);
+  f.members.push_back(learner);
+  MaintenanceSettings s = Settings();
+  CHECK(PlanMaintenance(f, s).action == MaintenanceAction::kNone);
+
+  f.members[3].stalled_for = std::chrono::minutes(10);
+  MaintenanceDecision d = PlanMaintenance(f, s);
+  CHECK(d.action == MaintenanceAction::kRemoveLearner);
+  CHECK(d.member == 0x44);
+  CHECK(d.rule == "M6");
+  CHECK(d.reason.find("does not answer") != std::string::npos);
+
+  SUBCASE("only by the leader's quorate") {
+    f.self = kN2;
+    CHECK(PlanMaintenance(f, s).action == MaintenanceAction::kNone);
+  }
+  SUBCASE("never with --learner-deadline 0") {
+    s.learner_deadline = std::chrono::milliseconds(0);
+    CHECK(PlanMaintenance(f, s).action == MaintenanceAction::kNone);
+  }
+  SUBCASE("never a voter, however long it was silent") {
+    f.members[3].is_learner = false;
+    f.members[3].stalled_for = std::chrono::hours(5);
+    CHECK(PlanMaintenance(f, s).action != MaintenanceAction::kRemoveLearner);
+  }
+  SUBCASE("not while CORRUPT stands") {
+    f.members[0].corrupt = true;
+    CHECK(PlanMaintenance(f, s).action == MaintenanceAction::kWait);
+  }
+}
+
+TEST_CASE("maintenance M6: a learner's stall counts from its last progress, as the leader saw it") {
+  using namespace std::chrono_literals;
+  LearnerWatch watch;
+  const LearnerWatch::TimePoint t0{};
+  MaintenanceFacts f = Healthy();
+  f.leader_raft_index = 1000;
+  MemberUpkeepFacts learner = Member3(0x44, "n4", 1 * kMB, 1 * kMB);
+  learner.is_learner = true;
+  learner.raft_applied_index = 10;
+  f.members.push_back(learner);
+  auto stalled = [&](LearnerWatch::TimePoint now) {
+    watch.Observe(f, now);
+    return f.members[3].stalled_for;
+  };
+
+  CHECK(stalled(t0) == 0ms);           // first seen: its watch starts now
+  CHECK(stalled(t0 + 60s) == 60s);     // the same index, behind the leader's
+  f.members[3].raft_applied_index = 400;
+  CHECK(stalled(t0 + 90s) == 0ms);     // it applied more: progress
+  f.members[3].answered = false;
+  CHECK(stalled(t0 + 150s) == 60s);    // silent: no progress
+  f.members[3].answered = true;
+  f.members[3].raft_applied_index = 1000;
+  CHECK(stalled(t0 + 400s) == 0ms);    // caught up with the leader
+  CHECK(stalled(t0 + 900s) == 0ms);    // and still caught up, with no writes to apply
+
+  f.members[3].raft_applied_index = 990;
+  f.leader_raft_index = 5000;
+  CHECK(stalled(t0 + 960s) == 60s);
+  watch.Forget();                      // this quorate stopped leading: a new watch starts from nothing
+  CHECK(stalled(t0 + 2000s) == 0ms);
+
+  f.members[3].is_learner = false;     // promoted: no longer watched
+  CHECK(stalled(t0 + 3000s) == 0ms);
+}
+
+// Five members of StatefulSet etcd, etcd-0 leading, as its quorate sees them.
+MaintenanceFacts FiveOfAStatefulSet() {
+  MaintenanceFacts f;
+  f.self = 0x10;
+  f.leader = 0x10;
+  for (int i = 0; i < 5; ++i) {
+    std::string name = "etcd-" + std::to_string(i);
+    f.members.push_back(Member3(0x10 + i, name.c_str(), 20 * kMB, 19 * kMB));
+  }
+  return f;
+}
+
+TEST_CASE("maintenance M7: scaled from 5 to 3, the highest ordinal goes first, each while a majority is left") {
+  MaintenanceFacts f = FiveOfAStatefulSet();
+  MaintenanceSettings s = Settings();
+  CHECK(PlanMaintenance(f, s).action == MaintenanceAction::kNone);  // no StatefulSet known
+  f.scale_target = 5;
+  CHECK(PlanMaintenance(f, s).action == MaintenanceAction::kNone);
+
+  f.scale_target = 3;
+  MaintenanceDecision d = PlanMaintenance(f, s);
+  CHECK(d.action == MaintenanceAction::kRemoveMember);
+  CHECK(d.rule == "M7");
+  CHECK(d.member == 0x14);  // etcd-4
+  f.members.pop_back();
+  d = PlanMaintenance(f, s);
+  CHECK(d.action == MaintenanceAction::kRemoveMember);
+  CHECK(d.member == 0x13);  // etcd-3
+  f.members.pop_back();
+  CHECK(PlanMaintenance(f, s).action == MaintenanceAction::kNone);
+
+  SUBCASE("not while the voters left would not answer as a majority") {
+    f = FiveOfAStatefulSet();
+    f.scale_target = 3;
+    f.members[1].answered = false;  // etcd-1
+    f.members[2].answered = false;  // etcd-2
+    // Left after etcd-4: etcd-0..3, of which 2 answer: no majority of 4.
+    d = PlanMaintenance(f, s);
+    CHECK(d.action == MaintenanceAction::kWait);
+    CHECK(d.reason.find("no majority") != std::string::npos);
+  }
+  SUBCASE("the silent members going do not hold their own removal up") {
+    f = FiveOfAStatefulSet();
+    f.scale_target = 3;
+    f.members[3].answered = false;
+    f.members[4].answered = false;
+    CHECK(PlanMaintenance(f, s).action == MaintenanceAction::kRemoveMember);
+  }
+  SUBCASE("the leader's own member waits for another leader") {
+    f = FiveOfAStatefulSet();
+    f.scale_target = 3;
+    f.self = f.leader = 0x14;
+    CHECK(PlanMaintenance(f, s).action == MaintenanceAction::kWait);
+  }
+  SUBCASE("scaled to 0 (paused), names not one StatefulSet's, an unstarted member, or off: nothing") {
+    f = FiveOfAStatefulSet();
+    f.scale_target = 0;
+    CHECK(PlanMaintenance(f, s).action == MaintenanceAction::kNone);
+    f.scale_target = 3;
+    f.members[2].name = "other-2";
+    CHECK(PlanMaintenance(f, s).action == MaintenanceAction::kNone);
+    f.members[2].name = "";
+    CHECK(PlanMaintenance(f, s).action == MaintenanceAction::kNone);
+    f.members[2].name = "etcd-2";
+    s.scale_in = false;
+    CHECK(PlanMaintenance(f, s).action == MaintenanceAction::kNone);
+  }
+  SUBCASE("only by the leader's quorate") {
+    f = FiveOfAStatefulSet();
+    f.scale_target = 3;
+    f.self = 0x11;
+    CHECK(PlanMaintenance(f, s).action == MaintenanceAction::kNone);
+  }
+}
+
 // The actor: n1 leads a fake cluster whose three databases filled the quota.
 struct Rig {
   FakeClock clock;
@@ -267,6 +414,57 @@ TEST_CASE("maintainer: a new leader's quorate finishes what the last one began (
   rig.Rounds(12);
   CHECK(rig.cluster.Alarms().empty());
   CHECK(rig.cluster.CountCalls("Defragment") == 3);
+}
+
+TEST_CASE("maintainer: a learner whose node never started is removed after the deadline, and only then") {
+  FakeClock clock;
+  FakeEtcdClient cluster;
+  MaintenanceSettings s = Settings();
+  s.learner_deadline = std::chrono::seconds(30);
+  Maintainer maintainer(s, clock);
+  cluster.AddStarted(kN1, "n1", {"http://n1:2380"}, {"http://n1:2379"});
+  cluster.AddStarted(kN2, "n2", {"http://n2:2380"}, {"http://n2:2379"});
+  cluster.AddStarted(kN3, "n3", {"http://n3:2380"}, {"http://n3:2379"});
+  cluster.AddUnstarted(0x44, {"http://n4:2380"}, /*is_learner=*/true);
+  for (int i = 0; i < 6; ++i) {  // 25 s: within the deadline
+    maintainer.Round(cluster, kN1);
+    clock.Advance(std::chrono::seconds(5));
+  }
+  CHECK(cluster.CountCalls("MemberRemove") == 0);
+  maintainer.Round(cluster, kN1);
+  CHECK(cluster.CountCalls("MemberRemove") == 1);
+  auto listing = cluster.MemberList();
+  REQUIRE(listing.ok());
+  CHECK(listing->members.size() == 3);
+  CHECK(maintainer.RenderMetrics().find("quorate_maintenance_actions_total{action=\"remove-learner\"} 1") !=
+        std::string::npos);
+}
+
+TEST_CASE("maintainer: a scale-in removes one member a round, and a scale back up calls the next removal off") {
+  FakeClock clock;
+  FakeEtcdClient cluster;
+  Maintainer maintainer(Settings(), clock);
+  for (int i = 0; i < 5; ++i) {
+    const std::string name = "etcd-" + std::to_string(i);
+    cluster.AddStarted(0x10 + i, name, {"http://" + name + ":2380"}, {"http://" + name + ":2379"});
+  }
+  size_t replicas = 3;
+  int reads = 0;
+  maintainer.SetScaleTarget([&]() -> Result<std::optional<size_t>> {
+    ++reads;
+    return std::optional<size_t>(replicas);
+  });
+  maintainer.Round(cluster, 0x10);
+  CHECK(cluster.CountCalls("MemberRemove") == 1);
+  CHECK(cluster.MemberList()->members.size() == 4);
+  replicas = 5;  // scaled back up before the next round: etcd-3 stays
+  clock.Advance(std::chrono::seconds(5));
+  maintainer.Round(cluster, 0x10);
+  CHECK(cluster.CountCalls("MemberRemove") == 1);
+  CHECK(cluster.MemberList()->members.size() == 4);
+  CHECK(reads >= 3);  // read again whenever the members outnumber it, and before each removal
+  CHECK(maintainer.RenderMetrics().find("quorate_maintenance_actions_total{action=\"remove-member\"} 1") !=
+        std::string::npos);
 }
 
 }  // namespace

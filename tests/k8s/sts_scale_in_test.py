@@ -1,0 +1,41 @@
+"""Issue 25 item 5, rule M7 (docs/DESIGN.md §12), k8s/run: a StatefulSet scaled 3→5 and then 5→3 with
+nothing but `kubectl scale`: the leader's quorate reads spec.replicas through the k8s provider and
+removes the members of the ordinals going, the highest first, each while a majority is left. The
+cluster ends with the first three members as healthy voters, one cluster all along, and a writer
+throughout loses no write."""
+import harness
+import statefulset
+from harness import check, log
+
+
+def test():
+    c = statefulset.StatefulSetCluster("run")
+    pods = c.create()
+    three = c.wait_ready()
+    writer = statefulset.Writer(c, pods)
+    writer.start()
+    watch = harness.ClusterIdWatch(c, pods)
+    watch.start()
+
+    log("kubectl scale statefulset etcd --replicas=5")
+    c.scale(5)
+    five = c.wait_ready(5, timeout=120)
+    check(all(five[n] == three[n] for n in three), f"the first members changed: {three} -> {five}")
+
+    log("kubectl scale statefulset etcd --replicas=3, and nothing else")
+    c.scale(3)
+    after = c.wait_ready(3, timeout=120)
+    writer.finish()
+    seen = watch.finish()
+    log(f"{len(writer.ok)} writes, {len(writer.failures)} failed; clusters seen {seen}")
+    check(after == three, f"after 3->5->3 the members are {after}, not {three}")
+    check(not writer.failures, f"writes failed while scaling: {writer.failures[:5]}")
+    check(len(seen) == 1, f"more than one cluster was seen: {seen}")
+    text = "".join(p.log_tail(1000000) for p in c.pod_list())
+    # The order (highest ordinal first) is the planner's, tested in tests/unit/maintenance_test.cc.
+    for going in ("etcd-4", "etcd-3"):
+        check(f"{going} is going; removed" in text, f"no M7 line removing {going} in the remaining pods' logs")
+
+
+if __name__ == "__main__":
+    statefulset.main(test)
