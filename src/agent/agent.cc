@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
 #include <spdlog/spdlog.h>
 
 #include "agent.grpc.pb.h"
@@ -16,6 +18,9 @@ namespace pb = quorate::agent::v1;
 // Long enough for an in-flight Describe (a copy of a small struct) to finish, short enough that a
 // peer stuck in a call never holds up our exit.
 constexpr std::chrono::milliseconds kShutdownGrace(200);
+// How often the served peer certificate files are read again: quorate renews them in place
+// (docs/DESIGN.md §13) at two thirds of a life of at least 10 s.
+constexpr unsigned kTlsRefreshSeconds = 1;
 
 pb::DataState ToProto(DataState s) {
   switch (s) {
@@ -119,14 +124,18 @@ Result<std::unique_ptr<AgentServer>> AgentServer::Start(const std::string& liste
       return Status::InvalidArgument(
           fmt::format("agent on {}: peer client certificate auth needs a trusted CA file", listen));
     }
+    // Read here only to refuse unusable files at once; the server itself watches them, so that a
+    // renewed leaf is served from then on, as etcd serves it from its next handshake.
     auto pem = ReadPem(peer_tls);
     if (!pem.ok()) return pem.status().Prefixed(fmt::format("agent on {}", listen));
-    grpc::SslServerCredentialsOptions opts(peer_tls.client_cert_auth
-                                               ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
-                                               : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-    opts.pem_root_certs = pem->ca;
-    opts.pem_key_cert_pairs.push_back({pem->key, pem->cert});
-    creds = grpc::SslServerCredentials(opts);
+    auto files = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+        peer_tls.key_file, peer_tls.cert_file, peer_tls.trusted_ca_file, kTlsRefreshSeconds);
+    grpc::experimental::TlsServerCredentialsOptions opts(files);
+    opts.watch_identity_key_cert_pairs();
+    if (!peer_tls.trusted_ca_file.empty()) opts.watch_root_certs();
+    opts.set_cert_request_type(peer_tls.client_cert_auth ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                                                         : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+    creds = grpc::experimental::TlsServerCredentials(opts);
   }
   auto impl = std::make_unique<Impl>();
   impl->service = std::make_unique<AgentService>(std::move(state));

@@ -13,6 +13,7 @@
 #include "cli/output.h"
 #include "core/bucket.h"
 #include "etcd/etcd_client.h"
+#include "etcd/peer_probe.h"
 #include "node/backup_job.h"
 #include "node/etcd_binary.h"
 #include "node/init.h"
@@ -193,7 +194,23 @@ int MemberList(const Config& config, const Words&) {
   auto client = MakeEtcdClient({config.endpoints, config.etcdctl_tls, std::chrono::seconds(5)});
   auto listing = client->MemberList();
   if (!listing.ok()) return Fail(listing.status());
-  std::cout << FormatMemberList(*listing, config.output);
+  // Members on https peer URLs: when each one's peer certificate expires, from its handshake (§13).
+  std::vector<std::optional<WallTime>> expiry;
+  bool tls = false;
+  for (const auto& m : listing->members) {
+    expiry.emplace_back();
+    for (const auto& url : m.peer_urls) {
+      if (url.rfind("https://", 0) != 0) continue;
+      tls = true;
+      auto t = ProbePeerCertNotAfter(url, config.peer_tls, std::chrono::seconds(2));
+      if (t.ok()) {
+        expiry.back() = *t;
+        break;
+      }
+      spdlog::debug("member {}: no peer certificate read: {}", m.name, t.status().message());
+    }
+  }
+  std::cout << FormatMemberList(*listing, config.output, tls ? &expiry : nullptr);
   return 0;
 }
 
@@ -270,6 +287,9 @@ int TlsStatus(const Config& config, const Words&) {
 }
 
 // The backup commands' options.
+// The certificates quorate issues or watches (docs/DESIGN.md §13).
+const std::vector<std::string> kTls = {"tls-ca-cert-file", "tls-ca-key-file",   "tls-leaves",
+                                       "tls-extra-names",  "tls-leaf-lifetime", "tls-expiry-warning"};
 const std::vector<std::string> kBackupStore = {"backup-to", "backup-key-file", "backup-cluster", "backup-timeout"};
 const std::vector<std::string> kMaintenance = {"maintenance",       "defrag-min-bytes",    "defrag-min-percent",
                                                "maintenance-pause", "quota-backend-bytes", "compaction-keep-revisions",
@@ -372,18 +392,24 @@ const std::vector<Command>& Commands() {
       {nullptr, "init", "discover, decide how to start, write the member bucket and etcd's config; idempotent",
        Concat({kCommon, kDiscovery, kNode, {"write-out", "etcd"}}), Init},
       {nullptr, "run", "init, then run etcd and keep it whole: restarts, learner promotion, /healthz /readyz /metrics",
-       Concat({kCommon, kDiscovery, kNode, {"etcd", "status-listen"}, kBackupStore, kRunBackups, kMaintenance}), Run,
+       Concat({kCommon, kDiscovery, kNode, {"etcd", "status-listen"}, kBackupStore, kRunBackups, kMaintenance, kTls}),
+       Run,
        /*takes_extra=*/true},
       {nullptr, "upkeep",
        "beside an etcd started on init's config: promote this member once a caught-up learner, keep its peer URLs, "
        "serve /healthz /readyz /metrics",
        Concat({kCommon,
                kMaintenance,
+               kTls,
                {"name", "data-dir", "state-dir", "status-listen", "cert-file", "key-file", "trusted-ca-file", "cacert",
-                "cert", "key"}}),
+                "cert", "key", "peer-cert-file", "peer-key-file", "peer-trusted-ca-file", "initial-advertise-peer-urls",
+                "advertise-client-urls", "listen-peer-urls", "listen-client-urls"}}),
        Upkeep},
       {"member", "list", "the live membership, over etcd's API",
-       Concat({kCommon, {"endpoints", "cacert", "cert", "key", "write-out"}}), MemberList},
+       Concat({kCommon,
+               {"endpoints", "cacert", "cert", "key", "write-out", "peer-cert-file", "peer-key-file",
+                "peer-trusted-ca-file"}}),
+       MemberList},
       {"member", "remove",
        "remove members, one at a time, each only if the voters left keep a healthy majority; "
        "prints \"Member <id> (<name>) removed from cluster <id>\" per member",

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -16,6 +17,7 @@
 #include "quorate/member.h"
 #include "quorate/text.h"
 #include "quorate/vfs.h"
+#include "tls/cert.h"
 
 extern char** environ;
 
@@ -167,6 +169,40 @@ Binder TlsFile(TlsFiles Config::*tls, std::string TlsFiles::*file) {
       return Status::InvalidArgument(fmt::format("{}: cannot read file '{}'", v.source, Quoted(v.value)));
     }
     c.*tls.*file = v.value;
+    return Status::Ok();
+  });
+}
+
+// A leaf's certificate or key, which quorate issues when it is missing and a CA is given: a file
+// not there yet is taken when its folder is, and Finish refuses it unless quorate issues it.
+Binder LeafFile(TlsFiles Config::*tls, std::string TlsFiles::*file) {
+  return NonEmpty([=](const Sourced& v, Config& c) {
+    if (access(v.value.c_str(), R_OK) != 0 &&
+        (errno != ENOENT || !std::filesystem::is_directory(std::filesystem::path(v.value).parent_path()))) {
+      return Status::InvalidArgument(fmt::format("{}: cannot read file '{}'", v.source, Quoted(v.value)));
+    }
+    c.*tls.*file = v.value;
+    return Status::Ok();
+  });
+}
+
+// A certificate's lifetime or a warning's lead: 90d, 36h, 30m, 45s (a bare number is seconds),
+// from 10 seconds (a test's) to 10 years.
+Binder CertDuration(std::chrono::seconds Config::*field) {
+  return NonEmpty([field](const Sourced& v, Config& c) {
+    size_t digits = 0;
+    while (digits < v.value.size() && std::isdigit(static_cast<unsigned char>(v.value[digits]))) ++digits;
+    const std::string unit = v.value.substr(digits);
+    const std::map<std::string, int64_t> kUnits = {{"", 1}, {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}};
+    auto u = kUnits.find(unit);
+    // Nine digits of days still fit in 64 bits of seconds; the bound below does the rest.
+    const int64_t n = digits > 0 && digits <= 9 ? std::stoll(v.value.substr(0, digits)) : 0;
+    const int64_t secs = u == kUnits.end() ? 0 : n * u->second;
+    if (secs < 10 || secs > int64_t{3650} * 86400) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: '{}' is not a duration from 10s to 3650d (use e.g. 90d, 36h, 30m)", v.source, Quoted(v.value)));
+    }
+    c.*field = std::chrono::seconds(secs);
     return Status::Ok();
   });
 }
@@ -384,6 +420,72 @@ std::string Hostname() {
   return buf;
 }
 
+// The certificates quorate issues (docs/DESIGN.md §13) go with a CA, files it may write and the names
+// to put in them; a leaf file that is not there is one quorate issues, or a mistake.
+Status FinishTls(Config& c) {
+  if (c.tls_ca.cert_file.empty() != c.tls_ca.key_file.empty()) {
+    return Status::InvalidArgument("--tls-ca-cert-file and --tls-ca-key-file go together: give both or neither");
+  }
+  const bool issuing = !c.tls_ca.key_file.empty();
+  if (!issuing && (!c.tls_leaves.empty() || !c.tls_extra_names.empty())) {
+    return Status::InvalidArgument(
+        "--tls-leaves and --tls-extra-names are for leaves quorate issues: give the CA with --tls-ca-cert-file and "
+        "--tls-ca-key-file");
+  }
+  struct LeafFlags {
+    const char* kind;
+    const TlsFiles& tls;
+    const char *cert, *key, *urls;
+    const std::vector<std::string>& advertised;
+  };
+  const LeafFlags leaves[] = {
+      {"peer", c.peer_tls, "peer-cert-file", "peer-key-file", "initial-advertise-peer-urls",
+       c.initial_advertise_peer_urls},
+      {"client", c.client_tls, "cert-file", "key-file", "advertise-client-urls", c.advertise_client_urls}};
+  if (issuing && c.tls_leaves.empty()) {
+    for (const auto& l : leaves) {
+      if (!l.tls.cert_file.empty()) c.tls_leaves.push_back(l.kind);
+    }
+    if (c.tls_leaves.empty()) {
+      return Status::InvalidArgument(
+          "--tls-ca-key-file: no leaf to issue: give --peer-cert-file and --peer-key-file (and/or --cert-file and "
+          "--key-file) where quorate is to write them");
+    }
+  }
+  auto issued = [&](const LeafFlags& l) {
+    return std::find(c.tls_leaves.begin(), c.tls_leaves.end(), l.kind) != c.tls_leaves.end();
+  };
+  for (const auto& l : leaves) {
+    if (issued(l) && l.tls.cert_file.empty()) {
+      return Status::InvalidArgument(fmt::format("--tls-leaves {}: give --{} and --{} where quorate is to write it",
+                                                 l.kind, l.cert, l.key));
+    }
+    if (issued(l) && l.advertised.empty()) {
+      return Status::InvalidArgument(
+          fmt::format("--tls-leaves {}: give --{}: the {} certificate names their hosts", l.kind, l.urls, l.kind));
+    }
+  }
+  for (const auto& l : leaves) {
+    for (const char* flag : {l.cert, l.key}) {
+      const std::string& path = flag == l.cert ? l.tls.cert_file : l.tls.key_file;
+      if (path.empty()) continue;
+      if (!issued(l) && access(path.c_str(), R_OK) != 0) {
+        return Status::InvalidArgument(fmt::format("--{}: cannot read file '{}'", flag, Quoted(path)));
+      }
+      // A Secret or projected volume (what cert-manager's certificates are mounted as) is the
+      // kubelet's to write: its files change under a "..data" link, and quorate never writes there.
+      const auto dir = std::filesystem::path(path).parent_path();
+      if (issued(l) && std::filesystem::exists(dir / "..data")) {
+        return Status::InvalidArgument(fmt::format(
+            "--{} '{}' is in a mounted Secret (its folder has ..data), which quorate never writes: leave its "
+            "certificate to cert-manager (no --tls-ca-key-file) or give a path on a writable volume",
+            flag, Quoted(path)));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 // The defaults that derive from other options, and the options that go together.
 Status Finish(Config& c) {
   if (c.name.empty()) {
@@ -402,7 +504,7 @@ Status Finish(Config& c) {
       return Status::InvalidArgument(fmt::format("--{} and --{} go together: give both or neither", p.cert, p.key));
     }
   }
-  return Status::Ok();
+  return FinishTls(c);
 }
 
 }  // namespace
@@ -428,13 +530,14 @@ const std::vector<OptionDef>& AllOptions() {
       Row("discovery-srv", "ETCD_DISCOVERY_SRV", "DNS SRV discovery: the domain", Text(&C::discovery_srv)),
       Row("discovery-srv-name", "ETCD_DISCOVERY_SRV_NAME", "DNS SRV discovery: service name suffix",
           Text(&C::discovery_srv_name)),
-      Row("cert-file", "ETCD_CERT_FILE", "client TLS certificate", TlsFile(&C::client_tls, &TlsFiles::cert_file)),
-      Row("key-file", "ETCD_KEY_FILE", "client TLS key", TlsFile(&C::client_tls, &TlsFiles::key_file)),
+      Row("cert-file", "ETCD_CERT_FILE", "client TLS certificate", LeafFile(&C::client_tls, &TlsFiles::cert_file)),
+      Row("key-file", "ETCD_KEY_FILE", "client TLS key", LeafFile(&C::client_tls, &TlsFiles::key_file)),
       Row("trusted-ca-file", "ETCD_TRUSTED_CA_FILE", "client TLS CA bundle",
           TlsFile(&C::client_tls, &TlsFiles::trusted_ca_file)),
       BoolRow("client-cert-auth", "ETCD_CLIENT_CERT_AUTH", "require client certificates", TlsFlag(&C::client_tls)),
-      Row("peer-cert-file", "ETCD_PEER_CERT_FILE", "peer TLS certificate", TlsFile(&C::peer_tls, &TlsFiles::cert_file)),
-      Row("peer-key-file", "ETCD_PEER_KEY_FILE", "peer TLS key", TlsFile(&C::peer_tls, &TlsFiles::key_file)),
+      Row("peer-cert-file", "ETCD_PEER_CERT_FILE", "peer TLS certificate",
+          LeafFile(&C::peer_tls, &TlsFiles::cert_file)),
+      Row("peer-key-file", "ETCD_PEER_KEY_FILE", "peer TLS key", LeafFile(&C::peer_tls, &TlsFiles::key_file)),
       Row("peer-trusted-ca-file", "ETCD_PEER_TRUSTED_CA_FILE", "peer TLS CA bundle",
           TlsFile(&C::peer_tls, &TlsFiles::trusted_ca_file)),
       BoolRow("peer-client-cert-auth", "ETCD_PEER_CLIENT_CERT_AUTH", "require peer client certificates",
@@ -553,6 +656,49 @@ const std::vector<OptionDef>& AllOptions() {
           "2N; 0 (default) compacts only on NOSPACE, to the current revision (leave it 0 with etcd's own "
           "--auto-compaction-retention)",
           Whole64(&C::compaction_keep_revisions, 0, int64_t{1} << 50), "0"),
+      // Certificates (docs/DESIGN.md §13).
+      Row("tls-ca-cert-file", "QUORATE_TLS_CA_CERT_FILE",
+          "CA certificate that issues this member's leaves (with --tls-ca-key-file; a Secret's ca.crt mounted as a file)",
+          TlsFile(&C::tls_ca, &TlsFiles::cert_file)),
+      Row("tls-ca-key-file", "QUORATE_TLS_CA_KEY_FILE",
+          "the CA's private key (unencrypted PEM): quorate issues the leaves missing or expired before etcd starts and "
+          "renews them at two thirds of their life; without it quorate writes no certificate, only watches them",
+          TlsFile(&C::tls_ca, &TlsFiles::key_file)),
+      ListRow("tls-leaves", "QUORATE_TLS_LEAVES",
+              "the leaves quorate issues: peer (--peer-cert-file, --peer-key-file), client (--cert-file, --key-file) "
+              "(default: each whose files are given)",
+              NonEmpty([](const Sourced& v, Config& c) {
+                std::stringstream ss(v.value);
+                for (std::string kind; std::getline(ss, kind, ',');) {
+                  if (kind != "peer" && kind != "client") {
+                    return Status::InvalidArgument(
+                        fmt::format("{}: '{}' is not a leaf: peer or client", v.source, Quoted(kind)));
+                  }
+                  if (std::find(c.tls_leaves.begin(), c.tls_leaves.end(), kind) == c.tls_leaves.end()) {
+                    c.tls_leaves.push_back(kind);
+                  }
+                }
+                return Status::Ok();
+              })),
+      ListRow("tls-extra-names", "QUORATE_TLS_EXTRA_NAMES",
+              "IPs and DNS names every leaf quorate issues carries besides its URLs' hosts: a client Service or VIP, "
+              "the address peers connect from (etcd 3.4 checks a peer's IP SANs against it)",
+              NonEmpty([](const Sourced& v, Config& c) {
+                std::stringstream ss(v.value);
+                for (std::string host; std::getline(ss, host, ',');) {
+                  if (!IsCertHost(host)) {
+                    return Status::InvalidArgument(
+                        fmt::format("{}: '{}' is neither an IP address nor a DNS name", v.source, Quoted(host)));
+                  }
+                  c.tls_extra_names.push_back(host);
+                }
+                return Status::Ok();
+              })),
+      Row("tls-leaf-lifetime", "QUORATE_TLS_LEAF_LIFETIME", "how long a leaf quorate issues is valid, e.g. 90d, 36h",
+          CertDuration(&C::tls_leaf_lifetime), "90d"),
+      Row("tls-expiry-warning", "QUORATE_TLS_EXPIRY_WARNING",
+          "a certificate closer than this to its expiry is a warning line and a /readyz detail, e.g. 7d",
+          CertDuration(&C::tls_expiry_warning), "7d"),
       BoolRow("force", "QUORATE_FORCE",
               "restore or recover even while the old cluster still has a live quorum (its later writes are lost)",
               Flag(&C::force)),

@@ -87,26 +87,40 @@ std::string FormatInitOutcome(const InitOutcome& o, OutputFormat format) {
       o.etcd_config_path);
 }
 
-std::string FormatMemberList(const MemberListing& listing, OutputFormat format) {
+std::string FormatMemberList(const MemberListing& listing, OutputFormat format,
+                             const std::vector<std::optional<WallTime>>* peer_cert_not_after) {
+  auto expiry = [&](size_t i) -> std::optional<WallTime> {
+    if (peer_cert_not_after == nullptr || i >= peer_cert_not_after->size()) return std::nullopt;
+    return (*peer_cert_not_after)[i];
+  };
   if (format == OutputFormat::kJson) {
     // Keys in etcdctl's order, for a reader comparing the two.
     nlohmann::ordered_json members = nlohmann::ordered_json::array();
-    for (const auto& m : listing.members) {
+    for (size_t i = 0; i < listing.members.size(); ++i) {
+      const auto& m = listing.members[i];
       members.push_back({{"id", IdToHex(m.id)},
                          {"name", m.name},
                          {"peerURLs", m.peer_urls},
                          {"clientURLs", m.client_urls},
                          {"isLearner", m.is_learner}});
+      if (peer_cert_not_after != nullptr) {
+        auto t = expiry(i);
+        members.back()["peerCertNotAfter"] = t ? nlohmann::ordered_json(FormatWallTime(*t)) : nullptr;
+      }
     }
     return JsonText(nlohmann::ordered_json{{"clusterID", IdToHex(listing.cluster_id)}, {"members", members}}, 2) + "\n";
   }
   std::vector<std::vector<std::string>> rows;
-  for (const auto& m : listing.members) {
+  for (size_t i = 0; i < listing.members.size(); ++i) {
+    const auto& m = listing.members[i];
     rows.push_back({IdToHex(m.id), m.started() ? "started" : "unstarted", m.name, Joined(m.peer_urls),
                     Joined(m.client_urls), m.is_learner ? "true" : "false"});
+    if (peer_cert_not_after != nullptr) rows.back().push_back(expiry(i) ? FormatWallTime(*expiry(i)) : "-");
   }
   if (format == OutputFormat::kTable) {
-    return RenderTable({"ID", "STATUS", "NAME", "PEER ADDRS", "CLIENT ADDRS", "IS LEARNER"}, rows);
+    std::vector<std::string> header = {"ID", "STATUS", "NAME", "PEER ADDRS", "CLIENT ADDRS", "IS LEARNER"};
+    if (peer_cert_not_after != nullptr) header.push_back("PEER CERT NOT AFTER");
+    return RenderTable(header, rows);
   }
   std::string out;
   for (const auto& r : rows) out += fmt::format("{}\n", fmt::join(r, ", "));

@@ -14,6 +14,7 @@
 #include "node/maintenance.h"
 #include "node/member_remove.h"
 #include "quorate/member.h"
+#include "tls/cert.h"
 
 namespace quorate {
 
@@ -35,8 +36,11 @@ std::string FormatDiscovered(const MemberSet& set, OutputFormat format, const Si
 std::string FormatInitOutcome(const InitOutcome& outcome, OutputFormat format);
 
 // `member list` in etcdctl 3.4's shapes: simple and table as etcdctl prints them; json with IDs as
-// hex strings and "clusterID", as quorate's other JSON output.
-std::string FormatMemberList(const MemberListing& listing, OutputFormat format);
+// hex strings and "clusterID", as quorate's other JSON output. With `peer_cert_not_after` (in the
+// members' order; nullopt where no certificate was read), one more column, "PEER CERT NOT AFTER"
+// (json: "peerCertNotAfter", null where none), as an RFC 3339 UTC time or "-".
+std::string FormatMemberList(const MemberListing& listing, OutputFormat format,
+                             const std::vector<std::optional<WallTime>>* peer_cert_not_after = nullptr);
 
 // `version`: quorate's and the commit it was built from, and that of the etcd binary at `etcd_path`
 // ("not found" when it gave none). `cluster_version` empty when unknown; `cluster_source` says where

@@ -71,6 +71,17 @@ struct Config {
   bool scale_in = true;                                                 // rule M7
   int64_t quota_backend_bytes = 0;  // etcd's --quota-backend-bytes; 0: etcd's default
   int64_t compaction_keep_revisions = 0;
+
+  // Certificates (docs/DESIGN.md §13): with a CA's certificate and key quorate issues and renews the
+  // leaves named in tls_leaves ("peer": --peer-cert-file/--peer-key-file, "client": --cert-file/
+  // --key-file); without, it writes no certificate and only watches what is there (cert-manager's).
+  TlsFiles tls_ca;                      // --tls-ca-cert-file, --tls-ca-key-file
+  std::vector<std::string> tls_leaves;  // empty: every leaf whose files are given
+  // Names every issued leaf carries besides its URLs' hosts (a client Service, a VIP, the address
+  // peers connect from): IPs and DNS names.
+  std::vector<std::string> tls_extra_names;
+  std::chrono::seconds tls_leaf_lifetime{std::chrono::hours(24 * 90)};
+  std::chrono::seconds tls_expiry_warning{std::chrono::hours(24 * 7)};
 };
 
 }  // namespace quorate

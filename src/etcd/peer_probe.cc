@@ -176,4 +176,11 @@ Result<VersionAnswer> ProbeVersion(const std::string& peer_url, const TlsFiles& 
   return ParseVersionAnswer(response->body, peer_url + "/version");
 }
 
+Result<WallTime> ProbePeerCertNotAfter(const std::string& peer_url, const TlsFiles& peer_tls,
+                                       std::chrono::milliseconds timeout) {
+  auto cert = ReadServerCertificate(peer_url, peer_tls, timeout);
+  if (!cert.ok()) return cert.status();
+  return cert->not_after;
+}
+
 }  // namespace quorate

@@ -12,6 +12,7 @@
 #include "core/etcd_version.h"
 #include "quorate/status.h"
 #include "quorate/tls.h"
+#include "tls/cert.h"
 
 namespace quorate {
 
@@ -36,5 +37,11 @@ Result<VersionAnswer> ProbeVersion(const std::string& peer_url, const TlsFiles& 
 // The body of GET /version, checked: {"etcdserver":"3.5.30","etcdcluster":"3.5.0"} (3.6 adds
 // "storage", which is not read); `source` names it in errors.
 Result<VersionAnswer> ParseVersionAnswer(const std::string& body, const std::string& source);
+
+// When the certificate a member presents on its peer URL expires, read from a TLS handshake (the
+// client certificate of `peer_tls` presented when given, though etcd sends its own before it asks
+// for one): for `member list`. InvalidArgument for an http URL; Unavailable when nothing answers.
+Result<WallTime> ProbePeerCertNotAfter(const std::string& peer_url, const TlsFiles& peer_tls,
+                                       std::chrono::milliseconds timeout);
 
 }  // namespace quorate

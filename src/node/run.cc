@@ -74,6 +74,9 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     if (!store.ok()) return store.status().Prefixed("--backup-to");
     backups = std::make_unique<BackupSchedule>(config, std::move(*settings), std::move(*store));
   }
+  // The CA's files are the operator's input too (rule T6 of §13).
+  auto tls = TlsRenewer::Create(config, RealClock());
+  if (!tls.ok()) return tls.status();
   Metrics metrics;
   // Why init asked to keep etcd stopped for now (this member was removed, or a step to retry); empty
   // while it may run. quorate is then alive and waiting, only not ready: a liveness probe must not
@@ -100,6 +103,10 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     return u == nullptr ? Status::Unavailable("deciding how to start etcd") : u->Ready();
   };
   if (backups) metrics.AddSection([&] { return backups->RenderMetrics(); });
+  if (*tls) {
+    metrics.AddSection([&] { return (*tls)->RenderMetrics(); });
+    checks.ready_detail = [&] { return (*tls)->Warnings(); };
+  }
   auto status_server = ServeStatus(config, metrics, checks);
   if (!status_server.ok()) return status_server.status();
 
@@ -130,6 +137,11 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   init_options.stop = {watcher.fd(), stop_requested};
   init_options.etcd_files_required = false;
 
+  // Before init: its peer probes and agent calls present the peer certificate, which an expired one
+  // (the node was off past its life) would have refused (rule T2).
+  if (*tls) {
+    if (Status s = (*tls)->BeforeStart(); !s.ok()) return s;
+  }
   InitJob job(config, init_options);
   auto outcome = job.Run();
   if (!outcome.ok() && outcome.status().IsCancelled()) {
@@ -139,7 +151,9 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   if (!outcome.ok()) return outcome.status();
   metrics.RecordDecision(outcome->decision.action);
 
-  Upkeep upkeep(config, metrics);
+  UpkeepOptions upkeep_options;
+  upkeep_options.tls = tls->get();
+  Upkeep upkeep(config, metrics, upkeep_options);
   // The CA rotation restarts etcd through the supervisor, which exists further down.
   CaRotation rotation(config, [&] {
     if (Supervisor* s = supervising.load(); s != nullptr) s->RequestRestart();
@@ -180,8 +194,10 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     // an older quorate left still starting up when this one began (it held no lock to be seen then),
     // or one started by hand while ours was down. Left there, every restart fails on its lock.
     redeciding = true;
-    Status stray = StopStrayEtcd(config.data_dir);
-    auto again = stray.ok() ? job.Run() : Result<InitOutcome>(stray);
+    Status before = StopStrayEtcd(config.data_dir);
+    // A leaf that expired while etcd was down comes back renewed (rule T2), or the restart is held.
+    if (before.ok() && *tls) before = (*tls)->BeforeStart();
+    auto again = before.ok() ? job.Run() : Result<InitOutcome>(before);
     if (!again.ok() && again.status().IsCancelled()) {
       redeciding = false;
       // The supervisor was told to stop; deferring the restart lets it see that and return.
@@ -245,12 +261,20 @@ Status UpkeepNode(const Config& config) {
   }
   spdlog::info("upkeep of {} beside its etcd: promoting it once a caught-up learner, keeping its peer URLs",
                self->name);
+  auto tls = TlsRenewer::Create(config, RealClock());
+  if (!tls.ok()) return tls.status();
   Metrics metrics;
-  Upkeep upkeep(config, metrics);
+  UpkeepOptions upkeep_options;
+  upkeep_options.tls = tls->get();
+  Upkeep upkeep(config, metrics, upkeep_options);
   upkeep.SetSelf(*self, PeerClientUrls(config.state_dir, self->name));
   StatusChecks checks;
   checks.live = [] { return Status::Ok(); };  // etcd is another container's to watch
   checks.ready = [&] { return upkeep.Ready(); };
+  if (*tls) {
+    metrics.AddSection([&] { return (*tls)->RenderMetrics(); });
+    checks.ready_detail = [&] { return (*tls)->Warnings(); };
+  }
   auto status_server = ServeStatus(config, metrics, checks);
   if (!status_server.ok()) return status_server.status();
   upkeep.Start();

@@ -40,7 +40,12 @@ void Upkeep::SetSelf(const Member& self, const std::vector<std::string>& peer_cl
   self_ = self;
   if (client_ != nullptr && endpoints == endpoints_) return;
   endpoints_ = std::move(endpoints);
+  MakeClientLocked();
+}
+
+void Upkeep::MakeClientLocked() {
   const TlsFiles& tls = config_.etcdctl_tls.enabled() ? config_.etcdctl_tls : config_.client_tls;
+  if (options_.tls != nullptr) client_tls_generation_ = options_.tls->generation();
   client_ = options_.etcd_clients({endpoints_, tls, kEtcdCallTimeout});
 }
 
@@ -68,6 +73,10 @@ Status Upkeep::Tick() {
   std::shared_ptr<EtcdClient> client;
   {
     std::lock_guard lock(mu_);
+    // The client read its certificate when made: after a renewal it presents the new one (§13).
+    if (client_ != nullptr && options_.tls != nullptr && options_.tls->generation() != client_tls_generation_) {
+      MakeClientLocked();
+    }
     self = self_;
     client = client_;
   }
@@ -180,6 +189,7 @@ void Upkeep::Loop() {
     }
     ready_ = std::move(ready);
     lock.unlock();
+    if (options_.tls != nullptr) options_.tls->Round();
     // After readiness is set: a defragmentation takes long, and a probe must not wait on it.
     Maintain();
     Rotate();

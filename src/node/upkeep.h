@@ -16,6 +16,7 @@
 #include "etcd/etcd_client.h"
 #include "node/maintenance.h"
 #include "node/rotation.h"
+#include "node/tls_renew.h"
 #include "quorate/clock.h"
 #include "quorate/member.h"
 #include "quorate/status.h"
@@ -34,6 +35,8 @@ struct UpkeepOptions {
   // Rule M7's StatefulSet replicas; null: read through discovery when it is provider=k8s
   // (ScaleTargetFromDiscovery).
   Maintainer::ScaleTargetSource scale_target = nullptr;
+  // The member's certificates (§13), looked after every round whether etcd runs or not; none: no TLS.
+  TlsRenewer* tls = nullptr;
 };
 
 class Upkeep {
@@ -72,6 +75,8 @@ class Upkeep {
 
  private:
   void Loop();
+  // The client for endpoints_, with the TLS files as they are now. Under mu_.
+  void MakeClientLocked();
   void Rotate();
 
   const Config& config_;
@@ -82,6 +87,7 @@ class Upkeep {
   Member self_;
   std::vector<std::string> endpoints_;
   std::shared_ptr<EtcdClient> client_;
+  uint64_t client_tls_generation_ = 0;  // the renewer's generation the client's files were read at
   bool etcd_running_ = true;
   std::string version_change_;
   MemberId self_id_ = 0;  // as the last round's status said

@@ -185,7 +185,11 @@ struct StatusServer::Impl {
       return Plain(s.ok() ? 200 : 503, s.ok() ? "ok\n" : s.message() + "\n");
     };
     if (path == "/healthz") return check(checks.live, "no liveness check is configured");
-    if (path == "/readyz") return check(checks.ready, "no readiness check is configured");
+    if (path == "/readyz") {
+      Answer a = check(checks.ready, "no readiness check is configured");
+      if (checks.ready_detail) a.body += checks.ready_detail();
+      return a;
+    }
     if (path == "/metrics") return {200, "text/plain; version=0.0.4; charset=utf-8", metrics.Render(), {}};
     return Plain(404, "not found\n");
   }

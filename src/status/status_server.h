@@ -55,6 +55,8 @@ struct StatusChecks {
   std::function<Status()> live;
   // Ok when etcd is healthy and this member is a voter; otherwise /readyz's 503 reason.
   std::function<Status()> ready;
+  // Lines added to /readyz's body whatever its code (a certificate close to its expiry); may be unset.
+  std::function<std::string()> ready_detail;
 };
 
 class StatusServer {

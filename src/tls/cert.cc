@@ -284,6 +284,8 @@ Result<CaKey> LoadCa(const std::string& cert_file, const std::string& key_file) 
   return ca;
 }
 
+bool IsCertHost(const std::string& host) { return IsIp(host) || IsDnsName(host); }
+
 std::vector<std::string> HostsOf(const std::vector<std::string>& urls) {
   std::vector<std::string> hosts;
   for (const auto& u : urls) {
@@ -316,7 +318,7 @@ Status CheckNames(const CertInfo& cert, const std::vector<std::string>& urls, co
 Result<Leaf> IssueLeaf(const CaKey& ca, const LeafRequest& request) {
   if (request.hosts.empty()) return Status::InvalidArgument("a leaf needs at least one host to name");
   for (const auto& host : request.hosts) {
-    if (!IsIp(host) && !IsDnsName(host)) {
+    if (!IsCertHost(host)) {
       return Status::InvalidArgument(fmt::format("'{}' is neither an IP address nor a DNS name", Printable(host)));
     }
   }

@@ -77,6 +77,10 @@ struct Leaf {
 // an IP nor a DNS name; when the key to keep does not parse.
 Result<Leaf> IssueLeaf(const CaKey& ca, const LeafRequest& request);
 
+// A host a leaf may name: an IP address, or a DNS name (labels of letters, digits and '-', a leading
+// "*." allowed).
+bool IsCertHost(const std::string& host);
+
 // The hosts of `urls` a certificate must name: each URL's host, once, in order; the unspecified
 // addresses (0.0.0.0, ::) are listening wildcards, never dialled, and left out.
 std::vector<std::string> HostsOf(const std::vector<std::string>& urls);

@@ -55,6 +55,21 @@ TEST_CASE("member list prints as etcdctl 3.4 does") {
         "9d003cefd1dd660e, unstarted, , http://a:2380,https://b:2380, , true\n");
 }
 
+TEST_CASE("member list adds each member's peer certificate expiry when the members have https peer URLs") {
+  const std::vector<std::optional<WallTime>> expiry = {std::nullopt,
+                                                       std::chrono::system_clock::from_time_t(1'800'000'000)};
+  CHECK(FormatMemberList(Sample(), OutputFormat::kSimple, &expiry) ==
+        "9d003cefd1dd660e, unstarted, , http://127.0.3.2:2380, , true, -\n"
+        "b28bdc1605fb2197, started, n1, http://127.0.3.1:2380, http://127.0.3.1:2379, false, 2027-01-15T08:00:00Z\n");
+  const std::string table = FormatMemberList(Sample(), OutputFormat::kTable, &expiry);
+  CHECK(table.find("| IS LEARNER | PEER CERT NOT AFTER  |") != std::string::npos);
+  CHECK(table.find("|      false | 2027-01-15T08:00:00Z |") != std::string::npos);
+  auto json = nlohmann::json::parse(FormatMemberList(Sample(), OutputFormat::kJson, &expiry));
+  CHECK(json["members"][0]["peerCertNotAfter"].is_null());
+  CHECK(json["members"][1]["peerCertNotAfter"] == "2027-01-15T08:00:00Z");
+  CHECK(FormatMemberList(Sample(), OutputFormat::kJson).find("peerCertNotAfter") == std::string::npos);
+}
+
 TEST_CASE("JSON output never throws: bytes that are not UTF-8 come out as U+FFFD") {
   const std::string bad = "n\xff";
   CHECK(JsonText(nlohmann::json{{"name", bad}}) == "{\"name\":\"n\xef\xbf\xbd\"}");

@@ -169,9 +169,11 @@ TEST_CASE("metrics render as valid Prometheus text with every series quorate pro
 struct Probe {
   std::atomic<bool> etcd_alive{true};
   std::atomic<bool> voter{false};
+  std::atomic<bool> expiring{false};
   StatusChecks Checks() {
     return {[this] { return etcd_alive ? Status::Ok() : Status::Unavailable("etcd is not running: restarting in 2s"); },
-            [this] { return voter ? Status::Ok() : Status::Unavailable("this member is a learner"); }};
+            [this] { return voter ? Status::Ok() : Status::Unavailable("this member is a learner"); },
+            [this] { return expiring ? std::string("warning: peer certificate /p.crt expires in 2d 1h\n") : ""; }};
   }
 };
 
@@ -202,6 +204,14 @@ TEST_CASE("the status server answers /healthz, /readyz and /metrics over HTTP") 
   ready = client.Get("/readyz");
   REQUIRE(ready);
   CHECK(ready->status == 200);
+  CHECK(ready->body == "ok\n");
+  // A certificate close to its expiry is said on /readyz, and does not make the member unready.
+  probe.expiring = true;
+  ready = client.Get("/readyz");
+  REQUIRE(ready);
+  CHECK(ready->status == 200);
+  CHECK(ready->body == "ok\nwarning: peer certificate /p.crt expires in 2d 1h\n");
+  probe.expiring = false;
 
   metrics.RecordDecision(Action::kNew);
   auto scraped = client.Get("/metrics");
