@@ -4,12 +4,12 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <openssl/evp.h>
 #include <fmt/ranges.h>
 
 #include "core/json.h"
 #include "quorate/fs.h"
 #include "quorate/log.h"
-#include "quorate/s3.h"
 #include "tls/cert.h"
 
 namespace quorate {
@@ -21,6 +21,16 @@ constexpr const char* kCertFile = "peer.crt";
 constexpr const char* kKeyFile = "peer.key";
 constexpr int kPhaseLeaves = 2;
 constexpr int kPhaseNew = 3;
+
+// The rotation's ID. (Not the S3 signer's helper: a CA rotation has nothing to do with a store.)
+std::string Sha256Hex(const std::string& data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_Digest(data.data(), data.size(), digest, &size, EVP_sha256(), nullptr);
+  std::string hex;
+  for (unsigned int i = 0; i < size; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
 
 // PEM files joined into one bundle: each ends its line, so the next BEGIN starts a line of its own.
 std::string Joined(const std::string& a, const std::string& b) {
@@ -61,7 +71,7 @@ Result<std::string> CaFingerprint(const std::string& ca_file) {
   if (pem->find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
     return Status::InvalidArgument(fmt::format("{} holds no PEM certificate; give the new CA's certificate", ca_file));
   }
-  return sigv4::Sha256Hex(*pem);
+  return Sha256Hex(*pem);
 }
 
 std::string CaRotationIntentValue(const std::string& id) { return JsonText(nlohmann::json{{"id", id}}); }
