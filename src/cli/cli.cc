@@ -20,6 +20,7 @@
 #include "node/member_remove.h"
 #include "node/process.h"
 #include "node/restore.h"
+#include "node/rotation.h"
 #include "node/run.h"
 #include "quorate/log.h"
 #include "quorate/member.h"
@@ -257,6 +258,36 @@ int MaintenanceStatus(const Config& config, const Words&) {
   return 0;
 }
 
+// DESIGN §14: asks every node's quorate to rotate the peer CA to the one in next/ beside
+// --peer-trusted-ca-file; prints where each member is.
+int TlsRotateCa(const Config& config, const Words&) {
+  if (config.peer_tls.trusted_ca_file.empty()) {
+    return Fail(Status::InvalidArgument("--peer-trusted-ca-file: give the peer CA the cluster trusts now; the new "
+                                        "one is read from next/ beside it"));
+  }
+  const std::string next = NextTlsPath(config.peer_tls.trusted_ca_file);
+  auto id = CaFingerprint(next);
+  if (!id.ok()) {
+    return Fail(Status::InvalidArgument(
+        fmt::format("--peer-trusted-ca-file: {}; put the new CA's certificate at {}", id.status().message(), next)));
+  }
+  auto client = MakeEtcdClient({config.endpoints, config.etcdctl_tls, std::chrono::seconds(5)});
+  if (Status s = AskCaRotation(*client, *id); !s.ok()) return Fail(s);
+  spdlog::info("CA rotation to {} (sha256 {}) asked: every node's quorate carries it out", next, id->substr(0, 12));
+  auto view = ReadCaRotation(*client);
+  if (!view.ok()) return Fail(view.status());
+  std::cout << FormatCaRotation(*view);
+  return 0;
+}
+
+int TlsStatus(const Config& config, const Words&) {
+  auto client = MakeEtcdClient({config.endpoints, config.etcdctl_tls, std::chrono::seconds(5)});
+  auto view = ReadCaRotation(*client);
+  if (!view.ok()) return Fail(view.status());
+  std::cout << FormatCaRotation(*view);
+  return 0;
+}
+
 // The backup commands' options.
 // The certificates quorate issues or watches (docs/DESIGN.md §13).
 const std::vector<std::string> kTls = {"tls-ca-cert-file", "tls-ca-key-file",   "tls-leaves",
@@ -396,6 +427,13 @@ const std::vector<Command>& Commands() {
        "what the leader's quorate would do now to keep etcd's database in shape (compaction, defragmentation, "
        "alarms), and why",
        Concat({kCommon, kMaintenance, {"endpoints", "cacert", "cert", "key", "write-out"}}), MaintenanceStatus},
+      {"tls", "rotate-ca",
+       "rotate the peer CA with no downtime: every node's quorate trusts old and new (a rolling restart), "
+       "serves its new leaf, then trusts the new CA only (a second rolling restart); the new CA and leaves are "
+       "read from next/ beside each file",
+       Concat({kCommon, {"endpoints", "cacert", "cert", "key", "peer-trusted-ca-file"}}), TlsRotateCa},
+      {"tls", "status", "where the CA rotation is: its ID and each member's phase",
+       Concat({kCommon, {"endpoints", "cacert", "cert", "key"}}), TlsStatus},
       {"backup", "save",
        "stream a snapshot of the cluster at --endpoints into --backup-to (compressed, encrypted with the first "
        "--backup-key-file); -w simple prints the new backup's URL alone on its last line",

@@ -17,6 +17,7 @@
 #include "node/etcd_env.h"
 #include "node/init.h"
 #include "node/restore.h"
+#include "node/rotation.h"
 #include "node/signal_watcher.h"
 #include "node/stray_etcd.h"
 #include "node/supervisor.h"
@@ -153,11 +154,16 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   UpkeepOptions upkeep_options;
   upkeep_options.tls = tls->get();
   Upkeep upkeep(config, metrics, upkeep_options);
+  // The CA rotation restarts etcd through the supervisor, which exists further down.
+  CaRotation rotation(config, [&] {
+    if (Supervisor* s = supervising.load(); s != nullptr) s->RequestRestart();
+  });
+  upkeep.SetRotation(&rotation);
   upkeep.SetSelf(outcome->self, PeerClientUrls(config.state_dir, outcome->self.name));
   upkeep.SetVersionChange(outcome->version_change);
   upkeep.SetEtcdRunning(false);
 
-  std::vector<std::string> argv = EtcdArgv(config, *outcome, extra_etcd_args);
+  std::vector<std::string> argv = rotation.EtcdArgv(EtcdArgv(config, *outcome, extra_etcd_args));
   SupervisorOptions options;
   options.spec.argv = argv;
   options.spec.env = EtcdEnvironmentFor(argv);
@@ -173,6 +179,10 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     upkeep.SetEtcdRunning(false);
     if (exit.requested) return;
     std::string how = exit.status ? exit.status->ToString() : exit.start_error.message();
+    if (exit.restart_requested) {
+      spdlog::info("etcd stopped ({}) for the restart quorate asked; starting it again", how);
+      return;
+    }
     metrics.RecordError("etcd exited: " + how);
     spdlog::warn("etcd exited ({}) after {}s; restarting in {}ms", how,
                  std::chrono::duration_cast<std::chrono::seconds>(exit.uptime).count(),
@@ -214,7 +224,7 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     metrics.RecordDecision(again->decision.action);
     upkeep.SetSelf(again->self, PeerClientUrls(config.state_dir, again->self.name));
     upkeep.SetVersionChange(again->version_change);
-    argv = EtcdArgv(config, *again, extra_etcd_args);
+    argv = rotation.EtcdArgv(EtcdArgv(config, *again, extra_etcd_args));
     spec.argv = argv;
     spec.env = EtcdEnvironmentFor(argv);
     return Status::Ok();

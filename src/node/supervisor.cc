@@ -27,6 +27,12 @@ void Supervisor::Stop() {
   if (stop_fd_ >= 0) (void)!::write(stop_fd_, &one, sizeof one);
 }
 
+void Supervisor::RequestRestart() {
+  restart_requested_ = true;
+  uint64_t one = 1;
+  if (stop_fd_ >= 0) (void)!::write(stop_fd_, &one, sizeof one);
+}
+
 SupervisorStats Supervisor::stats() const {
   std::lock_guard lock(mu_);
   return stats_;
@@ -73,13 +79,14 @@ Result<std::optional<ExitStatus>> Supervisor::WaitFor(ChildProcess* child,
       if (!polled.ok()) return polled.status();
       exit = *polled;
     }
-    if (*ready == 0 || exit || (return_on_stop && stop_signal_ != 0)) return exit;
+    if (*ready == 0 || exit || (return_on_stop && (stop_signal_ != 0 || restart_requested_))) return exit;
   }
 }
 
 Result<ExitStatus> Supervisor::StopChild(ChildProcess& child) {
-  // A child that exited meanwhile makes Signal fail; the wait below then sees the exit.
-  (void)child.Signal(stop_signal_);
+  // A child that exited meanwhile makes Signal fail; the wait below then sees the exit. A requested
+  // restart stops it as SIGTERM would: etcd then ends cleanly, its WAL synced.
+  (void)child.Signal(stop_signal_ != 0 ? stop_signal_ : SIGTERM);
   Clock::TimePoint deadline = clock_.Now() + options_.stop_grace;
   for (;;) {
     auto exit = WaitFor(&child, deadline, false);
@@ -107,6 +114,7 @@ Result<SupervisorExit> Supervisor::Supervise(ChildProcess& child, Clock::TimePoi
   ended.status = **exit;
   // Also when the exit and the stop came together, as with a terminal's Ctrl-C reaching both.
   ended.requested = stop_signal_ != 0;
+  ended.restart_requested = !ended.requested && restart_requested_.exchange(false);
   ended.uptime = clock_.Now() - started;
   return ended;
 }
@@ -155,6 +163,8 @@ Status Supervisor::Run() {
 
     SupervisorExit ended;
     Clock::TimePoint started = clock_.Now();
+    // A request made while no child ran is met by this start: it reads whatever changed.
+    restart_requested_ = false;
     auto child = launcher_.Start(spec);
     if (!child.ok()) {
       if (first) return child.status();
@@ -178,10 +188,11 @@ Status Supervisor::Run() {
 
     if (!ended.requested) {
       if (ended.uptime >= options_.reset_after) backoff = Clock::Duration::zero();
-      ended.restart_in = backoff;
+      ended.restart_in = ended.restart_requested ? Clock::Duration::zero() : backoff;
     }
     if (options_.on_exit) options_.on_exit(ended);
     if (ended.requested) return Status::Ok();
+    if (ended.restart_requested) continue;
 
     auto stopped = pause();
     if (!stopped.ok()) return stopped.status();

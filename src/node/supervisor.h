@@ -26,6 +26,9 @@ struct SupervisorExit {
   Status start_error;
   Clock::Duration uptime{};
   bool requested = false;        // ended by a stop (signal or Stop()): Run() returns next
+  // Ended by RequestRestart(): restarted at once, through before_restart, with no backoff, and
+  // not counted as a crash (a crash loop's backoff is left as it was).
+  bool restart_requested = false;
   Clock::Duration restart_in{};  // the backoff before the next start, when not requested
 };
 
@@ -79,6 +82,11 @@ class Supervisor {
   Status Run();
   // As if SIGTERM had been received. Also before Run(), which then returns at once.
   void Stop();
+  // A deliberate restart (a new trusted CA, DESIGN §14): the child is stopped as by Stop() (its stop
+  // signal, the grace period, then SIGKILL) and started again at once through before_restart. The
+  // caller has checked that the cluster keeps its quorum without this member. Ignored while no
+  // child runs (the next start already reads what changed); a stop wins over it.
+  void RequestRestart();
   SupervisorStats stats() const;
   // Ok while the child runs or is first being started; otherwise Unavailable saying so and how it
   // last ended. For /healthz.
@@ -102,6 +110,7 @@ class Supervisor {
   int stop_fd_ = -1;
   Status stop_fd_error_;
   std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> restart_requested_{false};
   // The signal a stop was asked with; sticks once set. Only Run()'s thread touches it.
   int stop_signal_ = 0;
   mutable std::mutex mu_;

@@ -138,6 +138,20 @@ void Upkeep::Maintain() {
   maintainer_->Round(*client, self);
 }
 
+void Upkeep::Rotate() {
+  std::shared_ptr<EtcdClient> client;
+  Member self;
+  {
+    std::lock_guard lock(mu_);
+    if (rotation_ == nullptr || !etcd_running_ || client_ == nullptr) return;
+    client = client_;
+    self = self_;
+  }
+  if (clock_.Now() - last_rotation_ < options_.rotation_interval) return;
+  last_rotation_ = clock_.Now();
+  rotation_->Round(*client, self);
+}
+
 void Upkeep::Start() {
   stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stop_fd_ < 0) {
@@ -178,6 +192,7 @@ void Upkeep::Loop() {
     if (options_.tls != nullptr) options_.tls->Round();
     // After readiness is set: a defragmentation takes long, and a probe must not wait on it.
     Maintain();
+    Rotate();
   }
 }
 

@@ -15,6 +15,7 @@
 #include "core/config.h"
 #include "etcd/etcd_client.h"
 #include "node/maintenance.h"
+#include "node/rotation.h"
 #include "node/tls_renew.h"
 #include "quorate/clock.h"
 #include "quorate/member.h"
@@ -30,6 +31,7 @@ struct UpkeepOptions {
   EtcdClientFactory etcd_clients;
   // How often the leader's maintenance (§12) looks: it asks every member's status.
   Clock::Duration maintenance_interval = std::chrono::seconds(5);
+  Clock::Duration rotation_interval = std::chrono::seconds(1);
   // Rule M7's StatefulSet replicas; null: read through discovery when it is provider=k8s
   // (ScaleTargetFromDiscovery).
   Maintainer::ScaleTargetSource scale_target = nullptr;
@@ -61,6 +63,9 @@ class Upkeep {
   // The leader's maintenance round (§12), at most every maintenance_interval; nothing on a member
   // that does not lead.
   void Maintain();
+  // The CA rotation (§14) to carry out, one round every rotation_interval while etcd runs; null:
+  // none (the init-container variant, where quorate cannot restart etcd). Set before Start().
+  void SetRotation(CaRotation* rotation) { rotation_ = rotation; }
   // What the last round found; Unavailable before the first.
   Status Ready() const;
 
@@ -72,6 +77,7 @@ class Upkeep {
   void Loop();
   // The client for endpoints_, with the TLS files as they are now. Under mu_.
   void MakeClientLocked();
+  void Rotate();
 
   const Config& config_;
   Metrics& metrics_;
@@ -89,6 +95,8 @@ class Upkeep {
   // Shared with the /metrics section it renders, which may outlive this object.
   std::shared_ptr<Maintainer> maintainer_;
   Clock::TimePoint last_maintenance_{};
+  CaRotation* rotation_ = nullptr;
+  Clock::TimePoint last_rotation_{};
   int stop_fd_ = -1;
   std::thread thread_;
 };

@@ -278,6 +278,66 @@ TEST_CASE("a stop while a restart is deferred ends Run at once, starting nothing
   CHECK_FALSE(supervisor.Alive().ok());
 }
 
+TEST_CASE("RequestRestart stops the child with SIGTERM and starts it again at once, through before_restart") {
+  FakeRig rig;
+  // Two crash-loop exits first: the backoff they built up must not delay the requested restart.
+  rig.launcher.Plan(FakeRun::ExitAfter(seconds(1), ExitStatus::Exited(1)));
+  rig.launcher.Plan(FakeRun::ExitAfter(seconds(1), ExitStatus::Exited(1)));
+  rig.launcher.Plan(FakeRun::UntilSignalled(false));
+  Supervisor* sup = nullptr;
+  int asked = 0;
+  rig.options.before_restart = [&](LaunchSpec& spec) {
+    ++asked;
+    spec.argv.back() = "n" + std::to_string(asked + 1);
+    return Status::Ok();
+  };
+  rig.options.on_exit = [&](const SupervisorExit& e) { rig.exits.push_back(e); };
+  rig.options.on_start = [&](const ChildProcess&) {
+    size_t n = rig.launcher.starts().size();
+    if (n == 3) rig.clock.At(rig.clock.Now() + seconds(5), [&] { sup->RequestRestart(); });
+    if (n == 4) sup->Stop();
+  };
+  Supervisor supervisor(rig.options);
+  sup = &supervisor;
+  REQUIRE(supervisor.Run().ok());
+  const auto& starts = rig.launcher.starts();
+  REQUIRE(starts.size() == 4);
+  REQUIRE(rig.exits.size() == 4);
+  const SupervisorExit& restarted = rig.exits[2];
+  CHECK(restarted.restart_requested);
+  CHECK_FALSE(restarted.requested);
+  CHECK(restarted.restart_in == Clock::Duration::zero());
+  CHECK(restarted.status == std::optional(ExitStatus::Signaled(SIGTERM)));
+  // Started again at the moment the third child ended, with the spec before_restart made.
+  CHECK(starts[3].at == starts[2].at + seconds(5));
+  CHECK(starts[3].spec.argv.back() == "n4");
+  CHECK(asked == 3);
+  CHECK(rig.launcher.signals().front().signal == SIGTERM);
+  CHECK(rig.exits[3].requested);
+  CHECK_FALSE(rig.exits[3].restart_requested);
+}
+
+TEST_CASE("RequestRestart while no child runs is met by the next start, and a stop wins over it") {
+  FakeRig rig;
+  rig.launcher.Plan(FakeRun::UntilSignalled(false));
+  Supervisor* sup = nullptr;
+  rig.options.on_exit = [&](const SupervisorExit& e) { rig.exits.push_back(e); };
+  rig.options.on_start = [&](const ChildProcess&) {
+    rig.clock.At(rig.clock.Now() + seconds(1), [&] {
+      sup->RequestRestart();
+      sup->Stop();
+    });
+  };
+  Supervisor supervisor(rig.options);
+  sup = &supervisor;
+  supervisor.RequestRestart();  // before Run: the first start reads everything anyway
+  REQUIRE(supervisor.Run().ok());
+  CHECK(rig.launcher.starts().size() == 1);
+  REQUIRE(rig.exits.size() == 1);
+  CHECK(rig.exits[0].requested);
+  CHECK_FALSE(rig.exits[0].restart_requested);
+}
+
 // Real processes: short ones only, and no test waits on a timer longer than a fraction of a second.
 
 // True once `pid` ignores `sig` (field SigIgn of /proc/PID/status), so a stop cannot race its trap.

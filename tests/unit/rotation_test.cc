@@ -1,0 +1,240 @@
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <map>
+
+#include "node/rotation.h"
+#include "../support/test_certs.h"
+#include "quorate/fs.h"
+#include "testing/fake_etcd.h"
+
+namespace quorate {
+namespace {
+
+// The fake membership, with keys kept: the rotation's intent and records live there.
+class KeyedFake : public FakeEtcdClient {
+ public:
+  Status Put(const std::string& key, const std::string& value) override {
+    keys[key] = value;
+    return Status::Ok();
+  }
+  Result<std::optional<std::string>> Get(const std::string& key) override {
+    auto it = keys.find(key);
+    return it == keys.end() ? std::optional<std::string>() : std::optional(it->second);
+  }
+  Result<std::vector<KeyValue>> GetPrefix(const std::string& prefix) override {
+    std::vector<KeyValue> out;
+    for (const auto& [k, v] : keys) {
+      if (k.rfind(prefix, 0) == 0) out.push_back({k, v, 1});
+    }
+    return out;
+  }
+  std::map<std::string, std::string> keys;
+};
+
+std::string Pem(const std::string& what) {
+  return "-----BEGIN CERTIFICATE-----\n" + what + "\n-----END CERTIFICATE-----\n";
+}
+
+// A node n1 of three, its peer files in dir/pki (other-ca and its leaf "stranger": the old CA) and in
+// dir/pki/next (ca and its leaf "peer", for 127.0.0.1: the new one), made by openssl.
+struct Rig {
+  TestCerts certs;
+  std::string dir;
+  Config config;
+  KeyedFake etcd;
+  Member self{"n1", {"https://127.0.0.1:2380"}, {"http://10.0.0.1:2379"}};
+  int restarts = 0;
+
+  Rig() {
+    if (!certs.ok()) return;
+    char tmpl[] = "/tmp/quorate-rotation-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+    config.name = "n1";
+    config.state_dir = dir + "/state";
+    config.peer_tls = {dir + "/pki/peer.crt", dir + "/pki/peer.key", dir + "/pki/ca.crt", true};
+    Copy("other-ca.crt", "ca.crt");
+    Copy("stranger.crt", "peer.crt");
+    Copy("stranger.key", "peer.key");
+    Copy("ca.crt", "next/ca.crt");
+    Copy("peer.crt", "next/peer.crt");
+    Copy("peer.key", "next/peer.key");
+    for (int i = 1; i <= 3; ++i) {
+      std::string n = std::to_string(i);
+      etcd.AddStarted(i, "n" + n, {"https://10.0.0." + n + ":2380"}, {"http://10.0.0." + n + ":2379"});
+    }
+  }
+  ~Rig() {
+    if (!dir.empty()) std::filesystem::remove_all(dir);
+  }
+  void Copy(const std::string& from, const std::string& to) {
+    REQUIRE(WriteFileAtomic(dir + "/pki/" + to, Cert(from)).ok());
+  }
+  std::string Cert(const std::string& name) { return Read(certs.Path(name)); }
+  std::string Read(const std::string& path) {
+    auto r = ReadFile(path);
+    return r.ok() ? *r : "(missing)";
+  }
+  std::string Id() {
+    auto id = CaFingerprint(dir + "/pki/next/ca.crt");
+    REQUIRE(id.ok());
+    return *id;
+  }
+  void Report(const std::string& name, int phase) {
+    etcd.keys[kCaRotationMembersPrefix + name] =
+        R"({"name":")" + name + R"(","id":")" + Id() + R"(","phase":)" + std::to_string(phase) + "}";
+  }
+};
+
+const std::vector<std::string> kArgv = {"etcd", "--name=n1", "--peer-cert-file=/pki/peer.crt",
+                                        "--peer-key-file=/pki/peer.key", "--peer-trusted-ca-file=/pki/ca.crt"};
+
+TEST_CASE("CA rotation: nothing asked, nothing done; etcd keeps the operator's files") {
+  Rig rig;
+  if (!rig.certs.ok()) return;
+  CaRotation rotation(rig.config, [&] { ++rig.restarts; });
+  rotation.Round(rig.etcd, rig.self);
+  CHECK(rig.restarts == 0);
+  CHECK(rotation.last().rule == "R1");
+  CHECK(rotation.EtcdArgv(kArgv) == kArgv);
+}
+
+TEST_CASE("CA rotation: the first member restarts onto the bundle, says so once healthy, and the leaves swap live") {
+  Rig rig;
+  if (!rig.certs.ok()) return;
+  CaRotation rotation(rig.config, [&] { ++rig.restarts; });
+  REQUIRE(AskCaRotation(rig.etcd, rig.Id()).ok());
+  rotation.Round(rig.etcd, rig.self);
+  CHECK(rig.restarts == 1);
+  CHECK(rotation.last().action == RollingAction::kRestart);
+  // The files etcd is restarted on: old and new CA, the old leaf, the key readable by its owner only.
+  const std::string tls = rig.config.state_dir + "/tls/";
+  CHECK(rig.Read(tls + "peer-ca.crt") == rig.Cert("other-ca.crt") + rig.Cert("ca.crt"));
+  CHECK(rig.Read(tls + "peer.crt") == rig.Cert("stranger.crt"));
+  struct stat st{};
+  REQUIRE(::stat((tls + "peer.key").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  std::vector<std::string> argv = rotation.EtcdArgv(kArgv);
+  CHECK(argv[2] == "--peer-cert-file=" + tls + "peer.crt");
+  CHECK(argv[3] == "--peer-key-file=" + tls + "peer.key");
+  CHECK(argv[4] == "--peer-trusted-ca-file=" + tls + "peer-ca.crt");
+
+  // Back and healthy (the fake's members all answer with a leader): the phase is said, and only
+  // public words reach etcd.
+  rotation.Round(rig.etcd, rig.self);
+  CHECK(rotation.last().action == RollingAction::kReport);
+  REQUIRE(rig.etcd.keys.count(std::string(kCaRotationMembersPrefix) + "n1") == 1);
+  for (const auto& kv : rig.etcd.keys) {
+    CHECK(kv.second.find("key") == std::string::npos);
+    CHECK(kv.second.find("BEGIN") == std::string::npos);
+  }
+  auto view = ReadCaRotation(rig.etcd);
+  REQUIRE(view.ok());
+  CHECK(view->members[0] == std::pair<std::string, int>{"n1", 1});
+
+  // Nothing more while the others are at old.
+  rotation.Round(rig.etcd, rig.self);
+  CHECK(rotation.last().rule == "R6");
+  CHECK(rig.restarts == 1);
+
+  // Every member at bundle: the new leaf goes in place with no restart.
+  rig.Report("n2", 1);
+  rig.Report("n3", 1);
+  rotation.Round(rig.etcd, rig.self);
+  CHECK(rotation.last().action == RollingAction::kApply);
+  CHECK(rig.Read(tls + "peer.crt") == rig.Cert("peer.crt"));
+  CHECK(rig.Read(tls + "peer.key") == rig.Cert("peer.key"));
+  CHECK(rig.restarts == 1);
+}
+
+TEST_CASE("CA rotation: a killed quorate starts etcd on the phase it recorded; done and put in place, the operator's files again") {
+  Rig rig;
+  if (!rig.certs.ok()) return;
+  const std::string tls = rig.config.state_dir + "/tls/";
+  {
+    CaRotation rotation(rig.config, [&] { ++rig.restarts; });
+    REQUIRE(AskCaRotation(rig.etcd, rig.Id()).ok());
+    rig.Report("n2", 2);
+    rig.Report("n3", 2);
+    rig.Report("n1", 1);
+    rotation.Round(rig.etcd, rig.self);  // R3: the record says 1, the node 0: said back down
+    CHECK(rotation.last().action == RollingAction::kReport);
+    CHECK(rotation.last().phase == 0);
+  }
+  // A node whose record was lost restarts in order again; a new quorate reads what the last one wrote.
+  for (int phase : {1, 2, 3}) {
+    CaRotation rotation(rig.config, [&] { ++rig.restarts; });
+    for (int round = 0; round < 3; ++round) rotation.Round(rig.etcd, rig.self);
+    CAPTURE(phase);
+    rig.Report("n2", phase);
+    rig.Report("n3", phase);
+  }
+  CaRotation again(rig.config, [&] { ++rig.restarts; });
+  again.Round(rig.etcd, rig.self);
+  CHECK(again.last().rule == "R4");
+  CHECK(rig.restarts == 2);
+  CHECK(rig.Read(tls + "peer-ca.crt") == rig.Cert("ca.crt"));
+  CHECK(again.EtcdArgv(kArgv)[4] == "--peer-trusted-ca-file=" + tls + "peer-ca.crt");
+  CHECK(ReadCaRotation(rig.etcd)->done());
+
+  // The operator moves next/ over the old files: etcd's next start reads them, and a new rotation may be asked.
+  for (const char* f : {"ca.crt", "peer.crt", "peer.key"}) {
+    std::filesystem::rename(rig.dir + "/pki/next/" + f, rig.dir + "/pki/" + f);
+  }
+  CHECK(again.EtcdArgv(kArgv) == kArgv);
+  again.Round(rig.etcd, rig.self);
+  CHECK(again.last().rule == "R4");
+}
+
+TEST_CASE("CA rotation: a next CA that is not the one asked, a next leaf the peers would refuse, or a second rotation under way, is refused") {
+  Rig rig;
+  if (!rig.certs.ok()) return;
+  CaRotation rotation(rig.config, [&] { ++rig.restarts; });
+  REQUIRE(AskCaRotation(rig.etcd, rig.Id()).ok());
+  CHECK(AskCaRotation(rig.etcd, rig.Id()).ok());  // asked again: nothing changes
+  Status other = AskCaRotation(rig.etcd, std::string(64, 'a'));
+  CHECK(other.code() == Status::Code::kFailedPrecondition);
+  CHECK(other.message().find("under way") != std::string::npos);
+
+  // A new leaf the peers would refuse: issued by another CA, or not naming this node's peer URL.
+  rig.Copy("stranger.crt", "next/peer.crt");
+  rotation.Round(rig.etcd, rig.self);
+  CHECK(rotation.last().rule == "R5");
+  CHECK(rotation.last().reason.find("not by the new CA") != std::string::npos);
+  rig.Copy("peer.crt", "next/peer.crt");
+  Member moved = rig.self;
+  moved.peer_urls = {"https://10.0.0.9:2380"};
+  rotation.Round(rig.etcd, moved);
+  CHECK(rotation.last().rule == "R5");
+  CHECK(rotation.last().reason.find("10.0.0.9") != std::string::npos);
+  CHECK(rig.restarts == 0);
+
+  REQUIRE(WriteFileAtomic(rig.dir + "/pki/next/ca.crt", Pem("another ca")).ok());
+  rotation.Round(rig.etcd, rig.self);
+  CHECK(rotation.last().rule == "R5");
+  CHECK(rotation.last().reason.find("not the CA the rotation was asked for") != std::string::npos);
+  CHECK(rig.restarts == 0);
+
+  std::filesystem::remove(rig.dir + "/pki/next/ca.crt");
+  rotation.Round(rig.etcd, rig.self);
+  CHECK(rotation.last().rule == "R5");
+  CHECK(rotation.last().reason.find("next/ca.crt") != std::string::npos);
+  CHECK(rig.restarts == 0);
+}
+
+TEST_CASE("CA rotation: the intent and records are read as etcd holds them, and refused when malformed") {
+  auto id = CaRotationIntentId(CaRotationIntentValue(std::string(64, 'b')));
+  REQUIRE(id.ok());
+  CHECK(*id == std::string(64, 'b'));
+  CHECK_FALSE(CaRotationIntentId("{\"id\":\"../x\"}").ok());
+  CHECK_FALSE(CaRotationIntentId("not json").ok());
+  CHECK_FALSE(ParseCaRotationReport("{\"name\":\"n1\",\"id\":\"x\",\"phase\":9}").ok());
+  CHECK(NextTlsPath("/etc/etcd/pki/ca.crt") == "/etc/etcd/pki/next/ca.crt");
+  CHECK(NextTlsPath("ca.crt") == "next/ca.crt");
+}
+
+}  // namespace
+}  // namespace quorate
