@@ -32,7 +32,8 @@ struct RunOptions {
   int strict = -1;
   // One node more than --cluster-size, with the same token and its own flags, outside the set
   // discovery lists (a StatefulSet scaled past the size, a second unit started by mistake): rule 2's
-  // "a cluster at its size is never grown". -1: one seed in four off a cloud, picked apart.
+  // "a cluster at its size is never grown". -1: one seed in four, picked apart. Never on a cloud,
+  // whose group lists every instance it has.
   int extra = -1;
   // Where the nodes' data and state dirs go (one directory per run, removed after it).
   std::string scratch = "/dev/shm";
