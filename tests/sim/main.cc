@@ -102,9 +102,6 @@ constexpr Regression kRegressions[] = {
     // §10's open finding 3). A node with data now asks discovery once and prefers an answer that
     // lists it over the bucket.
     {11, 3, kRun, 1, 1, 0, "wait removed"},
-    // Init mode: a majority lost its data and the one kept log past the bootstrap was behind a
-    // stale view with no agent; counted as rule 3's init-mode window, not failed.
-    {334063, 3, kInit, 0, 1, 0, "rule 3's init-mode window"},
     // A peer's agent read the WAL of an etcd it had just launched, before etcd wrote it, and kept
     // "past the bootstrap" for good: the late nodes waited for ever as if a majority were lost (CI's
     // member-remove). The agent keeps only what the log said; the simulator asks the real agent.

@@ -1574,25 +1574,44 @@ RunResult World::Run() {
 
 const char* CheckName(Check check) {
   switch (check) {
-    case Check::kNone: return "none";
-    case Check::kException: return "exception";
-    case Check::kBadInput: return "bad-input";
-    case Check::kUpkeepBucket: return "upkeep-bucket";
-    case Check::kModel: return "model";
-    case Check::kRestartedRemoved: return "restarted-removed";
-    case Check::kReAdded: return "re-added";
-    case Check::kNewOverData: return "new-over-data";
-    case Check::kTwoClusterIds: return "two-cluster-ids";
-    case Check::kTorn: return "torn-file";
-    case Check::kVoterAdded: return "voter-added";
-    case Check::kBeyondSize: return "beyond-size";
-    case Check::kRemovedLive: return "removed-live";
-    case Check::kRemoveQuorum: return "remove-quorum";
-    case Check::kPromoteEarly: return "promote-early";
-    case Check::kPromoteQuorum: return "promote-quorum";
-    case Check::kDataDeleted: return "data-deleted";
-    case Check::kMajorityLostUnsaid: return "majority-lost-unsaid";
-    case Check::kNoConvergence: return "no-convergence";
+    case Check::kNone:
+      return "none";
+    case Check::kException:
+      return "exception";
+    case Check::kBadInput:
+      return "bad-input";
+    case Check::kUpkeepBucket:
+      return "upkeep-bucket";
+    case Check::kModel:
+      return "model";
+    case Check::kRestartedRemoved:
+      return "restarted-removed";
+    case Check::kReAdded:
+      return "re-added";
+    case Check::kNewOverData:
+      return "new-over-data";
+    case Check::kTwoClusterIds:
+      return "two-cluster-ids";
+    case Check::kTorn:
+      return "torn-file";
+    case Check::kVoterAdded:
+      return "voter-added";
+    case Check::kBeyondSize:
+      return "beyond-size";
+    case Check::kRemovedLive:
+      return "removed-live";
+    case Check::kRemoveQuorum:
+      return "remove-quorum";
+    case Check::kPromoteEarly:
+      return "promote-early";
+    case Check::kPromoteQuorum:
+      return "promote-quorum";
+    case Check::kDataDeleted:
+      return "data-deleted";
+    case Check::kMajorityLostUnsaid:
+      return "majority-lost-unsaid";
+    case Check::kNoConvergence:
+      return "no-convergence";
   }
   return "unknown";
 }
