@@ -139,6 +139,7 @@ World::World(const RunOptions& options) : options_(options), rng_(options.seed *
     n->root = fmt::format("{}/{}", root_, n->name);
     n->data_dir = n->root + "/data";
     n->asks.assign(count, 0);
+    n->asked_at.assign(count, TimePoint{});
     n->extra = i >= options.nodes;
     Config& c = n->config;
     c.name = n->name;
@@ -880,6 +881,7 @@ PeerFacts World::Ask(int from, const Member& peer) {
                       nodes[from]->asks[k]++)
                       .Next();
   bool dropped = FaultsOn() && static_cast<double>(draw >> 11) * 0x1.0p-53 < drop_rate_;
+  nodes[from]->asked_at[k] = now_;
   Node& p = *nodes[k];
   if (dropped || !Reach(from, k)) return facts;
   if (p.wal_pending && AgentServes(p)) Mark("an agent asked before its etcd wrote the WAL");
@@ -1123,6 +1125,13 @@ void World::ReplaceInstance(int i) {
   n.config.name = n.name;
   n.config.agent_listen = n.host + ":2382";
   Event(fmt::format("{}: the new instance, at {}", n.name, n.host));
+  // Right after a replacement the group's own listing may still leave a live instance out: the
+  // newcomer, whose rule 9 reads it, must find that instance's peer URLs answering.
+  if (rng_.Chance(0.5)) {
+    n.odd_discovery = 3;
+    n.odd_discovery_until = std::min(fault_end_, now_ + rng_.Between(milliseconds(1000), milliseconds(20000)));
+    Event(fmt::format("fault: discovery answers {} oddly ({})", n.name, n.odd_discovery));
+  }
 }
 
 // The operator scales down by one the etcdctl way: `quorate member remove NAME` (node/member_remove).
@@ -1247,10 +1256,13 @@ void World::OnRename(const std::string& from, const std::string& to, std::option
 
 
 // A change is retried on the facts of the decision behind it until it goes through, and those facts
-// were gathered just before it (the asks of rule 9's outsiders take a second each): a member whose
-// etcd answered since then counts as up, so only a request no fact could have justified fails.
+// are the last round of asks before it (for the operator, what `member remove` probed once it
+// began): a member whose etcd answered since then counts as up, so only a request no fact could
+// have justified fails.
 TimePoint World::FactsSince(int from) const {
-  return (from < 0 ? operator_began_ : nodes[from]->decided_at) - seconds(10);
+  if (from < 0) return operator_began_;
+  const auto& asked = nodes[from]->asked_at;
+  return *std::max_element(asked.begin(), asked.end());
 }
 
 size_t World::VotersUp(const SimCluster& c, MemberId except, TimePoint since) const {

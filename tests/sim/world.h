@@ -151,6 +151,9 @@ struct Node {
   TimePoint slow_until{}, frozen_until{}, odd_discovery_until{};
   int odd_discovery = 0;
   std::vector<uint64_t> asks;  // per peer, for the drops of asks made on GatherFacts' threads
+  // Per peer, when this node's init job last asked it (each GatherFacts thread writes its own): the
+  // facts a change rests on are those of the last round.
+  std::vector<TimePoint> asked_at;
   std::string last_message;    // the last wait or failure the real code gave
   int removed_in_gen = -1;     // the operator removed its member while this quorate process ran etcd
   int held_removed_gen = -1;   // this quorate process held etcd stopped: its member was removed (rule 1b)
