@@ -73,10 +73,9 @@ class SimClient : public EtcdClient {
 
   Result<MemberListing> MemberAdd(const std::vector<std::string>& peer_urls, bool is_learner,
                                   MemberId* added) override {
-    auto t = Reach();
+    auto t = Reach([&](SimCluster& c) { w_.CheckAddRequest(from_, c, peer_urls, is_learner); });
     if (!t.ok()) return t.status();
     SimCluster& c = *w_.ClusterOf(*t);
-    w_.CheckAddRequest(from_, c, peer_urls, is_learner);
     if (from_ >= 0 && w_.nodes[from_]->removed_in_gen == gen_ && SharesUrl(peer_urls, {w_.nodes[from_]->peer_url})) {
       w_.Fail(Check::kReAdded, fmt::format("{} adds itself again in the quorate process that ran etcd when the operator removed it "
                           "(rule 1b: a removal is never undone by itself)",
@@ -103,10 +102,9 @@ class SimClient : public EtcdClient {
   }
 
   Status MemberRemove(MemberId id) override {
-    auto t = Reach();
+    auto t = Reach([&](SimCluster& c) { w_.CheckRemoveRequest(from_, c, id); });
     if (!t.ok()) return t.status();
     SimCluster& c = *w_.ClusterOf(*t);
-    w_.CheckRemoveRequest(from_, c, id);
     auto it = Find(c, id);
     if (it == c.members.end()) {
       w_.Mark("MemberRemove finds the member gone");
@@ -131,10 +129,9 @@ class SimClient : public EtcdClient {
   }
 
   Status MemberPromote(MemberId id) override {
-    auto t = Reach();
+    auto t = Reach([&](SimCluster& c) { w_.CheckPromoteRequest(from_, c, id); });
     if (!t.ok()) return t.status();
     SimCluster& c = *w_.ClusterOf(*t);
-    w_.CheckPromoteRequest(from_, c, id);
     auto it = Find(c, id);
     if (it == c.members.end()) return Status::NotFound("etcdserver: member not found");
     if (!it->is_learner) return Status::FailedPrecondition("etcdserver: can only promote a learner member");
@@ -209,9 +206,12 @@ class SimClient : public EtcdClient {
   }
 
   // The node whose etcd serves the call, after the call's latency; an error when none does.
-  Result<int> Reach() {
+  // `asked`: sees the request as it reaches a member, before that member's leader (if it has one)
+  // takes it, so a request is checked whether or not a quorum could serve it.
+  Result<int> Reach(const std::function<void(SimCluster&)>& asked = nullptr) {
     auto target = w_.PickEndpoint(from_, endpoints_, timeout_);
     if (target.node < 0) return target.error;
+    if (asked) asked(*w_.ClusterOf(target.node));
     if (!w_.InQuorum(target.node)) {
       if (!w_.Sleep(timeout_)) return Killed();
       return Status::Unavailable(fmt::format("{}: etcdserver: request timed out", w_.nodes[target.node]->client_url));
