@@ -962,10 +962,12 @@ Result<std::vector<Member>> World::Discover(int i, bool* whole_group) {
       case 2:  // a member that is gone is still listed
         members.push_back({"gone", {"http://10.0.9.99:2380"}, {"http://10.0.9.99:2379"}});
         break;
-      default:  // the group's own listing leaves out a live instance (another node than the asker)
+      default:  // the group's own listing leaves out a live instance (in standby, say: not counted)
+                // and lists, in its place, one still pending, so the count is the group's size
         if (static_cast<size_t>(i) != other) {
           Mark("a whole-group listing left out a live instance");
-          members.erase(members.begin() + static_cast<long>(other));
+          members[other] = {fmt::format("pending-{}", other + 1), {fmt::format("http://10.0.8.{}:2380", other + 1)},
+                            {fmt::format("http://10.0.8.{}:2379", other + 1)}};
         }
         break;
     }
