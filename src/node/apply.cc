@@ -104,7 +104,7 @@ Result<MembershipChange> ApplyMembershipChange(const ApplySeams& seams, const Tl
               "cluster may be lost (a member that was removed without learning it still answers as a voter): "
               "check `quorate member list` on every member; if their data is gone for good, `quorate recover` "
               "from a survivor or `quorate run --restore-from` a backup brings the cluster back",
-              what, s.message()));
+              what, s.message())).With(Reason::kNoQuorumCommits);
         }
         return Status::DeadlineExceeded(fmt::format("timed out after --timeout waiting to {}: {}", what, s.message()));
       case Backoff::kStopped:

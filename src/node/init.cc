@@ -459,6 +459,7 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Cl
       }
     }
     Decision decision = Plan(input);
+    if (options_.on_decision) options_.on_decision(decision);
     bool provisional = decision.look_again;
     if (decision.action != Action::kWait && (!provisional || first_look == decision.initial_cluster)) {
       return decision;

@@ -74,6 +74,9 @@ struct InitOptions {
   // passes etcd flags and writes them only for the operator: a failed write is a warning, so a full
   // disk cannot keep etcd down.
   bool etcd_files_required = true;
+  // Sees every decision the planner makes, waits included, as it is made: the simulator checks its
+  // liveness on their rules (Decision::wait), not on their words. Null in quorate itself.
+  std::function<void(const Decision&)> on_decision;
 };
 
 class InitJob {

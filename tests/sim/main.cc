@@ -10,6 +10,12 @@
 //   --mode run|init                                    quorate run, or init + upkeep (default: the seed picks)
 //   --cloud yes|no                                     a whole scaling group that replaces instances (default:
 //                                                      the seed picks)
+//   --strict yes|no                                    etcd's --strict-reconfig-check (default: the seed picks)
+//   --extra yes|no                                     a node beyond --cluster-size (default: the seed picks)
+//   --find CONDITION --seeds N [--start S] ...         the first seed that reaches CONDITION (World::Mark),
+//                                                      to keep as a regression; --list-conditions: those of a run
+//   --reached                                          with --seed: the conditions the run reached
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -25,78 +31,184 @@ namespace {
 using quorate::sim::RunOptions;
 using quorate::sim::RunResult;
 using quorate::sim::RunSeed;
+using quorate::sim::Check;
 
+// A kept seed and the condition it guards: a run that no longer reaches it guards nothing (the code
+// or the model changed under it), so it fails, naming the condition to find a new seed for.
 struct Regression {
   uint64_t seed;
   int nodes;
   quorate::sim::RunOptions::Mode mode = quorate::sim::RunOptions::Mode::kSeedPicks;
   int cloud = -1;
+  int strict = -1;
+  int extra = -1;
+  const char* guards = "";
+};
+
+// A seed that fails on a bug of quorate found and not fixed yet, with the check it fails.
+struct Finding {
+  uint64_t seed;
+  int nodes;
+  quorate::sim::RunOptions::Mode mode;
+  int cloud;
+  int strict;
+  int extra;
+  Check check;
 };
 
 constexpr auto kRun = quorate::sim::RunOptions::Mode::kRun;
 constexpr auto kInit = quorate::sim::RunOptions::Mode::kInit;
 
-// Seeds on which the simulator found a bug in quorate, kept once it was fixed (docs/testing.md, "Simulation").
+// Seeds on which the simulator found a bug in quorate, kept once it was fixed (docs/testing.md,
+// "Simulation"), each with the condition (World::Mark) it must still reach to guard anything; when the
+// code or the model moves a seed off its condition, `--find` picks the next that reaches it. The
+// seeds of the bugs as they were found (101023, 201266, 102852, 2617, 311127, 286, 2003981 ...) moved
+// off their conditions when issue 26's faults entered the model; these were picked by `--find`.
 constexpr Regression kRegressions[] = {
     // A removal seen while etcd ran held etcd stopped only while a majority kept saying so
     // (src/node/init.cc now remembers it; init_test has the unit case).
-    {19, 3, kRun, 0},
-    {68, 3, kRun, 0},
-    {97, 3, kRun, 0},
+    {19, 3, kRun, 0, 1, 0, "wait removed"},
+    {15, 3, kRun, 0, 0, 0, "wait removed"},
     // Every node crashed just after the bootstrap and one lost its volume; the only view that answered
     // predated its start, and rule 3 started it `new` under its old ID with an empty log. A late
     // initial start now needs every other voter's view or empty disk (planner_test has the unit case).
-    {101023, 3, kRun, 0},
+    {469, 3, kRun, 0, 1, 0, "a member that lost its data looks never started"},
     // Two of five voters kept data, one of them past the bootstrap; the three that lost theirs showed
     // as never started in every view, and rule 3 started them `new`. Rule 3 now reads the kept logs
     // (the agent's log_past_bootstrap) and waits on the lost majority, saying so.
-    {201266, 5, kRun, 0},
+    {13, 5, kRun, 0, 1, 0, "ended waiting on a lost majority"},
     // A member removed without learning it answered as a voter, so rule 4 tried a replace no quorum
     // could commit, and said only that it timed out; the timeout now says a majority may be lost.
-    {102852, 3, kRun, 0},
+    {55, 3, kRun, 0, 1, 0, "a removal no quorum commits"},
     // Init mode: one node bootstrapped and its init exited, agent and all; the nodes that decided
     // after it waited for that agent to say whether its log went past the bootstrap, for ever (CI's
     // bootstrap-dns). A holder with no agent answering is now judged by its view.
-    {5, 3, kInit, 0},
+    {5, 3, kInit, 0, 1, 0, "a late start beside a holder with no agent"},
     // On a cloud: a learner added by an instance the group replaced before its etcd started blocked
     // every later add ("too many learner members"); rule 9 now takes a departed learner out first.
-    {1858, 3, kRun, 1},
+    {103, 3, kRun, 1, 1, 0, "a learner removed"},
     // On a cloud: the voters left after instances departed were no quorum, and a newcomer's MemberAdd
     // only timed out; it now waits, saying a majority is lost.
-    {68, 3, kRun, 1},
+    {1, 3, kRun, 1, 1, 0, "wait majority-lost"},
     // On a cloud: newcomers joined a cluster below its size beside a departed voter: two both got in
     // (six members, one dead), or etcd 3.4 refused the add for the voter not connected. A newcomer
     // now takes a departed member's seat first.
-    {89, 5, kRun, 1},
-    {48, 5, kRun, 1},
+    {2, 5, kRun, 1, 1, 0, "decide join removing a member"},
     // On a cloud: an initial member that had not started when another instance was replaced waited
     // for ever for the bootstrap's member set; it now takes its own place as rule 4 does.
-    {2617, 5, kRun, 1},
-    {2984, 5, kRun, 1},
+    {128, 5, kRun, 1, 1, 0, "a never-started member replaced"},
     // On a cloud: the operator removed a member whose bucket still held its peers' first addresses;
     // the group had replaced both, so it never saw the removal and restarted etcd for ever (DESIGN
     // §10's open finding 3). A node with data now asks discovery once and prefers an answer that
     // lists it over the bucket.
-    {311127, 3, kRun, 1},
-    // Init mode: a majority lost its data and the one kept log past the bootstrap was behind a
-    // stale view with no agent; counted as rule 3's init-mode window, not failed.
-    {334063, 3, kInit, 0},
+    {11, 3, kRun, 1, 1, 0, "wait removed"},
     // A peer's agent read the WAL of an etcd it had just launched, before etcd wrote it, and kept
     // "past the bootstrap" for good: the late nodes waited for ever as if a majority were lost (CI's
     // member-remove). The agent keeps only what the log said; the simulator asks the real agent.
-    {286, 5, kRun, 0},
+    {5, 5, kRun, 0, 1, 0, "an agent asked before its etcd wrote the WAL"},
     // On a cloud: a newcomer's MemberRemove timed out, and its retry's NotFound was taken for its own
     // removal, while another newcomer had removed that member and taken its seat: it joined beside
     // a departed member, six members of five. A removal that finds the member gone decides again.
-    {2003981, 5, kRun, 1},
+    {58, 5, kRun, 1, 1, 0, "MemberRemove finds the member gone"},
+    // Issue 26's faults, each kept where quorate meets it: a member replaying its WAL lists a part of
+    // the membership (rule 1b must not take it for a removal), a member list that lags, a previous
+    // incarnation's answers, a whole-group listing without a live instance (rule 9 asks its peer
+    // URLs), a power cut between a rename and its directory's sync, and with etcd's guards off a
+    // removal that only quorate's own quorum check makes safe.
+    {2, 3, kRun, 0, 1, 0, "a partial view of a member replaying its WAL"},
+    {128, 3, kRun, 0, 1, 0, "a member list that lags"},
+    {532, 3, kRun, 0, 1, 0, "an answer from a previous incarnation"},
+    {18, 3, kRun, 1, 1, 0, "a whole-group listing left out a live instance"},
+    {6, 3, kRun, 0, 1, 0, "a power cut undid a rename"},
+    {1, 3, kRun, 0, 0, 0, "a voter removed"},
+    {1, 3, kRun, 0, 1, 1, "wait extra"},
+};
+
+// Bugs of quorate the simulator found and that are not fixed yet (docs/DESIGN.md §10, "Found and
+// open"): each seed must keep failing the check named, so a fix shows as a change here.
+constexpr Finding kKnownFindings[] = {
+    // A node replacing its member (rule 4: remove, then add) frees a seat for a moment; an extra node
+    // that decides then joins by rule 2, and both adds go on, retried past "too many learner
+    // members": the cluster outgrows --cluster-size.
+    {13, 3, kRun, 0, 1, 1, Check::kBeyondSize},
+    // Init mode: a node outside the discovered set that joins by rule 2 writes a member bucket
+    // without itself, so `quorate upkeep` (run.cc's UpkeepNode) refuses to start and the learner is
+    // never promoted.
+    {128, 3, kInit, 0, 1, 1, Check::kUpkeepBucket},
+    // On a cloud: with a majority lost, rule 9's newcomer waits with kPeersNotReady ("short of the
+    // majority that commits its removal"), and no node waits saying a majority is lost.
+    {206, 3, kRun, 1, 1, 0, Check::kMajorityLostUnsaid},
 };
 
 int Usage() {
   std::fprintf(stderr,
-               "usage: quorate_sim (--seeds N [--start S] | --seed S | --regressions) [--nodes 3|5] [--verbose]\n"
-               "                   [--replay-check] [--hashes FILE] [--etcd 3.4|3.5] [--mode run|init]\n"
-               "                   [--cloud yes|no]\n");
+               "usage: quorate_sim (--seeds N [--start S] | --seed S | --regressions | --find CONDITION --seeds N)\n"
+               "                   [--nodes 3|5] [--verbose] [--reached] [--replay-check] [--hashes FILE]\n"
+               "                   [--etcd 3.4|3.5] [--mode run|init] [--cloud yes|no] [--strict yes|no]\n"
+               "                   [--extra yes|no] [--all-failures]\n");
   return 2;
+}
+
+bool IsKnown(quorate::sim::Check check) {
+  return std::any_of(std::begin(kKnownFindings), std::end(kKnownFindings),
+                     [&](const Finding& f) { return f.check == check; });
+}
+
+RunOptions OptionsOf(const Regression& r) {
+  RunOptions options;
+  options.seed = r.seed;
+  options.nodes = r.nodes;
+  options.mode = r.mode;
+  options.cloud = r.cloud;
+  options.strict = r.strict;
+  options.extra = r.extra;
+  return options;
+}
+
+std::string Flags(const RunOptions& o) {
+  std::string out;
+  if (o.mode == kRun) out += " --mode run";
+  if (o.mode == kInit) out += " --mode init";
+  if (o.cloud >= 0) out += o.cloud == 1 ? " --cloud yes" : " --cloud no";
+  if (o.strict >= 0) out += o.strict == 1 ? " --strict yes" : " --strict no";
+  if (o.extra >= 0) out += o.extra == 1 ? " --extra yes" : " --extra no";
+  return out;
+}
+
+// The kept seeds: each passes and still reaches the condition it guards; each known finding still
+// fails its check (once one passes, its bug is fixed: keep it as a regression).
+int RunKept() {
+  int bad = 0;
+  for (const auto& r : kRegressions) {
+    RunResult result = RunSeed(OptionsOf(r));
+    if (!result.ok) {
+      ++bad;
+      std::printf("FAIL regression seed %llu nodes %d: %s\n  replay: scripts/sim --seed %llu --nodes %d%s --verbose\n",
+                  static_cast<unsigned long long>(r.seed), r.nodes, result.failure.c_str(),
+                  static_cast<unsigned long long>(r.seed), r.nodes, Flags(OptionsOf(r)).c_str());
+    } else if (!result.reached.contains(r.guards)) {
+      ++bad;
+      std::printf("STALE regression seed %llu nodes %d no longer reaches \"%s\", so it guards nothing: pick another "
+                  "with quorate_sim --find '%s' --seeds 5000 --nodes %d%s\n",
+                  static_cast<unsigned long long>(r.seed), r.nodes, r.guards, r.guards, r.nodes,
+                  Flags(OptionsOf(r)).c_str());
+    }
+  }
+  for (const auto& f : kKnownFindings) {
+    Regression r{f.seed, f.nodes, f.mode, f.cloud, f.strict, f.extra, ""};
+    RunResult result = RunSeed(OptionsOf(r));
+    if (result.ok || result.check != f.check) {
+      ++bad;
+      std::printf("CHANGED known finding seed %llu nodes %d%s: expected to fail %s, %s%s: if its bug is fixed, keep "
+                  "the seed as a regression\n",
+                  static_cast<unsigned long long>(f.seed), f.nodes, Flags(OptionsOf(r)).c_str(),
+                  quorate::sim::CheckName(f.check), result.ok ? "passed" : "failed ",
+                  result.ok ? "" : quorate::sim::CheckName(result.check));
+    }
+  }
+  std::printf("%zu regressions, %zu known findings: %d not as kept\n", std::size(kRegressions),
+              std::size(kKnownFindings), bad);
+  return bad == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -106,14 +218,21 @@ int main(int argc, char** argv) {
   int nodes = 3;
   int etcd_minor = 0;
   auto mode = quorate::sim::RunOptions::Mode::kSeedPicks;
-  int cloud = -1;
-  bool verbose = false, replay_check = false, regressions = false, single = false;
+  int cloud = -1, strict = -1, extra = -1;
+  bool verbose = false, replay_check = false, regressions = false, single = false, reached = false;
+  bool all_failures = false;
   const char* hashes_path = nullptr;
+  std::string find;
+  auto yes_no = [](const std::string& v, int* out) {
+    if (v != "yes" && v != "no") return false;
+    *out = v == "yes" ? 1 : 0;
+    return true;
+  };
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     if (a == "--seeds" || a == "--start" || a == "--seed" || a == "--nodes" || a == "--hashes" || a == "--etcd" ||
-        a == "--mode" || a == "--cloud") {
+        a == "--mode" || a == "--cloud" || a == "--strict" || a == "--extra" || a == "--find") {
       const char* v = value();
       if (v == nullptr) return Usage();
       if (a == "--seeds") count = std::strtoull(v, nullptr, 10);
@@ -125,48 +244,61 @@ int main(int argc, char** argv) {
       }
       if (a == "--nodes") nodes = std::atoi(v);
       if (a == "--hashes") hashes_path = v;
+      if (a == "--find") find = v;
       if (a == "--mode") {
         if (std::string(v) != "run" && std::string(v) != "init") return Usage();
-        mode = std::string(v) == "run" ? quorate::sim::RunOptions::Mode::kRun : quorate::sim::RunOptions::Mode::kInit;
+        mode = std::string(v) == "run" ? kRun : kInit;
       }
-      if (a == "--cloud") {
-        if (std::string(v) != "yes" && std::string(v) != "no") return Usage();
-        cloud = std::string(v) == "yes" ? 1 : 0;
-      }
+      if (a == "--cloud" && !yes_no(v, &cloud)) return Usage();
+      if (a == "--strict" && !yes_no(v, &strict)) return Usage();
+      if (a == "--extra" && !yes_no(v, &extra)) return Usage();
       if (a == "--etcd") etcd_minor = std::string(v) == "3.4" ? 4 : std::string(v) == "3.5" ? 5 : -1;
     } else if (a == "--verbose") {
       verbose = true;
+    } else if (a == "--reached") {
+      reached = true;
     } else if (a == "--replay-check") {
       replay_check = true;
     } else if (a == "--regressions") {
       regressions = true;
+    } else if (a == "--all-failures") {
+      all_failures = true;
     } else {
       return Usage();
     }
   }
   if ((nodes != 3 && nodes != 5) || etcd_minor < 0) return Usage();
-  std::vector<Regression> runs;
-  if (regressions) {
-    runs.assign(std::begin(kRegressions), std::end(kRegressions));
-  } else {
-    for (uint64_t s = start; s < start + count; ++s) runs.push_back({s, nodes, mode, cloud});
+  if (regressions) return RunKept();
+  std::vector<RunOptions> runs;
+  for (uint64_t s = start; s < start + count; ++s) {
+    RunOptions options = OptionsOf({s, nodes, mode, cloud, strict, extra, ""});
+    options.verbose = verbose;
+    options.etcd_minor = etcd_minor;
+    runs.push_back(options);
   }
   if (runs.empty()) return Usage();
 
+  if (!find.empty()) {
+    for (const auto& options : runs) {
+      RunResult result = RunSeed(options);
+      if (result.ok && result.reached.contains(find)) {
+        std::printf("seed %llu nodes %d%s reaches \"%s\"\n", static_cast<unsigned long long>(options.seed), nodes,
+                    Flags(options).c_str(), find.c_str());
+        return 0;
+      }
+    }
+    std::printf("no passing seed of these %zu reaches \"%s\"\n", runs.size(), find.c_str());
+    return 1;
+  }
+
   std::FILE* hashes = hashes_path != nullptr ? std::fopen(hashes_path, "a") : nullptr;
   std::set<uint64_t> sequences;
-  long quorate_starts = 0, etcd_starts = 0, majority_lost = 0, failed = 0, init_mode = 0, clouds = 0, windows = 0;
+  long quorate_starts = 0, etcd_starts = 0, majority_lost = 0, failed = 0, known = 0, init_mode = 0, clouds = 0,
+       windows = 0, lax = 0, extras = 0;
   uint64_t steps = 0;
   double simulated = 0;
   auto began = std::chrono::steady_clock::now();
-  for (const auto& r : runs) {
-    RunOptions options;
-    options.seed = r.seed;
-    options.nodes = r.nodes;
-    options.verbose = verbose;
-    options.etcd_minor = etcd_minor;
-    options.mode = r.mode;
-    options.cloud = r.cloud;
+  for (const auto& options : runs) {
     RunResult result = RunSeed(options);
     if (result.ok && replay_check) {
       RunOptions again = options;
@@ -174,6 +306,7 @@ int main(int argc, char** argv) {
       RunResult second = RunSeed(again);
       if (second.trace_hash != result.trace_hash || second.steps != result.steps) {
         result.ok = false;
+        result.check = quorate::sim::Check::kModel;
         result.failure = "the same seed ran differently the second time (trace hash or step count differ)";
       }
     }
@@ -187,32 +320,42 @@ int main(int argc, char** argv) {
     init_mode += result.init_mode ? 1 : 0;
     clouds += result.cloud ? 1 : 0;
     windows += result.init_window ? 1 : 0;
+    lax += result.strict ? 0 : 1;
+    extras += result.extra ? 1 : 0;
     if (single) {
-      std::printf("seed %llu nodes %d etcd %s %s mode%s: %s, trace %016llx, %llu steps, %.1f simulated s\n",
-                  static_cast<unsigned long long>(r.seed), r.nodes, result.etcd35 ? "3.5" : "3.4",
-                  result.init_mode ? "init" : "run", result.cloud ? " on a cloud" : "",
+      std::printf("seed %llu nodes %d etcd %s%s %s mode%s%s: %s, trace %016llx, %llu steps, %.1f simulated s\n",
+                  static_cast<unsigned long long>(options.seed), options.nodes, result.etcd35 ? "3.5" : "3.4",
+                  result.strict ? "" : " (guards off)", result.init_mode ? "init" : "run",
+                  result.cloud ? " on a cloud" : "", result.extra ? " with an extra node" : "",
                   !result.ok             ? "FAILED"
                   : result.majority_lost ? "ok (majority lost: waits, saying so)"
                                          : "ok",
                   static_cast<unsigned long long>(result.trace_hash), static_cast<unsigned long long>(result.steps),
                   result.simulated_seconds);
+      if (reached) {
+        for (const auto& c : result.reached) std::printf("  reached: %s\n", c.c_str());
+      }
     }
     if (!result.ok) {
-      ++failed;
-      std::printf("FAIL seed %llu nodes %d (%s mode%s): %s\n  replay: scripts/sim --seed %llu --nodes %d%s%s --verbose\n",
-                  static_cast<unsigned long long>(r.seed), r.nodes, result.init_mode ? "init" : "run",
-                  result.cloud ? ", on a cloud" : "", result.failure.c_str(), static_cast<unsigned long long>(r.seed),
-                  r.nodes, r.mode == kRun ? " --mode run" : r.mode == kInit ? " --mode init" : "",
-                  r.cloud == 0 ? " --cloud no" : r.cloud == 1 ? " --cloud yes" : "");
+      bool is_known = !all_failures && IsKnown(result.check);
+      ++(is_known ? known : failed);
+      std::printf("%s seed %llu nodes %d (%s mode%s%s%s) [%s]: %s\n  replay: scripts/sim --seed %llu --nodes %d%s --verbose\n",
+                  is_known ? "KNOWN" : "FAIL", static_cast<unsigned long long>(options.seed), options.nodes,
+                  result.init_mode ? "init" : "run", result.cloud ? ", on a cloud" : "",
+                  result.strict ? "" : ", guards off", result.extra ? ", an extra node" : "",
+                  quorate::sim::CheckName(result.check), result.failure.c_str(),
+                  static_cast<unsigned long long>(options.seed), options.nodes, Flags(options).c_str());
     }
   }
   if (hashes != nullptr) std::fclose(hashes);
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   std::printf(
-      "%zu seeds (%ld in init mode, %ld on a cloud) in %.1fs (%.1f seeds/s), %ld failed; %ld node starts (%ld quorate, %ld etcd), %ld ended with a "
-      "majority lost (waiting, as rule 4 says); %zu distinct decision sequences; %llu steps, %.0f simulated hours; "
-      "%ld started in rule 3's init-mode window\n",
-      runs.size(), init_mode, clouds, wall, static_cast<double>(runs.size()) / wall, failed, quorate_starts + etcd_starts, quorate_starts,
-      etcd_starts, majority_lost, sequences.size(), static_cast<unsigned long long>(steps), simulated / 3600, windows);
+      "%zu seeds (%ld in init mode, %ld on a cloud, %ld with etcd's guards off, %ld with an extra node) in %.1fs (%.1f "
+      "seeds/s), %ld failed, %ld on known findings; %ld node starts (%ld quorate, %ld etcd), %ld ended with a majority "
+      "lost (waiting, as rule 4 says); %zu distinct decision sequences; %llu steps, %.0f simulated hours; %ld started "
+      "in rule 3's init-mode window\n",
+      runs.size(), init_mode, clouds, lax, extras, wall, static_cast<double>(runs.size()) / wall, failed, known,
+      quorate_starts + etcd_starts, quorate_starts, etcd_starts, majority_lost, sequences.size(),
+      static_cast<unsigned long long>(steps), simulated / 3600, windows);
   return failed == 0 ? 0 : 1;
 }

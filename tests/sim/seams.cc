@@ -58,38 +58,43 @@ class SimClient : public EtcdClient {
   SimClient(World& w, int from, int gen, const EtcdClientOptions& options)
       : w_(w), from_(from), gen_(gen), endpoints_(options.endpoints), timeout_(options.timeout) {}
 
+  // Served from the member's own copy of the membership, which may lag the committed one.
   Result<MemberListing> MemberList() override {
+    auto t = Reach();
+    if (!t.ok()) return t.status();
+    return MemberListing{w_.ClusterOf(*t)->id, w_.nodes[*t]->etcd.id, w_.SerializableListing(*t)};
+  }
+  // Made right after a linearizable read through the leader: every committed change.
+  Result<MemberListing> MemberListLinearizable() override {
     auto t = Reach();
     if (!t.ok()) return t.status();
     return Listing(*t);
   }
-  // Every call here is served by a member in the quorum with the cluster's current membership, so a
-  // plain listing already holds every committed change.
-  Result<MemberListing> MemberListLinearizable() override { return MemberList(); }
 
   Result<MemberListing> MemberAdd(const std::vector<std::string>& peer_urls, bool is_learner,
                                   MemberId* added) override {
-    auto t = Reach();
+    auto t = Reach([&](SimCluster& c) { w_.CheckAddRequest(from_, c, peer_urls, is_learner); });
     if (!t.ok()) return t.status();
     SimCluster& c = *w_.ClusterOf(*t);
-    if (!is_learner) w_.Fail("a member was added as a voter, not a learner (rule 2: new members join as learners)");
     if (from_ >= 0 && w_.nodes[from_]->removed_in_gen == gen_ && SharesUrl(peer_urls, {w_.nodes[from_]->peer_url})) {
-      w_.Fail(fmt::format("{} adds itself again in the quorate process that ran etcd when the operator removed it "
+      w_.Fail(Check::kReAdded, fmt::format("{} adds itself again in the quorate process that ran etcd when the operator removed it "
                           "(rule 1b: a removal is never undone by itself)",
                           w_.nodes[from_]->name));
     }
     for (const auto& m : c.members) {
       if (SharesUrl(m.peer_urls, peer_urls)) return Status::FailedPrecondition("etcdserver: Peer URLs already exists");
     }
-    if (!Healthy(c)) return Status::Unavailable("etcdserver: unhealthy cluster").With(Reason::kUnhealthyCluster);
+    if (w_.strict() && !Healthy(c)) {
+      return Status::Unavailable("etcdserver: unhealthy cluster").With(Reason::kUnhealthyCluster);
+    }
     if (std::any_of(c.members.begin(), c.members.end(), [](const ClusterMember& m) { return m.is_learner; })) {
       return Status::Unavailable("etcdserver: too many learner members in cluster").With(Reason::kTooManyLearners);
     }
     MemberId id = ComputeMemberId(peer_urls, fmt::format("added-{}-{}", c.id, ++c.adds));
     c.members.push_back({id, "", peer_urls, {}, is_learner});
     c.catch_up[id] = w_.rng().Between(milliseconds(200), milliseconds(4000));
+    w_.Changed(c);
     w_.Event(fmt::format("MemberAdd {} {} by {}", IdToHex(id), fmt::join(peer_urls, ","), Who()));
-    w_.CheckChange(c, "MemberAdd");
     if (added != nullptr) *added = id;
     MemberListing listing{c.id, w_.nodes[*t]->etcd.id, c.members};
     if (Status lost = AnswerLost("member add"); !lost.ok()) return lost;
@@ -97,16 +102,21 @@ class SimClient : public EtcdClient {
   }
 
   Status MemberRemove(MemberId id) override {
-    auto t = Reach();
+    auto t = Reach([&](SimCluster& c) { w_.CheckRemoveRequest(from_, c, id); });
     if (!t.ok()) return t.status();
     SimCluster& c = *w_.ClusterOf(*t);
     auto it = Find(c, id);
-    if (it == c.members.end()) return Status::NotFound("etcdserver: member not found");
-    if (!it->is_learner && !EnoughStartedAfter(c, id, false)) {
+    if (it == c.members.end()) {
+      w_.Mark("MemberRemove finds the member gone");
+      return Status::NotFound("etcdserver: member not found");
+    }
+    if (w_.strict() && !it->is_learner && !EnoughStartedAfter(c, id, false)) {
       return Status::Unavailable("etcdserver: re-configuration failed due to not enough started members")
           .With(Reason::kNotEnoughStarted);
     }
+    w_.Mark(it->is_learner ? "a learner removed" : "a voter removed");
     c.members.erase(it);
+    w_.Changed(c);
     w_.Event(fmt::format("MemberRemove {} by {}", IdToHex(id), Who()));
     if (from_ < 0) {
       for (auto& n : w_.nodes) {
@@ -115,12 +125,11 @@ class SimClient : public EtcdClient {
         if (n->proc && n->proc->etcd_ran) n->removed_in_gen = n->proc->gen;
       }
     }
-    w_.CheckChange(c, "MemberRemove");
     return AnswerLost("member remove");
   }
 
   Status MemberPromote(MemberId id) override {
-    auto t = Reach();
+    auto t = Reach([&](SimCluster& c) { w_.CheckPromoteRequest(from_, c, id); });
     if (!t.ok()) return t.status();
     SimCluster& c = *w_.ClusterOf(*t);
     auto it = Find(c, id);
@@ -130,13 +139,14 @@ class SimClient : public EtcdClient {
       return Status::Unavailable("etcdserver: can only promote a learner member which is in sync with leader")
           .With(Reason::kLearnerNotReady);
     }
-    if (!EnoughStartedAfter(c, id, true)) {
+    // etcd checks the learner's progress whatever --strict-reconfig-check says; only this one is strict's.
+    if (w_.strict() && !EnoughStartedAfter(c, id, true)) {
       return Status::Unavailable("etcdserver: re-configuration failed due to not enough started members")
           .With(Reason::kNotEnoughStarted);
     }
     it->is_learner = false;
+    w_.Changed(c);
     w_.Event(fmt::format("MemberPromote {} by {}", IdToHex(id), Who()));
-    w_.CheckChange(c, "MemberPromote");
     return AnswerLost("member promote");
   }
 
@@ -147,6 +157,7 @@ class SimClient : public EtcdClient {
     auto it = Find(c, id);
     if (it == c.members.end()) return Status::NotFound("etcdserver: member not found");
     it->peer_urls = peer_urls;
+    w_.Changed(c);
     w_.Event(fmt::format("MemberUpdate {} by {}", IdToHex(id), Who()));
     return AnswerLost("member update");
   }
@@ -195,9 +206,12 @@ class SimClient : public EtcdClient {
   }
 
   // The node whose etcd serves the call, after the call's latency; an error when none does.
-  Result<int> Reach() {
+  // `asked`: sees the request as it reaches a member, before that member's leader (if it has one)
+  // takes it, so a request is checked whether or not a quorum could serve it.
+  Result<int> Reach(const std::function<void(SimCluster&)>& asked = nullptr) {
     auto target = w_.PickEndpoint(from_, endpoints_, timeout_);
     if (target.node < 0) return target.error;
+    if (asked) asked(*w_.ClusterOf(target.node));
     if (!w_.InQuorum(target.node)) {
       if (!w_.Sleep(timeout_)) return Killed();
       return Status::Unavailable(fmt::format("{}: etcdserver: request timed out", w_.nodes[target.node]->client_url));
@@ -216,7 +230,7 @@ class SimClient : public EtcdClient {
   }
 
   // etcd 3.4 refuses MemberAdd unless every voter has been connected to the leader for 5 s
-  // (HealthInterval); 3.5.30 only unless quorum would still hold.
+  // (HealthInterval); 3.5.30 only unless quorum would still hold. Both are --strict-reconfig-check's.
   bool Healthy(const SimCluster& c) {
     size_t voters = 0, healthy = 0;
     for (const auto& m : c.members) {
@@ -232,8 +246,8 @@ class SimClient : public EtcdClient {
     return w_.etcd35() ? healthy >= voters / 2 + 1 : healthy == voters;
   }
 
-  // etcd's strict reconfiguration check: after removing (or promoting) `id`, the voters connected to
-  // the leader are still a majority of the voters.
+  // etcd's strict reconfiguration check (off with --strict-reconfig-check=false): after removing (or
+  // promoting) `id`, the voters connected to the leader are still a majority of the voters.
   bool EnoughStartedAfter(const SimCluster& c, MemberId id, bool promote) {
     size_t voters = 0, connected = 0;
     for (const auto& m : c.members) {

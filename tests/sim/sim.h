@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 
 namespace quorate::sim {
@@ -25,12 +26,47 @@ struct RunOptions {
   // Discovery lists a cloud's whole scaling group, which replaces a failed instance with a new one
   // (new name, new address, empty disk): rule 9's ground. -1: one seed in four, picked like `mode`.
   int cloud = -1;
+  // etcd's own guards on membership changes (--strict-reconfig-check): 1 on, 0 off as
+  // `--strict-reconfig-check=false` makes them, so only quorate's own checks stand between a request
+  // and a lost quorum; -1: the seed picks, one in two, apart like `mode`.
+  int strict = -1;
+  // One node more than --cluster-size, with the same token and its own flags, outside the set
+  // discovery lists (a StatefulSet scaled past the size, a second unit started by mistake): rule 2's
+  // "a cluster at its size is never grown". -1: one seed in four, picked apart. Never on a cloud,
+  // whose group lists every instance it has.
+  int extra = -1;
   // Where the nodes' data and state dirs go (one directory per run, removed after it).
   std::string scratch = "/dev/shm";
 };
 
+// The checks a run can fail, each named apart from its message: a known finding, a kept seed or
+// the mutation catalogue says which one it expects.
+enum class Check {
+  kNone,
+  kException,         // an exception escaped the real code
+  kBadInput,          // the real code refused its input: the simulation gives none
+  kUpkeepBucket,      // init mode: quorate upkeep finds no member of its own in the bucket init wrote
+  kModel,             // the simulator's own files could not be written
+  kRestartedRemoved,  // rule 1b: etcd started again after holding it for a removal
+  kReAdded,           // rule 1b: a removed member added back by the process that ran it
+  kNewOverData,       // rules 1, 3, 5: a `new` start over a cluster that has data
+  kTwoClusterIds,     // rule 5: two clusters from one discovery set
+  kTorn,              // §3: a file renamed into place before its data was synced, torn by a power cut
+  kVoterAdded,        // rule 2: MemberAdd of a voter
+  kBeyondSize,        // rule 2: MemberAdd to a cluster at --cluster-size
+  kRemovedLive,       // rule 9: MemberRemove of a member whose etcd runs at a live instance
+  kRemoveQuorum,      // §4: MemberRemove leaving fewer voters up than a quorum
+  kPromoteEarly,      // rule 2: MemberPromote of a learner that never reached the quorum's side
+  kPromoteQuorum,     // §4: MemberPromote leaving fewer voters up than a quorum
+  kDataDeleted,       // §4: a WAL file etcd wrote is gone
+  kMajorityLostUnsaid,  // liveness: a majority lost its data and no node waits saying so
+  kNoConvergence,       // liveness: no convergence 15 minutes after the faults stopped
+};
+const char* CheckName(Check check);
+
 struct RunResult {
   bool ok = true;
+  Check check = Check::kNone;  // the check that failed
   std::string failure;  // the invariant or liveness check that failed, and the state around it
   // FNV-1a over every event of the run in order: equal for two runs of one seed.
   uint64_t trace_hash = 0;
@@ -46,6 +82,10 @@ struct RunResult {
   bool etcd35 = false;
   bool init_mode = false;
   bool cloud = false;
+  bool strict = true;
+  bool extra = false;
+  // The named conditions the run reached (World::Mark): what a kept regression seed must still reach.
+  std::set<std::string> reached;
   // A node started `new` in rule 3's init-mode window (DESIGN §4 rule 3, §10): reported, not failed.
   bool init_window = false;
 };

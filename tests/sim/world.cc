@@ -74,6 +74,26 @@ void InstallSink() {
 
 double Seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
 
+std::string WaitKindName(WaitKind kind) {
+  switch (kind) {
+    case WaitKind::kNone:
+      return "none";
+    case WaitKind::kPeersNotReady:
+      return "peers-not-ready";
+    case WaitKind::kExtra:
+      return "extra";
+    case WaitKind::kMajorityLost:
+      return "majority-lost";
+    case WaitKind::kConflict:
+      return "conflict";
+    case WaitKind::kRemoved:
+      return "removed";
+    case WaitKind::kVersion:
+      return "version";
+  }
+  return "unknown";
+}
+
 }  // namespace
 
 uint64_t Rng::Next() {
@@ -95,6 +115,11 @@ World::World(const RunOptions& options) : options_(options), rng_(options.seed *
   init_mode_ = options.mode == RunOptions::Mode::kInit ||
                (options.mode == RunOptions::Mode::kSeedPicks && Rng(options.seed ^ 0x696e69746d6f6465ULL).Below(4) == 0);
   cloud_ = options.cloud == 1 || (options.cloud < 0 && Rng(options.seed ^ 0x636c6f756467726fULL).Below(4) == 0);
+  strict_ = options.strict == 1 || (options.strict < 0 && Rng(options.seed ^ 0x7374726963746f6eULL).Below(2) == 0);
+  // A cloud's group lists every instance it has, so an extra node there would be one of them.
+  extra_ = !cloud_ &&
+           (options.extra == 1 || (options.extra < 0 && Rng(options.seed ^ 0x65787472616e6f64ULL).Below(4) == 0));
+  group_size_ = static_cast<size_t>(options.nodes);
   InstallSink();
   SharedWatcher();
   start_ = now_ = TimePoint(std::chrono::hours(1000));
@@ -102,8 +127,9 @@ World::World(const RunOptions& options) : options_(options), rng_(options.seed *
   root_ = fmt::format("{}/quorate-sim-{}-{}", options.scratch, ::getpid(), options.seed);
   std::filesystem::remove_all(root_);
   std::filesystem::create_directories(root_);
-  group_.assign(options.nodes, 0);
-  for (int i = 0; i < options.nodes; ++i) {
+  const int count = options.nodes + (extra_ ? 1 : 0);
+  group_.assign(count, 0);
+  for (int i = 0; i < count; ++i) {
     auto n = std::make_unique<Node>();
     n->index = i;
     n->name = fmt::format("n{}", i + 1);
@@ -112,7 +138,9 @@ World::World(const RunOptions& options) : options_(options), rng_(options.seed *
     n->client_url = "http://" + n->host + ":2379";
     n->root = fmt::format("{}/{}", root_, n->name);
     n->data_dir = n->root + "/data";
-    n->asks.assign(options.nodes, 0);
+    n->asks.assign(count, 0);
+    n->asked_at.assign(count, TimePoint{});
+    n->extra = i >= options.nodes;
     Config& c = n->config;
     c.name = n->name;
     c.data_dir = n->data_dir;
@@ -123,6 +151,11 @@ World::World(const RunOptions& options) : options_(options), rng_(options.seed *
     c.timeout = seconds(60);
     c.etcd_path = "etcd";
     c.agent_listen = n->host + ":2382";
+    if (n->extra) {
+      // Outside the discovered set, it names its own URLs, as it must to be started at all.
+      c.initial_advertise_peer_urls = {n->peer_url};
+      c.advertise_client_urls = {n->client_url};
+    }
     nodes.push_back(std::move(n));
   }
 }
@@ -146,6 +179,7 @@ World::~World() {
 // --- the baton ---
 
 Task* World::Spawn(Proc* proc, int node, std::function<void()> body) {
+  ThrowIfKilled();
   auto task = std::make_unique<Task>();
   Task* t = task.get();
   t->node = node;
@@ -162,7 +196,7 @@ Task* World::Spawn(Proc* proc, int node, std::function<void()> body) {
         t->body();
       } catch (const SimCrash&) {
       } catch (const std::exception& e) {
-        Fail(fmt::format("an exception escaped the real code on {}: {}", t->node >= 0 ? nodes[t->node]->name : "operator",
+        Fail(Check::kException, fmt::format("an exception escaped the real code on {}: {}", t->node >= 0 ? nodes[t->node]->name : "operator",
                          e.what()));
       }
     }
@@ -184,19 +218,26 @@ bool World::Yield(Wait wait) {
     return false;
   };
   if (t->killed) return killed();
-  t->after_change = false;
   t->wait = std::move(wait);
   back_.release();
   t->go.acquire();
+  t->after_change = t->in_write = false;
   if (t->killed) return killed();
   return true;
 }
 
+// A process killed while parked where it cannot unwind (OnRename) runs on to its next seam call;
+// what the simulator does for it on the way (records, new threads) ends there instead.
+void World::ThrowIfKilled() {
+  if (tl_task != nullptr && tl_task->killed && std::uncaught_exceptions() == 0) throw SimCrash{};
+}
+
 bool World::Sleep(Duration d) { return Yield({Wait::kUntil, now_ + d, {}}); }
 
+// The flag is the driver's to see while the task is parked here; Yield clears it on waking.
 void World::AfterChange() {
-  Task* t = tl_task;
-  if (Yield({Wait::kNow, now_, {}})) t->after_change = true;
+  tl_task->after_change = true;
+  Yield({Wait::kNow, now_, {}});
 }
 
 bool World::Ready(Task& t) {
@@ -243,6 +284,7 @@ InitOptions World::InitSeams(Node& n, Proc& p, Peers& peers) {
   options.etcd_clients = ClientFactory(n.index, p.gen);
   options.is_own_address = [host = n.host](const PeerUrl& url) -> Result<bool> { return url.host == host; };
   options.etcd_files_required = false;
+  options.on_decision = [this, i = n.index](const quorate::Decision& d) { OnDecision(i, d); };
   options.etcd_version = [this](const std::string&) -> Result<EtcdVersion> { return EtcdVersionOfSim(); };
   // The job's own answer function is what peers reach; it stops answering when the job ends (its
   // state, and so this handle, goes with it, a crash's unwinding included).
@@ -266,10 +308,13 @@ InitOptions World::InitSeams(Node& n, Proc& p, Peers& peers) {
 // Records what the init job decided; false when it failed (bad input fails the run: the simulation
 // gives none).
 bool World::Decided(Node& n, const Result<InitOutcome>& outcome) {
+  ThrowIfKilled();
+  n.last_reason = outcome.ok() ? Reason::kNone : outcome.status().reason();
+  if (n.last_reason == Reason::kNoQuorumCommits) Mark("a removal no quorum commits");
   if (!outcome.ok()) {
     n.last_message = outcome.status().message();
     Decision(n.index, fmt::format("init failed ({})", static_cast<int>(outcome.status().code())));
-    if (outcome.status().IsInvalidArgument()) Fail(n.name + ": init refused its input: " + n.last_message);
+    if (outcome.status().IsInvalidArgument()) Fail(Check::kBadInput, n.name + ": init refused its input: " + n.last_message);
     return false;
   }
   Decision(n.index, ActionName(outcome->decision.action));
@@ -324,16 +369,19 @@ void World::QuorateMain(Node& n, Proc& p) {
   };
   options.before_restart = [&](LaunchSpec& spec) -> Status {
     auto again = job.Run();
+    ThrowIfKilled();
+    n.last_reason = again.ok() ? Reason::kNone : again.status().reason();
+    if (n.last_reason == Reason::kNoQuorumCommits) Mark("a removal no quorum commits");
     if (!again.ok() && again.status().IsCancelled()) return Status::Unavailable(again.status().message());
     bool hold = !again.ok() && !again.status().IsInvalidArgument();
     if (!again.ok()) {
       n.last_message = again.status().message();
-      if (n.last_message.find("was removed") != std::string::npos) n.held_removed_gen = p.gen;
+      if (n.last_wait == WaitKind::kRemoved) n.held_removed_gen = p.gen;
       Decision(n.index, fmt::format("hold ({})", static_cast<int>(again.status().code())));
     }
     if (hold) return Status::Unavailable(again.status().message());
     if (!again.ok()) {
-      Fail(n.name + ": a re-decision refused its input: " + n.last_message);
+      Fail(Check::kBadInput, n.name + ": a re-decision refused its input: " + n.last_message);
       return again.status();
     }
     Decision(n.index, ActionName(again->decision.action));
@@ -365,7 +413,7 @@ void World::PodMain(Node& n, Proc& p) {
   auto bucket = LoadBucket(n.config.state_dir);
   const Member* self = bucket.ok() ? bucket->members.FindByName(n.config.name) : nullptr;
   if (self == nullptr) {
-    Fail(n.name + ": quorate init exited without a member bucket naming this node, which quorate upkeep needs");
+    Fail(Check::kUpkeepBucket, n.name + ": quorate init exited without a member bucket naming this node, which quorate upkeep needs");
     return;
   }
   MakeUpkeep(n, p, *self);
@@ -395,9 +443,11 @@ void World::CrashProc(int i, bool lose_volume, const std::string& why) {
   Node& n = *nodes[i];
   if (n.proc) {
     Event(fmt::format("{}: quorate crashes ({}){}", n.name, why, lose_volume ? ", volume lost" : ""));
+    PowerCut(n);
     EndProc(i);
   }
   if (lose_volume) {
+    if (n.view) n.prev_view = n.view;
     std::error_code ignored;
     std::filesystem::remove_all(n.data_dir, ignored);
     n.wals.clear();
@@ -466,7 +516,7 @@ void World::FlushWal(Node& n) {
   if (!n.wal_pending) return;
   auto [id, cluster_id] = *n.wal_pending;
   n.wal_pending.reset();
-  if (Status s = quorate::WriteWal(n.data_dir, id, cluster_id); !s.ok()) Fail("sim: " + s.message());
+  if (Status s = quorate::WriteWal(n.data_dir, id, cluster_id); !s.ok()) Fail(Check::kModel, "sim: " + s.message());
   const std::string path = WalFile(n.data_dir);
   struct stat st;
   if (::stat(path.c_str(), &st) == 0) n.wals.emplace_back(st.st_ino, path);
@@ -491,7 +541,7 @@ Result<std::unique_ptr<ChildProcess>> World::StartEtcd(int i, const LaunchSpec& 
   Node& n = *nodes[i];
   if (!Sleep(milliseconds(2))) return Status::Internal("sim: killed");
   if (n.proc && n.proc->gen == n.held_removed_gen) {
-    Fail(fmt::format("{} starts etcd again after holding it stopped because its member was removed (rule 1b)",
+    Fail(Check::kRestartedRemoved, fmt::format("{} starts etcd again after holding it stopped because its member was removed (rule 1b)",
                      n.name));
   }
   std::map<std::string, std::string> flags;
@@ -542,6 +592,9 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
     Event(fmt::format("{}: etcd restarts on its data as {} of {}", n.name, IdToHex(wal->member_id),
                       IdToHex(wal->cluster_id)));
     run(wal->member_id, inc, n.view.value_or(ClusterView{clusters_[inc].id, clusters_[inc].members}));
+    // As it replays its WAL, GET /members lists the members replayed so far, none started (§8).
+    n.replay_until = n.etcd.ready_at + rng_.Between(milliseconds(0), milliseconds(400));
+    n.replay_members = 1 + rng_.Below(n.view->members.size());
     return std::nullopt;
   }
   auto entries = ParseInitialCluster(flag("initial-cluster"), "--initial-cluster");
@@ -558,7 +611,7 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
         if (std::find(advertised->begin(), advertised->end(), u) != advertised->end()) continue;
         auto url = ParseUrl(u);
         int k = url.ok() ? NodeByHost(url->host) : -1;
-        if (k >= 0 && k != n.index && Answers(k) && Reach(n.index, k) && nodes[k]->view) return nodes[k]->view;
+        if (k >= 0 && k != n.index && Answers(k) && Reach(n.index, k) && nodes[k]->view) return ViewAnswered(k);
       }
     }
     return std::nullopt;
@@ -589,7 +642,7 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
       const SimCluster& c = clusters_[inc];
       if (c.token != token || LiveIncarnation(c.id) != static_cast<int>(inc)) continue;
       if (c.id != cid) {
-        Fail(fmt::format("{} starts a new cluster {} while cluster {} of the same token has data (rules 1, 5)", n.name,
+        Fail(Check::kNewOverData, fmt::format("{} starts a new cluster {} while cluster {} of the same token has data (rules 1, 5)", n.name,
                          IdToHex(cid), IdToHex(c.id)));
         continue;
       }
@@ -630,9 +683,10 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
                             "that shows no start and no agent: rule 3's init-mode window",
                             n.name));
           result_.init_window = true;
+          Mark("rule 3's init-mode window");
           refounded = true;
         } else if (voters - lost >= voters / 2 + 1 || kept_past) {
-          Fail(what + (kept_past ? ", over a kept log past the bootstrap" : ""));
+          Fail(Check::kNewOverData, what + (kept_past ? ", over a kept log past the bootstrap" : ""));
         } else {
           Event(fmt::format("{}: a majority lost its data, and no kept log went past the bootstrap", n.name));
           refounded = true;
@@ -645,6 +699,7 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
       c.id = cid;
       c.token = token;
       for (const auto& e : *entries) c.members.push_back({ComputeMemberId(e.peer_urls, token), "", e.peer_urls, {}, false});
+      c.history.emplace_back(now_, c.members);
       clusters_.push_back(std::move(c));
       inc = static_cast<int>(clusters_.size()) - 1;
       auto& seen = cluster_ids_by_token_[token];
@@ -657,7 +712,7 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
       }
       if (std::find(seen.begin(), seen.end(), cid) == seen.end()) seen.push_back(cid);
       if (seen.size() > 1) {
-        Fail(fmt::format("token '{}' has {} cluster IDs: {} (rule 5: never two clusters from one discovery set)", token,
+        Fail(Check::kTwoClusterIds, fmt::format("token '{}' has {} cluster IDs: {} (rule 5: never two clusters from one discovery set)", token,
                          seen.size(), fmt::join(seen, ",")));
       }
       Event(fmt::format("{}: etcd bootstraps cluster {} (incarnation {})", n.name, IdToHex(cid), inc));
@@ -668,6 +723,7 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
     for (const auto& e : *entries) initial.members.push_back({ComputeMemberId(e.peer_urls, token), "", e.peer_urls, {}, false});
     WriteWal(n, *self, cid, inc);
     n.data_refounded = refounded;
+    if (n.view) n.prev_view = n.view;
     n.view.reset();
     run(*self, inc, initial);
     return std::nullopt;
@@ -696,6 +752,7 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
   }
   Event(fmt::format("{}: etcd joins cluster {} as {}", n.name, IdToHex(r->cluster_id), IdToHex(self->id)));
   WriteWal(n, self->id, r->cluster_id, inc);
+  if (n.view) n.prev_view = n.view;
   n.view.reset();
   run(self->id, inc, *r);
   return std::nullopt;
@@ -759,6 +816,9 @@ void World::ModelTick() {
   for (auto& np : nodes) {
     Node& n = *np;
     if (!Answers(n.index)) continue;
+    n.answered_at = now_;
+    n.answered_as = n.etcd.id;
+    n.answered_inc = n.etcd.incarnation;
     SimCluster& c = clusters_[n.etcd.incarnation];
     bool in_quorum = InQuorum(n.index);
     if (!in_quorum) {
@@ -770,6 +830,7 @@ void World::ModelTick() {
       ExitEtcd(n.index, ExitStatus::Exited(0), "the member has been permanently removed from the cluster");
       continue;
     }
+    n.in_quorum_at = now_;
     if (!n.etcd.connected) {
       n.etcd.connected = true;
       n.etcd.connected_since = now_;
@@ -777,7 +838,7 @@ void World::ModelTick() {
     if (!n.log_past_bootstrap) {
       // A leader's entries reach every member on the quorum's side, into its WAL.
       FlushWal(n);
-      if (Status s = AppendWalEntry(n.data_dir, 2, c.members.size() + 1); !s.ok()) Fail("sim: " + s.message());
+      if (Status s = AppendWalEntry(n.data_dir, 2, c.members.size() + 1); !s.ok()) Fail(Check::kModel, "sim: " + s.message());
       n.log_past_bootstrap = true;
     }
     n.data_refounded = false;
@@ -820,8 +881,10 @@ PeerFacts World::Ask(int from, const Member& peer) {
                       nodes[from]->asks[k]++)
                       .Next();
   bool dropped = FaultsOn() && static_cast<double>(draw >> 11) * 0x1.0p-53 < drop_rate_;
+  nodes[from]->asked_at[k] = now_;
   Node& p = *nodes[k];
   if (dropped || !Reach(from, k)) return facts;
+  if (p.wal_pending && AgentServes(p)) Mark("an agent asked before its etcd wrote the WAL");
   if (auto s = AgentAnswerOf(p)) {
     facts.agent = {true, "", s->data_state, s->token, s->cluster_id, s->log_past_bootstrap};
   } else {
@@ -831,7 +894,7 @@ PeerFacts World::Ask(int from, const Member& peer) {
     auto parsed = ParseUrl(u);
     int j = parsed.ok() ? NodeByHost(parsed->host) : -1;
     if (j >= 0 && nodes[j]->peer_url == u && Answers(j) && Reach(from, j) && nodes[j]->view) {
-      facts.cluster = nodes[j]->view;
+      facts.cluster = ViewAnswered(j);
       facts.version = VersionAnswer{EtcdVersionOfSim(), EtcdVersion{EtcdVersionOfSim().major, EtcdVersionOfSim().minor, 0}};
       break;
     }
@@ -846,7 +909,7 @@ Result<ClusterView> World::Probe(int from, const std::string& peer_url, millisec
   if (!Sleep(reachable ? rng_.Between(milliseconds(1), milliseconds(10)) : Duration(timeout))) {
     return Status::Unavailable("sim: killed");
   }
-  if (k >= 0 && nodes[k]->peer_url == peer_url && Answers(k) && Reach(from, k) && nodes[k]->view) return *nodes[k]->view;
+  if (k >= 0 && nodes[k]->peer_url == peer_url && Answers(k) && Reach(from, k) && nodes[k]->view) return *ViewAnswered(k);
   return Status::Unavailable(peer_url + "/members: connection refused");
 }
 
@@ -875,16 +938,19 @@ Result<std::vector<Member>> World::Discover(int i, bool* whole_group) {
   if (!Sleep(rng_.Between(milliseconds(1), milliseconds(20)))) return Status::Unavailable("sim: killed");
   Node& n = *nodes[i];
   std::vector<Member> members;
-  for (const auto& m : nodes) members.push_back({m->name, {m->peer_url}, {m->client_url}});
+  for (size_t k = 0; k < group_size_; ++k) {
+    const Node& m = *nodes[k];
+    members.push_back({m.name, {m.peer_url}, {m.client_url}});
+  }
   // A cloud's provider lists the whole group or fails: a page it could not read (the odd answers of
-  // the first two kinds) is an error, retried; one still listing an instance that is gone is whole
-  // as far as the provider knows.
+  // the first two kinds) is an error, retried; one still listing an instance that is gone, or one
+  // whose listing left a live instance out, is whole as far as the provider knows.
   if (cloud_ && n.odd_discovery_until > now_ && n.odd_discovery < 2) {
     return Status::Unavailable("sim: a page of the group's instances could not be read");
   }
   *whole_group = cloud_;
-  if (n.odd_discovery_until > now_ && nodes.size() > 1) {
-    size_t other = (static_cast<size_t>(i) + 1 + rng_.Below(nodes.size() - 1)) % nodes.size();
+  if (n.odd_discovery_until > now_ && group_size_ > 1) {
+    size_t other = (static_cast<size_t>(i) + 1 + rng_.Below(group_size_ - 1)) % group_size_;
     switch (n.odd_discovery) {
       case 0:  // partial: one member not listed yet
         members.erase(members.begin() + static_cast<long>(other));
@@ -893,13 +959,58 @@ Result<std::vector<Member>> World::Discover(int i, bool* whole_group) {
         members[other].peer_urls = {fmt::format("http://10.0.9.{}:2380", other + 1)};
         members[other].client_urls = {fmt::format("http://10.0.9.{}:2379", other + 1)};
         break;
-      default:  // a member that is gone is still listed
+      case 2:  // a member that is gone is still listed
         members.push_back({"gone", {"http://10.0.9.99:2380"}, {"http://10.0.9.99:2379"}});
+        break;
+      default:  // the group's own listing leaves out a live instance (in standby, say: not counted)
+                // and lists, in its place, one still pending, so the count is the group's size
+        if (static_cast<size_t>(i) != other) {
+          Mark("a whole-group listing left out a live instance");
+          members[other] = {fmt::format("pending-{}", other + 1), {fmt::format("http://10.0.8.{}:2380", other + 1)},
+                            {fmt::format("http://10.0.8.{}:2379", other + 1)}};
+        }
         break;
     }
   }
   return members;
 }
+
+// What node k's etcd answers on its peer URL: while it replays its WAL, the members replayed so
+// far, none started yet; while a previous incarnation's answers arrive, the view that one had.
+std::optional<ClusterView> World::ViewAnswered(int k) {
+  Node& n = *nodes[k];
+  if (!n.view) return std::nullopt;
+  if (n.old_answers_until > now_ && n.prev_view) {
+    Mark("an answer from a previous incarnation");
+    return n.prev_view;
+  }
+  if (n.replay_until > now_) {
+    ClusterView partial{n.view->cluster_id, {}};
+    for (size_t m = 0; m < n.replay_members && m < n.view->members.size(); ++m) {
+      ClusterMember replayed = n.view->members[m];
+      replayed.name.clear();
+      replayed.client_urls.clear();
+      partial.members.push_back(std::move(replayed));
+    }
+    Mark("a partial view of a member replaying its WAL");
+    return partial;
+  }
+  return n.view;
+}
+
+std::vector<ClusterMember> World::SerializableListing(int k) {
+  const Node& n = *nodes[k];
+  const SimCluster& c = clusters_[n.etcd.incarnation];
+  if (n.lagging_until <= now_) return c.members;
+  const std::vector<ClusterMember>* then = &c.history.front().second;
+  for (const auto& [since, members] : c.history) {
+    if (since <= now_ - n.lag) then = &members;
+  }
+  if (then->size() != c.members.size()) Mark("a member list that lags");
+  return *then;
+}
+
+void World::Changed(SimCluster& c) { c.history.emplace_back(now_, c.members); }
 
 // --- faults ---
 
@@ -942,7 +1053,7 @@ void World::Fault() {
   Node& n = *nodes[i];
   Duration lasting = rng_.Between(milliseconds(500), milliseconds(20000));
   TimePoint until = std::min(now_ + lasting, fault_end_);
-  switch (rng_.Below(cloud_ ? 11 : 10)) {
+  switch (rng_.Below(cloud_ ? 13 : 12)) {
     case 0:
     case 1:
       CrashProc(i, false, "fault");
@@ -982,9 +1093,19 @@ void World::Fault() {
       At(until, [this] { drop_rate_ = 0; });
       break;
     case 9:
-      n.odd_discovery = static_cast<int>(rng_.Below(3));
+      n.odd_discovery = static_cast<int>(rng_.Below(cloud_ ? 4 : 3));
       n.odd_discovery_until = until;
       Event(fmt::format("fault: discovery answers {} oddly ({})", n.name, n.odd_discovery));
+      break;
+    case 10:
+      n.lag = rng_.Between(milliseconds(200), milliseconds(5000));
+      n.lagging_until = until;
+      Event(fmt::format("fault: {}'s etcd lists the members {:.1f}s behind unless asked linearizably", n.name,
+                        Seconds(n.lag)));
+      break;
+    case 11:
+      n.old_answers_until = std::min(until, now_ + rng_.Between(milliseconds(200), milliseconds(5000)));
+      Event(fmt::format("fault: answers of {}'s previous etcd arrive late", n.name));
       break;
     default:
       ReplaceInstance(i);
@@ -1006,12 +1127,20 @@ void World::ReplaceInstance(int i) {
   n.config.name = n.name;
   n.config.agent_listen = n.host + ":2382";
   Event(fmt::format("{}: the new instance, at {}", n.name, n.host));
+  // Right after a replacement the group's own listing may still leave a live instance out: the
+  // newcomer, whose rule 9 reads it, must find that instance's peer URLs answering.
+  if (rng_.Chance(0.5)) {
+    n.odd_discovery = 3;
+    n.odd_discovery_until = std::min(fault_end_, now_ + rng_.Between(milliseconds(1000), milliseconds(20000)));
+    Event(fmt::format("fault: discovery answers {} oddly ({})", n.name, n.odd_discovery));
+  }
 }
 
 // The operator scales down by one the etcdctl way: `quorate member remove NAME` (node/member_remove).
 void World::OperatorRemove() {
   if (operator_done_) return;
   operator_done_ = true;
+  operator_began_ = now_;
   std::string name = nodes[rng_.Below(nodes.size())]->name;
   Event("operator: quorate member remove " + name);
   Spawn(nullptr, -1, [this, name] {
@@ -1020,19 +1149,201 @@ void World::OperatorRemove() {
   });
 }
 
-// --- invariants ---
+// --- what the real code decides and writes ---
 
-void World::CheckChange(const SimCluster& c, const std::string& what) {
-  size_t voters = 0, up = 0;
-  for (const auto& m : c.members) {
-    if (m.is_learner) continue;
-    ++voters;
-    for (auto& n : nodes) {
-      if (n->etcd.running && n->etcd.cluster_id == c.id && n->etcd.id == m.id && n->etcd.connected) ++up;
+void World::OnDecision(int i, const quorate::Decision& d) {
+  Node& n = *nodes[i];
+  n.decided_at = now_;
+  n.last_wait = d.action == Action::kWait ? d.wait : WaitKind::kNone;
+  Mark(d.action == Action::kWait ? "wait " + WaitKindName(d.wait) : std::string("decide ") + ActionName(d.action));
+  if (d.remove_id) Mark(std::string("decide ") + ActionName(d.action) + " removing a member");
+  if (d.action == Action::kLateInitial &&
+      std::any_of(nodes.begin(), nodes.end(), [&](const std::unique_ptr<Node>& k) { return HoldsData(*k) && !AgentServes(*k); })) {
+    Mark("a late start beside a holder with no agent");
+  }
+  for (const auto& c : clusters_) {
+    for (const auto& m : c.members) {
+      if (d.remove_id && m.id == *d.remove_id && d.action == Action::kReplace && !m.started()) {
+        Mark("a never-started member replaced");
+      }
     }
   }
-  if (voters > 0 && up < voters / 2 + 1) {
-    Fail(fmt::format("{} left {} of {} voters up, fewer than a quorum (§4: changes never lose quorum)", what, up, voters));
+  // Ground truth the decision met: this node's member started and lost its data, and a view that
+  // answers shows it as never started (rule 3's hazard).
+  if (HoldsData(n)) return;
+  for (const auto& c : clusters_) {
+    for (const auto& m : c.members) {
+      if (!m.started() || !SharesUrl(m.peer_urls, {n.peer_url})) continue;
+      for (auto& k : nodes) {
+        if (!Answers(k->index) || !k->view || k->view->cluster_id != c.id) continue;
+        for (const auto& v : k->view->members) {
+          if (v.id == m.id && !v.started()) Mark("a member that lost its data looks never started");
+        }
+      }
+    }
+  }
+}
+
+// The machine of node n loses power: what its quorate process renamed into place without syncing
+// the directory since may be undone, and a file renamed before its data was synced is torn.
+void World::PowerCut(Node& n) {
+  if (!n.proc) return;
+  for (auto it = n.proc->pending.rbegin(); it != n.proc->pending.rend(); ++it) {
+    const PendingRename& r = *it;
+    std::string left;
+    bool present = true;
+    if (rng_.Chance(0.5)) {
+      Mark("a power cut undid a rename");
+      present = r.before.has_value();
+      left = r.before.value_or("");
+    } else if (!r.data_synced) {
+      left = r.content.substr(0, rng_.Below(r.content.size()));
+    } else {
+      continue;
+    }
+    std::error_code ignored;
+    std::filesystem::remove(r.target, ignored);
+    if (present) {
+      std::FILE* f = std::fopen(r.target.c_str(), "w");
+      if (f != nullptr) {
+        std::fwrite(left.data(), 1, left.size(), f);
+        std::fclose(f);
+      }
+    }
+    Event(fmt::format("{}: power cut: {} {}", n.name, r.target, present ? "holds " + std::to_string(left.size()) + " bytes" : "is gone"));
+    if (present && left != r.content && (!r.before || left != *r.before)) {
+      Fail(Check::kTorn, fmt::format("a power cut on {} left {} torn: it was renamed into place before its data was synced (§3: a "
+                       "reader never sees half a file)",
+                       n.name, r.target));
+    }
+  }
+  n.proc->pending.clear();
+}
+
+void World::OnFsync(int fd) {
+  Proc& p = *tl_task->proc;
+  char link[64];
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  std::error_code ec;
+  std::filesystem::path path = std::filesystem::read_symlink(link, ec);
+  struct stat st;
+  if (ec || ::fstat(fd, &st) != 0) return;
+  if (S_ISREG(st.st_mode)) {
+    p.synced.insert(path.string());
+  } else if (S_ISDIR(st.st_mode)) {
+    std::erase_if(p.pending, [&](const PendingRename& r) { return std::filesystem::path(r.target).parent_path() == path; });
+  }
+}
+
+void World::OnRename(const std::string& from, const std::string& to, std::optional<std::string> before) {
+  Task* t = tl_task;
+  Proc& p = *t->proc;
+  PendingRename r;
+  r.target = to;
+  r.data_synced = p.synced.erase(from) > 0;
+  r.before = std::move(before);
+  if (auto content = ReadFile(to); content.ok()) r.content = *content;
+  p.pending.push_back(std::move(r));
+  // Parked here, the driver may cut the power between the rename and the directory's sync. Not
+  // through Yield: rename(2) is declared noexcept, so a crash cannot unwind from here; the calls
+  // of a killed process fail instead (the wrappers below) until its next seam call throws.
+  t->in_write = true;
+  t->wait = {Wait::kNow, now_, {}};
+  back_.release();
+  t->go.acquire();
+  t->after_change = t->in_write = false;
+}
+
+// --- invariants ---
+
+
+// A change is retried on the facts of the decision behind it until it goes through, and those facts
+// are the last round of asks before it (for the operator, what `member remove` probed once it
+// began): a member whose etcd answered since then counts as up, so only a request no fact could
+// have justified fails.
+TimePoint World::FactsSince(int from) const {
+  if (from < 0) return operator_began_;
+  const auto& asked = nodes[from]->asked_at;
+  return *std::max_element(asked.begin(), asked.end());
+}
+
+size_t World::VotersUp(const SimCluster& c, MemberId except, TimePoint since) const {
+  int inc = static_cast<int>(&c - clusters_.data());
+  size_t up = 0;
+  for (const auto& m : c.members) {
+    if (m.is_learner || m.id == except) continue;
+    up += std::any_of(nodes.begin(), nodes.end(), [&](const std::unique_ptr<Node>& k) {
+      return k->answered_as == m.id && k->answered_inc == inc && k->answered_at >= since;
+    });
+  }
+  return up;
+}
+
+std::string World::Asker(int from) const { return from < 0 ? "the operator" : nodes[from]->name; }
+
+void World::CheckAddRequest(int from, const SimCluster& c, const std::vector<std::string>& peer_urls, bool is_learner) {
+  if (!is_learner) Fail(Check::kVoterAdded, Asker(from) + " asks MemberAdd of a voter, not a learner (rule 2: new members join as learners)");
+  // A retry of an add that went through meets its own member: nothing grows.
+  if (std::any_of(c.members.begin(), c.members.end(),
+                  [&](const ClusterMember& m) { return SharesUrl(m.peer_urls, peer_urls); })) {
+    return;
+  }
+  if (c.members.size() + 1 > group_size_) {
+    Fail(Check::kBeyondSize, fmt::format("{} asks MemberAdd of {} to cluster {}, which has {} members already, --cluster-size {} (rule 2: "
+                     "a cluster at its size is never grown)",
+                     Asker(from), fmt::join(peer_urls, ","), IdToHex(c.id), c.members.size(), group_size_));
+  }
+}
+
+void World::CheckRemoveRequest(int from, const SimCluster& c, MemberId id) {
+  auto it = std::find_if(c.members.begin(), c.members.end(), [&](const ClusterMember& m) { return m.id == id; });
+  if (it == c.members.end()) return;
+  // quorate's rules remove the member at the asker's own peer URLs (rules 3, 4) or one whose instance
+  // departed (rule 9); one running at a live instance's peer URL, reachable as the decision was made
+  // and still, is neither.
+  if (from >= 0 && !SharesUrl(it->peer_urls, {nodes[from]->peer_url})) {
+    for (auto& k : nodes) {
+      if (k->index == from || !SharesUrl(it->peer_urls, {k->peer_url})) continue;
+      if (Answers(k->index) && k->etcd.id == id && k->etcd.ready_at <= nodes[from]->decided_at &&
+          Reach(from, k->index)) {
+        Fail(Check::kRemovedLive, fmt::format("{} asks MemberRemove of member {}, whose etcd runs at {} and answered all along (rule 9 "
+                         "takes only a departed instance's seat, whose peer URLs are silent)",
+                         Asker(from), IdToHex(id), k->peer_url));
+      }
+    }
+  }
+  if (it->is_learner) return;
+  size_t voters = 0;
+  for (const auto& m : c.members) voters += !m.is_learner && m.id != id;
+  size_t up = VotersUp(c, id, FactsSince(from));
+  if (up < voters / 2 + 1) {
+    Fail(Check::kRemoveQuorum, fmt::format("{} asks MemberRemove of voter {} while {} of the {} voters left have answered since its facts "
+                     "were gathered, fewer than a quorum (§4: changes never lose quorum)",
+                     Asker(from), IdToHex(id), up, voters));
+  }
+}
+
+void World::CheckPromoteRequest(int from, const SimCluster& c, MemberId id) {
+  auto it = std::find_if(c.members.begin(), c.members.end(), [&](const ClusterMember& m) { return m.id == id; });
+  if (it == c.members.end() || !it->is_learner) return;
+  int inc = static_cast<int>(&c - clusters_.data());
+  // A learner whose etcd never reached the quorum's side has no log to have caught up with; upkeep
+  // asks only once its own etcd reports a leader (the window covers a crash since).
+  bool reached = std::any_of(nodes.begin(), nodes.end(), [&](const std::unique_ptr<Node>& k) {
+    return k->answered_as == id && k->answered_inc == inc && k->in_quorum_at >= now_ - seconds(5) &&
+           k->in_quorum_at != TimePoint{};
+  });
+  if (!reached) {
+    Fail(Check::kPromoteEarly, fmt::format("{} asks MemberPromote of learner {}, whose etcd has not been on the quorum's side, so it cannot "
+                     "have caught up (rule 2: promote when caught up)",
+                     Asker(from), IdToHex(id)));
+  }
+  size_t voters = 1;
+  for (const auto& m : c.members) voters += !m.is_learner;
+  size_t up = VotersUp(c, 0, now_ - seconds(5)) + (reached ? 1 : 0);
+  if (up < voters / 2 + 1) {
+    Fail(Check::kPromoteQuorum, fmt::format("{} asks MemberPromote of {} while {} of the {} voters after it answer, fewer than a quorum",
+                     Asker(from), IdToHex(id), up, voters));
   }
 }
 
@@ -1055,7 +1366,7 @@ void World::CheckDataKept(int i) {
     auto found = std::find_if(present.begin(), present.end(),
                               [&](const std::pair<ino_t, std::string>& p) { return p.first == wal.first; });
     if (found == present.end()) {
-      Fail(fmt::format("a WAL file etcd wrote on {} is gone (§4: data is moved aside, never deleted)", n.name));
+      Fail(Check::kDataDeleted, fmt::format("a WAL file etcd wrote on {} is gone (§4: data is moved aside, never deleted)", n.name));
       n.wals.clear();
       return;
     }
@@ -1076,7 +1387,10 @@ bool World::Converged(std::string* why) {
     // Rule 1b holds a node on a member the operator removed, once its etcd ran under this process
     // (and a fresh process that only learns of the removal from its own etcd ran it too).
     bool out = n->operator_removed != 0 && n->operator_removed == n->data_member && HoldsData(*n) &&
-               !n->etcd.running && n->last_message.find("was removed") != std::string::npos;
+               !n->etcd.running && n->last_wait == WaitKind::kRemoved;
+    // A node for which the cluster has no seat (an extra one, or one whose seat another took) waits,
+    // saying it is extra; the size check below holds the cluster to the rest.
+    out |= !n->etcd.running && n->last_wait == WaitKind::kExtra;
     if (out) continue;
     ++expected;
     if (!Answers(n->index)) {
@@ -1094,7 +1408,7 @@ bool World::Converged(std::string* why) {
     return false;
   }
   const SimCluster& c = clusters_[inc];
-  if (c.members.size() != expected) {
+  if (c.members.size() != expected || c.members.size() > group_size_) {
     *why = fmt::format("the cluster has {} members, {} expected", c.members.size(), expected);
     return false;
   }
@@ -1132,7 +1446,8 @@ bool World::MajorityLost() {
 }
 
 std::string World::Describe() {
-  std::string out = fmt::format("t={:.3f}s etcd {}", Seconds(now_ - start_), etcd35_ ? "3.5" : "3.4");
+  std::string out = fmt::format("t={:.3f}s etcd {}{}", Seconds(now_ - start_), etcd35_ ? "3.5" : "3.4",
+                                strict_ ? "" : " (--strict-reconfig-check=false)");
   for (size_t inc = 0; inc < clusters_.size(); ++inc) {
     const SimCluster& c = clusters_[inc];
     out += fmt::format("\n  cluster {} (incarnation {}):", IdToHex(c.id), inc);
@@ -1170,9 +1485,10 @@ void World::Decision(int node, const std::string& text) {
   Event(nodes[node]->name + ": decision " + text);
 }
 
-void World::Fail(const std::string& why) {
+void World::Fail(Check check, const std::string& why) {
   if (!failure_.empty()) return;
   failure_ = why;
+  result_.check = check;
   Event("INVARIANT: " + why);
 }
 
@@ -1194,6 +1510,10 @@ RunResult World::Run() {
   result_.etcd35 = etcd35_;
   result_.init_mode = init_mode_;
   result_.cloud = cloud_;
+  result_.strict = strict_;
+  result_.extra = extra_;
+  if (!strict_) Mark("etcd's guards off");
+  if (extra_) Mark("an extra node");
   std::string why;
   while (failure_.empty()) {
     while (!events_.empty() && events_.begin()->first <= now_) {
@@ -1219,8 +1539,9 @@ RunResult World::Run() {
       continue;
     }
     Task* t = ready[rng_.Below(ready.size())];
-    if (t->proc != nullptr && FaultsOn() && rng_.Chance(t->after_change ? 0.05 : 0.002)) {
-      CrashProc(t->node, rng_.Chance(0.1), t->after_change ? "after a change" : "between two calls");
+    if (t->proc != nullptr && FaultsOn() && rng_.Chance(t->after_change || t->in_write ? 0.05 : 0.002)) {
+      CrashProc(t->node, rng_.Chance(0.1),
+                t->after_change ? "after a change" : t->in_write ? "in the middle of a file write" : "between two calls");
       continue;
     }
     Resume(*t);
@@ -1246,16 +1567,16 @@ RunResult World::Run() {
       // Said by the node that would replace its member (rule 4), or by one that sees no cluster and
       // names the peer whose data stops a new one (rule 5).
       bool said = std::any_of(nodes.begin(), nodes.end(), [](const std::unique_ptr<Node>& n) {
-        return n->last_message.find("majority") != std::string::npos ||
-               n->last_message.find("has data but its etcd is not answering") != std::string::npos;
+        return n->last_wait == WaitKind::kMajorityLost || n->last_reason == Reason::kNoQuorumCommits;
       });
       if (said) {
         result_.majority_lost = true;
+        Mark("ended waiting on a lost majority");
       } else {
-        Fail("a majority of the cluster lost its data, and no node says so: " + why);
+        Fail(Check::kMajorityLostUnsaid, "a majority of the cluster lost its data, and no node says so: " + why);
       }
     } else {
-      Fail(fmt::format("no convergence {:.0f}s after the faults stopped: {}", Seconds(now_ - fault_end_), why));
+      Fail(Check::kNoConvergence, fmt::format("no convergence {:.0f}s after the faults stopped: {}", Seconds(now_ - fault_end_), why));
     }
   }
   if (!failure_.empty()) {
@@ -1265,9 +1586,92 @@ RunResult World::Run() {
   return result_;
 }
 
+const char* CheckName(Check check) {
+  switch (check) {
+    case Check::kNone:
+      return "none";
+    case Check::kException:
+      return "exception";
+    case Check::kBadInput:
+      return "bad-input";
+    case Check::kUpkeepBucket:
+      return "upkeep-bucket";
+    case Check::kModel:
+      return "model";
+    case Check::kRestartedRemoved:
+      return "restarted-removed";
+    case Check::kReAdded:
+      return "re-added";
+    case Check::kNewOverData:
+      return "new-over-data";
+    case Check::kTwoClusterIds:
+      return "two-cluster-ids";
+    case Check::kTorn:
+      return "torn-file";
+    case Check::kVoterAdded:
+      return "voter-added";
+    case Check::kBeyondSize:
+      return "beyond-size";
+    case Check::kRemovedLive:
+      return "removed-live";
+    case Check::kRemoveQuorum:
+      return "remove-quorum";
+    case Check::kPromoteEarly:
+      return "promote-early";
+    case Check::kPromoteQuorum:
+      return "promote-quorum";
+    case Check::kDataDeleted:
+      return "data-deleted";
+    case Check::kMajorityLostUnsaid:
+      return "majority-lost-unsaid";
+    case Check::kNoConvergence:
+      return "no-convergence";
+  }
+  return "unknown";
+}
+
 RunResult RunSeed(const RunOptions& options) {
   World world(options);
   return world.Run();
 }
 
 }  // namespace quorate::sim
+
+// fsync(2) and rename(2) as the simulated processes make them (linked with --wrap, tests/sim/meson.build):
+// the disk model of World::PowerCut learns from them what is durable.
+extern "C" {
+int __real_fsync(int fd);
+int __real_rename(const char* from, const char* to);
+
+int __wrap_fsync(int fd) {
+  using quorate::sim::g_world;
+  using quorate::sim::tl_task;
+  if (tl_task != nullptr && tl_task->killed) {
+    errno = EIO;
+    return -1;
+  }
+  int rc = __real_fsync(fd);
+  if (rc == 0 && g_world != nullptr && tl_task != nullptr && tl_task->proc != nullptr) g_world->OnFsync(fd);
+  return rc;
+}
+
+int __wrap_rename(const char* from, const char* to) {
+  using quorate::sim::g_world;
+  using quorate::sim::tl_task;
+  if (tl_task != nullptr && tl_task->killed) {
+    errno = EIO;
+    return -1;
+  }
+  struct stat st;
+  // Files only: a directory moved aside is etcd's data, whose own durability etcd keeps.
+  bool watched = g_world != nullptr && tl_task != nullptr && tl_task->proc != nullptr && ::stat(from, &st) == 0 &&
+                 S_ISREG(st.st_mode);
+  std::optional<std::string> before;
+  if (watched) {
+    if (auto content = quorate::ReadFile(to); content.ok()) before = std::move(*content);
+  }
+  int rc = __real_rename(from, to);
+  if (rc == 0 && watched) g_world->OnRename(from, to, std::move(before));
+  return rc;
+}
+}

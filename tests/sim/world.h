@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <semaphore>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -74,6 +75,17 @@ struct Task {
   bool killed = false;
   // Parked right after a change went through: a crash here is one between the change and its answer.
   bool after_change = false;
+  // Parked right after renaming a file into place, its directory not synced yet.
+  bool in_write = false;
+};
+
+// A file renamed into place by a quorate process whose directory was not synced since: a power cut
+// may undo the rename, and tears the file when its data was not synced before the rename.
+struct PendingRename {
+  std::string target;
+  bool data_synced = false;
+  std::optional<std::string> before;  // what the target held before; nullopt: absent
+  std::string content;                // what the rename put there
 };
 
 // An etcd process as the supervisor sees it.
@@ -95,6 +107,9 @@ struct Proc {
   std::unique_ptr<Upkeep> upkeep;
   bool etcd_running = false;  // between the supervisor's on_start and on_exit
   bool etcd_ran = false;
+  // Regular files this process synced (by path), and its renames whose directory it has not synced.
+  std::set<std::string> synced;
+  std::vector<PendingRename> pending;
 };
 
 struct EtcdState {
@@ -136,10 +151,36 @@ struct Node {
   TimePoint slow_until{}, frozen_until{}, odd_discovery_until{};
   int odd_discovery = 0;
   std::vector<uint64_t> asks;  // per peer, for the drops of asks made on GatherFacts' threads
+  // Per peer, when this node's init job last asked it (each GatherFacts thread writes its own): the
+  // facts a change rests on are those of the last round.
+  std::vector<TimePoint> asked_at;
   std::string last_message;    // the last wait or failure the real code gave
   int removed_in_gen = -1;     // the operator removed its member while this quorate process ran etcd
   int held_removed_gen = -1;   // this quorate process held etcd stopped: its member was removed (rule 1b)
   MemberId operator_removed = 0;  // the member the operator removed while this node held its data
+  // Outside the discovered set, with the same token (RunOptions::extra).
+  bool extra = false;
+  // The rule of the last decision its init job made, when that was a wait (kNone after a start),
+  // and when it was made: a change it carries out rests on facts no older than that.
+  WaitKind last_wait = WaitKind::kNone;
+  Reason last_reason = Reason::kNone;  // of the last failure its init job returned
+  TimePoint decided_at{};
+  // When its etcd last answered on its peer URL, as which member of which cluster incarnation.
+  TimePoint answered_at{};
+  TimePoint in_quorum_at{};  // and when it was last on the side of a quorum of its cluster
+  MemberId answered_as = 0;
+  int answered_inc = -1;
+  // The view its etcd answered before it last exited; answered again, in place of the current one,
+  // until old_answers_until (a previous incarnation's answers, held up on the way).
+  std::optional<ClusterView> prev_view;
+  TimePoint old_answers_until{};
+  // etcd restarting on its data lists the members as it replays its WAL: until replay_until only
+  // the first replay_members, none started yet.
+  TimePoint replay_until{};
+  size_t replay_members = 0;
+  // Its etcd's serializable member list lags the committed membership by this much until then.
+  TimePoint lagging_until{};
+  Duration lag{};
 };
 
 // One etcd cluster as raft holds it: one incarnation per bootstrap.
@@ -150,6 +191,8 @@ struct SimCluster {
   std::map<MemberId, Duration> catch_up;  // how long a learner takes to catch up once connected
   std::vector<MemberId> caught_up;
   int adds = 0;
+  // The membership from each change on: what a member whose list lags still answers.
+  std::vector<std::pair<TimePoint, std::vector<ClusterMember>>> history;
 };
 
 class World {
@@ -164,6 +207,7 @@ class World {
   // (the caller returns an error without touching the world); throws SimCrash when it was killed.
   bool Yield(Wait wait);
   bool Sleep(Duration d);
+  void ThrowIfKilled();
   // Parks the caller at once after a change, so the driver may crash it there.
   void AfterChange();
   // `whole_group`: the answer lists the whole scaling group (DiscoveryProvider::ListsWholeGroup).
@@ -188,10 +232,26 @@ class World {
   bool Answers(int node) const;
   int NodeByHost(const std::string& host) const;
   int NodeByClientUrl(const std::string& url) const;
-  void CheckChange(const SimCluster& c, const std::string& what);
+  // quorate's own requests, checked as it asks, whatever the modelled etcd then answers (§10):
+  // `from` is the asking node, -1 the operator.
+  void CheckAddRequest(int from, const SimCluster& c, const std::vector<std::string>& peer_urls, bool is_learner);
+  void CheckRemoveRequest(int from, const SimCluster& c, MemberId id);
+  void CheckPromoteRequest(int from, const SimCluster& c, MemberId id);
+  // A change went through: kept in the cluster's history for lagging member lists.
+  void Changed(SimCluster& c);
+  // The membership node k's etcd lists without a linearizable read.
+  std::vector<ClusterMember> SerializableListing(int k);
+  // What node k's etcd answers on GET /members now (a replaying or previous incarnation's view).
+  std::optional<ClusterView> ViewAnswered(int k);
+  // The disk as quorate's processes use it, seen through fsync(2) and rename(2), which the
+  // simulator wraps at link time (tests/sim/meson.build): on a task thread of a quorate process only.
+  void OnFsync(int fd);
+  void OnRename(const std::string& from, const std::string& to, std::optional<std::string> before);
+  void Mark(const std::string& condition) { result_.reached.insert(condition); }
+  bool strict() const { return strict_; }
   void Event(const std::string& text);
   void Decision(int node, const std::string& text);
-  void Fail(const std::string& why);
+  void Fail(Check check, const std::string& why);
   void OnLog(int node, const std::string& text);
   bool etcd35() const { return etcd35_; }
   // The etcd every simulated node runs: 3.5.30 relaxed MemberAdd's check, 3.4.23 has the strict one.
@@ -231,6 +291,12 @@ class World {
   void Fault();
   void OperatorRemove();
   void ReplaceInstance(int node);
+  void PowerCut(Node& n);
+  TimePoint FactsSince(int from) const;
+  // The voters of c but `except` whose etcd answered since `since`.
+  size_t VotersUp(const SimCluster& c, MemberId except, TimePoint since) const;
+  std::string Asker(int from) const;
+  void OnDecision(int node, const quorate::Decision& d);
   bool Converged(std::string* why);
   bool MajorityLost();
   std::string Describe();
@@ -241,6 +307,10 @@ class World {
   bool etcd35_ = false;
   bool init_mode_ = false;
   bool cloud_ = false;
+  bool strict_ = true;
+  bool extra_ = false;
+  size_t group_size_ = 0;  // the members discovery lists, --cluster-size
+  TimePoint operator_began_{};
   int replacements_ = 0;
   std::unique_ptr<Clock> clock_;
   std::string root_;

@@ -799,6 +799,26 @@ TEST_CASE("init: 'unhealthy cluster' is retried with a doubling backoff until Me
   CHECK(rig.OursInCluster().size() == 1);
 }
 
+TEST_CASE("init: a replace whose removal no quorum commits by --timeout says so by its reason; on_decision sees the decision") {
+  InitRig rig;
+  rig.cluster.AddStarted(rig.Id("n1"), "n1", {kN1}, {rig.ClientUrl("n1")});
+  rig.PeersRun();
+  // Every removal times out, as with a voter counted live that was removed without learning it.
+  std::function<void()> again = [&] { rig.cluster.TimeOutNextRemove(again); };
+  rig.cluster.TimeOutNextRemove(again);
+  std::vector<Action> decided;
+  InitOptions options = rig.Options();
+  options.on_decision = [&decided](const Decision& d) { decided.push_back(d.action); };
+  InitJob job(rig.config, options);
+  auto out = job.Run();
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.status().code() == Status::Code::kDeadlineExceeded);
+  CHECK(out.status().reason() == Reason::kNoQuorumCommits);
+  REQUIRE(decided.size() == 1);
+  CHECK(decided[0] == Action::kReplace);
+  CHECK(rig.cluster.Members().size() == 3);
+}
+
 TEST_CASE("init: 'unhealthy cluster' until --timeout gives up at the deadline, exit 1, saying why") {
   InitRig rig;
   rig.PeersRun();
