@@ -24,4 +24,7 @@ Result<std::chrono::milliseconds> ParseDuration(const std::string& text, const s
 std::optional<std::chrono::system_clock::time_point> ParseUtcTimePrefix(const std::string& text,
                                                                         const char** rest = nullptr);
 
+// The same form back: "2026-11-24T14:00:00Z", to the second, in UTC.
+std::string FormatUtcTime(std::chrono::system_clock::time_point t);
+
 }  // namespace quorate

@@ -52,14 +52,7 @@ Result<uint64_t> HexId(const json& doc, const char* field) {
 
 }  // namespace
 
-std::string BackupTimeName(SystemTime t) {
-  std::time_t secs = std::chrono::system_clock::to_time_t(t);
-  std::tm utc{};
-  gmtime_r(&secs, &utc);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return buf;
-}
+std::string BackupTimeName(SystemTime t) { return FormatUtcTime(t); }
 
 BackupMetaFiles EncodeBackupMeta(const BackupMeta& m) {
   json etcd_manager = {

@@ -8,6 +8,7 @@
 #include "core/json.h"
 #include "core/planner.h"
 #include "core/table.h"
+#include "quorate/duration.h"
 
 namespace quorate {
 namespace {
@@ -105,7 +106,7 @@ std::string FormatMemberList(const MemberListing& listing, OutputFormat format,
                          {"isLearner", m.is_learner}});
       if (peer_cert_not_after != nullptr) {
         auto t = expiry(i);
-        members.back()["peerCertNotAfter"] = t ? nlohmann::ordered_json(FormatWallTime(*t)) : nullptr;
+        members.back()["peerCertNotAfter"] = t ? nlohmann::ordered_json(FormatUtcTime(*t)) : nullptr;
       }
     }
     return JsonText(nlohmann::ordered_json{{"clusterID", IdToHex(listing.cluster_id)}, {"members", members}}, 2) + "\n";
@@ -115,7 +116,7 @@ std::string FormatMemberList(const MemberListing& listing, OutputFormat format,
     const auto& m = listing.members[i];
     rows.push_back({IdToHex(m.id), m.started() ? "started" : "unstarted", m.name, Joined(m.peer_urls),
                     Joined(m.client_urls), m.is_learner ? "true" : "false"});
-    if (peer_cert_not_after != nullptr) rows.back().push_back(expiry(i) ? FormatWallTime(*expiry(i)) : "-");
+    if (peer_cert_not_after != nullptr) rows.back().push_back(expiry(i) ? FormatUtcTime(*expiry(i)) : "-");
   }
   if (format == OutputFormat::kTable) {
     std::vector<std::string> header = {"ID", "STATUS", "NAME", "PEER ADDRS", "CLIENT ADDRS", "IS LEARNER"};

@@ -49,4 +49,13 @@ std::optional<std::chrono::system_clock::time_point> ParseUtcTimePrefix(const st
   return std::chrono::system_clock::from_time_t(timegm(&tm));
 }
 
+std::string FormatUtcTime(std::chrono::system_clock::time_point t) {
+  std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm utc{};
+  gmtime_r(&secs, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
+}
+
 }  // namespace quorate

@@ -217,14 +217,9 @@ void Maintainer::Carry(EtcdClient& client, const MaintenanceLook& look) {
         spdlog::info("maintenance: {} is no longer a learner of the cluster; nothing removed", IdToHex(d.member));
         return;
       }
-      Status s = client.MemberRemove(d.member);
-      if (s.ok()) {
-        spdlog::info("maintenance: learner {} ({}) removed", m->name.empty() ? "unstarted" : m->name,
-                     IdToHex(d.member));
-      } else {
-        spdlog::warn("maintenance: removing learner {} failed: {}", IdToHex(d.member), s.message());
-      }
-      Count("remove-learner", s.ok());
+      Remove(client, d.member,
+             fmt::format("learner {} ({})", m->name.empty() ? "unstarted" : m->name, IdToHex(d.member)),
+             "remove-learner");
       return;
     }
     case MaintenanceAction::kRemoveMember: {
@@ -239,13 +234,8 @@ void Maintainer::Carry(EtcdClient& client, const MaintenanceLook& look) {
                      MaintenanceActionName(again.action), again.rule, again.reason);
         return;
       }
-      Status s = client.MemberRemove(d.member);
-      if (s.ok()) {
-        spdlog::info("maintenance: member {} removed: the StatefulSet was scaled in", IdToHex(d.member));
-      } else {
-        spdlog::warn("maintenance: removing member {} failed: {}", IdToHex(d.member), s.message());
-      }
-      Count("remove-member", s.ok());
+      Remove(client, d.member, fmt::format("member {} of the StatefulSet scaled in", IdToHex(d.member)),
+             "remove-member");
       return;
     }
     case MaintenanceAction::kDisarm: {
@@ -267,6 +257,16 @@ void Maintainer::Carry(EtcdClient& client, const MaintenanceLook& look) {
       return;
     }
   }
+}
+
+void Maintainer::Remove(EtcdClient& client, MemberId id, const std::string& what, const char* action) {
+  Status s = client.MemberRemove(id);
+  if (s.ok()) {
+    spdlog::info("maintenance: {} removed", what);
+  } else {
+    spdlog::warn("maintenance: removing {} failed: {}", what, s.message());
+  }
+  Count(action, s.ok());
 }
 
 void Maintainer::Count(const std::string& action, bool ok) {

@@ -49,6 +49,8 @@ class Maintainer {
   // The scale target for a look: read again when older than kScaleTargetMaxAge, or when the members
   // outnumber it (a removal is in sight, and the StatefulSet may have grown since).
   void RefreshScaleTarget(size_t members, bool force);
+  // One member out (rules M6, M7), said in the log as `what`, counted under `action`.
+  void Remove(EtcdClient& client, MemberId id, const std::string& what, const char* action);
   void Count(const std::string& action, bool ok);
 
   MaintenanceSettings settings_;

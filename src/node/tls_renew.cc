@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "quorate/duration.h"
 #include "quorate/fs.h"
 #include "quorate/log.h"
 #include "status/status_server.h"
@@ -44,7 +45,7 @@ LeafDecision DecideLeaf(const LeafFacts& f, WallTime now) {
   }
   const CertInfo& c = *f.cert;
   if (now >= c.not_after) {
-    d = {LeafAction::kRenew, "T2", fmt::format("it expired at {}", FormatWallTime(c.not_after))};
+    d = {LeafAction::kRenew, "T2", fmt::format("it expired at {}", FormatUtcTime(c.not_after))};
     return d;
   }
   if (!f.names.ok()) {
@@ -55,12 +56,12 @@ LeafDecision DecideLeaf(const LeafFacts& f, WallTime now) {
   if (now >= d.renew_at) {
     d.action = LeafAction::kRenew;
     d.rule = "T1";
-    d.reason = fmt::format("two thirds of its life passed (valid from {} to {})", FormatWallTime(c.not_before),
-                           FormatWallTime(c.not_after));
+    d.reason = fmt::format("two thirds of its life passed (valid from {} to {})", FormatUtcTime(c.not_before),
+                           FormatUtcTime(c.not_after));
     return d;
   }
   d.rule = "T1";
-  d.reason = fmt::format("valid until {}, renewed from {}", FormatWallTime(c.not_after), FormatWallTime(d.renew_at));
+  d.reason = fmt::format("valid until {}, renewed from {}", FormatUtcTime(c.not_after), FormatUtcTime(d.renew_at));
   return d;
 }
 
@@ -198,7 +199,7 @@ Status TlsRenewer::Renew(const WatchedCert& w, const LeafDecision& d) {
   SayOnce(w.cert_file,
           fmt::format("tls: renewed the {} certificate {} (rule {}: {}): serial {}, valid until {}, names IP [{}] DNS "
                       "[{}], {} key; etcd takes it at its next handshake",
-                      w.kind, w.cert_file, d.rule, d.reason, leaf->info.serial, FormatWallTime(leaf->info.not_after),
+                      w.kind, w.cert_file, d.rule, d.reason, leaf->info.serial, FormatUtcTime(leaf->info.not_after),
                       fmt::join(leaf->info.ips, ", "), fmt::join(leaf->info.dns_names, ", "),
                       request.key_pem.empty() ? "a new" : "the same"),
           false);
@@ -213,7 +214,7 @@ void TlsRenewer::Report(const WatchedCert& w, const Result<WallTime>& not_after)
     warning = fmt::format("{} certificate {} cannot be read: {}", w.kind, w.cert_file, not_after.status().message());
   } else if (Until(*not_after, now) < warning_) {
     warning = fmt::format("{} certificate {} expires {} ({})", w.kind, w.cert_file, Span(Until(*not_after, now)),
-                          FormatWallTime(*not_after));
+                          FormatUtcTime(*not_after));
   }
   bool changed;
   {

@@ -27,6 +27,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "quorate/duration.h"
 #include "quorate/fs.h"
 #include "quorate/member.h"
 #include "quorate/text.h"
@@ -397,7 +398,7 @@ Status CheckLeaf(const Leaf& leaf, const CaKey& ca, WallTime now) {
   CertInfo info = InfoOf(cert.get());
   if (now < info.not_before || now >= info.not_after) {
     return Status::FailedPrecondition(fmt::format("the new leaf is not valid now: from {} to {}",
-                                                  FormatWallTime(info.not_before), FormatWallTime(info.not_after)));
+                                                  FormatUtcTime(info.not_before), FormatUtcTime(info.not_after)));
   }
   return Status::Ok();
 }
@@ -499,13 +500,5 @@ Result<CertInfo> ReadServerCertificate(const std::string& url_text, const TlsFil
   return InfoOf(leaf.get());
 }
 
-std::string FormatWallTime(WallTime t) {
-  std::time_t tt = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 }  // namespace quorate

@@ -105,7 +105,4 @@ Status WriteLeaf(const Leaf& leaf, const std::string& cert_file, const std::stri
 // or no certificate comes back.
 Result<CertInfo> ReadServerCertificate(const std::string& url, const TlsFiles& tls, std::chrono::milliseconds timeout);
 
-// "2026-11-26T12:00:00Z".
-std::string FormatWallTime(WallTime t);
-
 }  // namespace quorate
