@@ -6,6 +6,7 @@ throughout loses no write."""
 import harness
 import statefulset
 from harness import check, log
+from sts_scale_test import scale_up
 
 
 def test():
@@ -18,9 +19,7 @@ def test():
     watch.start()
 
     log("kubectl scale statefulset etcd --replicas=5")
-    c.scale(5)
-    five = c.wait_ready(5, timeout=120)
-    check(all(five[n] == three[n] for n in three), f"the first members changed: {three} -> {five}")
+    scale_up(c, three)
 
     log("kubectl scale statefulset etcd --replicas=3, and nothing else")
     c.scale(3)
