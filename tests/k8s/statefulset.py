@@ -670,6 +670,20 @@ class StatefulSetCluster:
             ids[p.name] = harness.to_hex(ml["header"]["cluster_id"])
         return ids
 
+    def leaders(self):
+        """The leader every endpoint names, as hex IDs (one when they agree)."""
+        status = json.loads(self.etcdctl("endpoint", "status", "-w", "json").stdout)
+        return {harness.to_hex(s["Status"]["leader"]) for s in status}
+
+    def make_leader(self, member_id):
+        """etcdctl move-leader, asked of the current leader; waits until every endpoint names it."""
+        status = json.loads(self.etcdctl("endpoint", "status", "-w", "json").stdout)
+        current = harness.to_hex(status[0]["Status"]["leader"])
+        if current != member_id:
+            url = next(s["Endpoint"] for s in status if harness.to_hex(s["Status"]["header"]["member_id"]) == current)
+            self.etcdctl("move-leader", member_id, endpoints=url)
+        wait_until(lambda: self.leaders() == {member_id}, 30, f"{member_id} to lead")
+
     def put(self, key, value):
         self.etcdctl("put", key, value)
 
@@ -704,6 +718,12 @@ class StatefulSetCluster:
 
 class Writer(harness.Writer):
     """harness.Writer through the pods' client URLs, from inside the namespace."""
+
+    # When the leader goes, etcd loses the proposals followers had forwarded to it while it handed
+    # over, and each such put fails at its client's deadline. That is etcd's behaviour, not a gap in
+    # the cluster: a test whose victim leads allows the writer this many failures, and more would
+    # mean the cluster was unwritable for longer than a leader change.
+    LOST_TO_A_LEADER_CHANGE = 2
 
     def __init__(self, cluster, pods, pause=0.05):
         super().__init__(cluster, cluster.endpoints(pods), pause)

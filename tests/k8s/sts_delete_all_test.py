@@ -3,7 +3,7 @@ nothing removed from the cluster): each comes back with a new IP, its volume and
 ID, restarts on its data, and the data survives."""
 import harness
 import statefulset
-from harness import check, log
+from harness import check, log, wait_until
 
 
 def delete_all_and_recreate(c):
@@ -30,15 +30,23 @@ def delete_all_and_recreate(c):
 
 
 def delete_one(c, name):
+    """Deletes pod `name`, made the leader first (the hard case, every run), under a writer."""
     before = c.wait_ready()
+    c.make_leader(before[name])
     writer = statefulset.Writer(c, [p for p in c.pod_list() if p.name != name])
     writer.start()
-    log(f"deleting pod {name}")
+    wait_until(lambda: len(writer.ok) >= 5, 30, "the writer to get going")
+    log(f"deleting pod {name} (the leader)")
     pod, = c.delete_pods([name])
-    after = c.wait_ready()
-    writer.finish()
+    try:
+        after = c.wait_ready()
+        wait_until(lambda: len(writer.ok) >= 20, 60, "the writer to get 20 writes through")
+    finally:
+        writer.finish()
+    log(f"{len(writer.ok)} writes, {len(writer.failures)} failed: {writer.failures}")
     check(after == before, f"member IDs changed: {before} -> {after}")
-    check(not writer.failures, f"writes failed while {name} was away: {writer.failures[:5]}")
+    check(len(writer.failures) <= statefulset.Writer.LOST_TO_A_LEADER_CHANGE,
+          f"{len(writer.failures)} writes failed while {name} was away: {writer.failures[:5]}")
     check(set(c.decisions(pod)[1:]) == {"restart"}, f"{name} decided {c.decisions(pod)} (first pod, then recreated)")
 
 
