@@ -96,7 +96,9 @@ class Dnsmasq {
         binary, "-k", "--conf-file=/dev/null", "--no-resolv", "--no-hosts", "--bind-interfaces",
         "--listen-address=127.0.0.1", fmt::format("--port={}", port_),
         // Without --local, unknown names under the domain would get REFUSED instead of NXDOMAIN.
-        "--local=/quorate.test/", "--log-facility=-"};
+        "--local=/quorate.test/", "--log-facility=-",
+        // No /var/run/dnsmasq.pid (as root): dnsmasqs side by side race on it, and the loser exits.
+        "--pid-file"};
     args.insert(args.end(), kRecords.begin(), kRecords.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());

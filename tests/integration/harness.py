@@ -491,7 +491,9 @@ class Dns:
         self.stop()
         self.proc = spawn([dnsmasq, "-k", f"--conf-file={self.conf}", "--no-resolv", "--no-hosts",
                            "--local=/quorate.test/", "--bind-interfaces", "--listen-address=127.0.0.1",
-                           "--port=53", "--user=root", "--log-facility=-"],
+                           "--port=53", "--user=root", "--log-facility=-",
+                           # No /var/run/dnsmasq.pid: tests side by side would race on it, and the loser exits.
+                           "--pid-file"],
                           self.log_path, prefix=self.netns.prefix)
         wait_until(self._listening, 30, "dnsmasq to listen on 127.0.0.1:53")
 

@@ -183,9 +183,11 @@ class DnsServer:
         self.proc = spawn([dnsmasq, "-k", "--no-resolv", "--no-hosts", f"--addn-hosts={self.hosts}",
                            f"--local=/{CLUSTER_DOMAIN}/", "--local=/svc/", "--bind-interfaces",
                            "--listen-address=127.0.0.1",
-                           "--port=53", "--user=root", "--log-facility=-", "--neg-ttl=0", "--local-ttl=0"],
+                           "--port=53", "--user=root", "--log-facility=-", "--neg-ttl=0", "--local-ttl=0",
+                           # No /var/run/dnsmasq.pid: tests side by side would race on it, and the loser exits.
+                           "--pid-file"],
                           os.path.join(workdir, "dnsmasq.log"))
-        wait_until(lambda: "127.0.0.1:53 " in run(["ss", "-lun"]).stdout, 10,
+        wait_until(lambda: "127.0.0.1:53 " in run(["ss", "-lun"]).stdout, 30,
                    "dnsmasq to listen on 127.0.0.1:53")
 
     def set(self, names, ip):
