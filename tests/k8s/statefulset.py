@@ -78,6 +78,17 @@ def load_chart(values, release="etcd"):
     return {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(rendered) if o}
 
 
+# etcd's upstream image (etcd-io/etcd's Dockerfile): distroless, etcd, etcdctl and etcdutl in
+# /usr/local/bin and nothing else, no quorate. A container of it runs here with those three, etcd
+# 3.5's, over an empty /usr/local/bin and the image's PATH: quorate is not on it.
+UPSTREAM_ETCD_IMAGE = "gcr.io/etcd-development/etcd"
+UPSTREAM_ETCD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def upstream_etcd(spec):
+    return spec.get("image", "").rsplit(":", 1)[0] == UPSTREAM_ETCD_IMAGE
+
+
 def peer_scheme(sts):
     """http or https, as the StatefulSet's pods advertise their peer URLs (TLS uses the Secret
     etcd-tls)."""
@@ -284,7 +295,7 @@ class Pod:
     def container_env(self, spec):
         """The container's environment as the kubelet builds it: service links, the downward API
         (metadata.name, metadata.namespace, status.podIP) and $(VAR) expansion in order."""
-        env = {"PATH": self.cluster.path, "HOSTNAME": self.name,
+        env = {"PATH": UPSTREAM_ETCD_PATH if upstream_etcd(spec) else self.cluster.path, "HOSTNAME": self.name,
                "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(API_PORT),
                "KUBERNETES_SERVICE_PORT_HTTPS": str(API_PORT)}
         fields = {"metadata.name": self.name, "metadata.namespace": NAMESPACE, "status.podIP": self.ip,
@@ -318,6 +329,11 @@ class Pod:
         spec = container or self.spec["containers"][0]
         binds = "".join(f"mkdir -p {shlex.quote(path)} && mount --bind {shlex.quote(src)} {shlex.quote(path)} && "
                         for src, path in self.mounts(spec))
+        if upstream_etcd(spec):
+            etcd35 = harness.require_etcd35()
+            binds += "mount -t tmpfs tmpfs /usr/local/bin && " + "".join(
+                f"ln -s {shlex.quote(os.path.join(etcd35, tool))} /usr/local/bin/{tool} && "
+                for tool in ("etcd", "etcdctl", "etcdutl") if os.path.exists(os.path.join(etcd35, tool)))
         script = f"hostname {shlex.quote(self.name)} && {binds}exec \"$@\""
         full = ["unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c", script, "pod"] + list(argv)
         if not wait:

@@ -36,6 +36,8 @@ MATRIX = {
                     "dashboard": {"enabled": True}}},
     "restore": {"restore": {"fromUrl": "s3://backups/etcd/backups/etcd/main/2026-11-26T08:00:00Z"},
                 "initialClusterToken": "etcd-restored-1", "backup": {"keySecret": {"name": "etcd-backup-key"}}},
+    "init-container-upstream-etcd": {"mode": "init-container", "etcdImage": {
+        "repository": "gcr.io/etcd-development/etcd", "tag": "v3.5.30"}},
     "five-no-persistence": {"replicaCount": 5, "persistence": {"enabled": False}, "pdb": {"minAvailable": 3},
                             "metrics": {"enabled": False}},
     "bitnami-layout": {"persistence": {"mountPath": "/bitnami/etcd"}, "dataDir": "/bitnami/etcd/data",
@@ -49,8 +51,17 @@ REFUSED = {
     "backup without store": ({"backup": {"enabled": True}}, "backup.storeUrl is required"),
     "backups in init-container mode": ({"mode": "init-container", "backup": {"enabled": True, "storeUrl": "file:///b"}},
                                        "backup.enabled needs mode: run"),
+    "etcdImage in run mode": ({"etcdImage": {"repository": "gcr.io/etcd-development/etcd", "tag": "v3.5.30"}},
+                              "etcdImage.repository needs mode: init-container"),
+    "etcdImage without a tag": ({"mode": "init-container", "etcdImage": {"repository": "gcr.io/etcd-development/etcd"}},
+                                "etcdImage.repository needs etcdImage.tag"),
     "TLS without a Secret": ({"auth": {"peer": {"secureTransport": True}}}, "needs auth.peer.existingSecret"),
 }
+
+
+def chart_version():
+    with open(os.path.join(CHART, "Chart.yaml")) as f:
+        return str(yaml.safe_load(f)["appVersion"])
 
 
 def run(argv, **kw):
@@ -106,6 +117,12 @@ def check_rendering(name, objs):
         assert [c["command"] for c in pod["initContainers"]] == [["quorate", "init"]]
         assert etcd["command"] == ["/usr/bin/etcd", "--config-file", "/var/lib/etcd/quorate/etcd.conf.yml"]
         assert [c["command"] for c in pod["containers"][1:]] == [["quorate", "upkeep"]]
+    elif name == "init-container-upstream-etcd":
+        # etcd from etcd's own image; quorate's containers keep the chart's image.
+        assert etcd["image"] == "gcr.io/etcd-development/etcd:v3.5.30", etcd["image"]
+        assert etcd["command"] == ["/usr/local/bin/etcd", "--config-file", "/var/lib/etcd/quorate/etcd.conf.yml"]
+        quorate_images = {c["image"] for c in pod["initContainers"] + pod["containers"][1:]}
+        assert quorate_images == {"quorate:" + chart_version()}, quorate_images
     elif name.startswith("tls-"):
         secret = "etcd-tls" if name == "tls-existing-secret" else "etcd-peer-tls"
         assert env["ETCD_INITIAL_ADVERTISE_PEER_URLS"].startswith("https://")
