@@ -285,7 +285,9 @@ TEST_CASE("a store that never answers: Unavailable within timeout=") {
   CHECK(write.IsUnavailable());
   CHECK_MESSAGE(Mentions(write, "is the store up?"), write.message());
   CHECK(elapsed >= 600ms);
-  CHECK(elapsed < 1500ms);
+  // Bounded by timeout= (700 ms), not by the 5 s default: the margin is for a loaded machine and
+  // the sanitizer build.
+  CHECK(elapsed < 4s);
 }
 
 }  // namespace quorate
