@@ -140,6 +140,14 @@ Status StopStrayEtcd(const std::string& data_dir, Clock::Duration grace, Clock& 
   }
   if (locked.empty()) return Status::Ok();
   std::vector<pid_t> holders = LockHolders(wal_dir);
+  // No holder found may be an etcd that let go of its descriptors between the lock check and the
+  // /proc scan (killed a moment ago, exiting now): its lock goes with it, so that is waited for,
+  // within the grace period, before calling the holder one quorate cannot see.
+  Backoff backoff(clock, std::chrono::milliseconds(20), std::chrono::milliseconds(200), clock.Now() + grace, -1);
+  while (holders.empty() && IsLocked(locked) && backoff.Wait() == Backoff::kRetry) {
+    holders = LockHolders(wal_dir);
+  }
+  if (holders.empty() && !IsLocked(locked)) return Status::Ok();
   if (holders.empty()) {
     return Status::FailedPrecondition(fmt::format(
         "{} is locked by an etcd quorate cannot see (another PID namespace or user?): stop the etcd running on "

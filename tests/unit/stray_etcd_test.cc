@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "node/stray_etcd.h"
 #include "quorate/fs.h"
@@ -85,6 +86,35 @@ TEST_CASE("a stray that ignores SIGTERM is SIGKILLed once the grace period is ov
   int status = WaitStatus(stray);
   CHECK(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGKILL);
+}
+
+// A holder whose descriptor names another path (a hard link outside the WAL directory) is one the
+// /proc scan cannot find, as an etcd in another PID namespace or of another user is.
+TEST_CASE("a lock whose holder cannot be seen: waited for within the grace period, then named") {
+  DataDir dir;
+  const std::string link = dir.path + "/elsewhere.wal";
+  REQUIRE(::link(dir.wal.c_str(), link.c_str()) == 0);
+
+  SUBCASE("the holder exits meanwhile (an etcd killed a moment ago): its lock goes, nothing to stop") {
+    pid_t holder = HoldWal(link, /*lock=*/true, /*ignore_term=*/false);
+    std::thread killer([holder] {
+      std::this_thread::sleep_for(milliseconds(150));
+      ::kill(holder, SIGKILL);
+    });
+    Status s = StopStrayEtcd(dir.path, std::chrono::seconds(30));
+    killer.join();
+    CHECK_MESSAGE(s.ok(), s.message());
+    WaitStatus(holder);
+  }
+  SUBCASE("the holder stays: FailedPrecondition naming the file, after the grace period") {
+    pid_t holder = HoldWal(link, /*lock=*/true, /*ignore_term=*/false);
+    Status s = StopStrayEtcd(dir.path, milliseconds(200));
+    CHECK(s.code() == Status::Code::kFailedPrecondition);
+    CHECK_MESSAGE(s.message().find("cannot see") != std::string::npos, s.message());
+    CHECK(::kill(holder, 0) == 0);
+    ::kill(holder, SIGKILL);
+    WaitStatus(holder);
+  }
 }
 
 TEST_CASE("nothing is stopped without a WAL lock: a reader of the WAL, an empty or missing data dir") {
