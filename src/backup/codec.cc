@@ -8,10 +8,14 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <future>
+#include <mutex>
+#include <system_error>
 #include <thread>
+#include <vector>
 
 #include "quorate/fs.h"
 #include "quorate/text.h"
@@ -41,9 +45,25 @@ unsigned CompressionWorkers() { return std::clamp(std::thread::hardware_concurre
 // from the chunks'. Readers see a single gzip member, as from `gzip` itself.
 class GzipCompressor : public Sink {
  public:
-  explicit GzipCompressor(Sink& next) : next_(next), max_in_flight_(CompressionWorkers() + 1) {}
+  explicit GzipCompressor(Sink& next) : next_(next), max_in_flight_(CompressionWorkers() + 1) {
+    // The threads are made once per stream (a thread per chunk would be some 250 per 64 MB). One
+    // that cannot be made leaves fewer workers, down to none: then each chunk is deflated on this
+    // thread as it is dispatched, slower but the same bytes.
+    for (unsigned i = 0; i < CompressionWorkers(); ++i) {
+      try {
+        workers_.emplace_back([this] { Work(); });
+      } catch (const std::system_error&) {
+        break;
+      }
+    }
+  }
   ~GzipCompressor() override {
-    for (auto& job : in_flight_) job.wait();  // a chain dropped on an error: the workers finish first
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;  // a chain dropped on an error: what is queued is not wanted any more
+    }
+    wake_.notify_all();
+    for (auto& worker : workers_) worker.join();
   }
   Status Write(std::string_view bytes) override {
     while (!bytes.empty()) {
@@ -125,9 +145,36 @@ class GzipCompressor : public Sink {
     std::string dictionary = dictionary_;
     // Every chunk but the last is whole, so the next one's dictionary is this one's tail.
     dictionary_ = chunk_.substr(chunk_.size() - std::min(kWindow, chunk_.size()));
-    in_flight_.push_back(std::async(std::launch::async, Deflate, std::move(chunk_), std::move(dictionary), last));
+    std::packaged_task<Piece()> job(
+        [in = std::move(chunk_), dictionary = std::move(dictionary), last]() mutable {
+          return Deflate(std::move(in), std::move(dictionary), last);
+        });
     chunk_.clear();
+    in_flight_.push_back(job.get_future());
+    if (workers_.empty()) {
+      job();
+      return Status::Ok();
+    }
+    {
+      std::lock_guard lock(mu_);
+      queued_.push_back(std::move(job));
+    }
+    wake_.notify_one();
     return Status::Ok();
+  }
+
+  void Work() {
+    for (;;) {
+      std::packaged_task<Piece()> job;
+      {
+        std::unique_lock lock(mu_);
+        wake_.wait(lock, [this] { return stopping_ || !queued_.empty(); });
+        if (stopping_) return;
+        job = std::move(queued_.front());
+        queued_.pop_front();
+      }
+      job();
+    }
   }
 
   Status EmitOldest() {
@@ -144,6 +191,12 @@ class GzipCompressor : public Sink {
   std::string chunk_;
   std::string dictionary_;
   std::deque<std::future<Piece>> in_flight_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::packaged_task<Piece()>> queued_;
+  bool stopping_ = false;
+  // Started in the constructor's body, once every member is made; joined in the destructor.
+  std::vector<std::thread> workers_;
   bool header_written_ = false;
   uLong crc_ = 0;
   uint64_t total_ = 0;
