@@ -2,7 +2,8 @@
 values and a directory store for backups, acted out from creation to a restore on one cluster:
 every pod created at once bootstraps it; every pod deleted at once comes back with its member ID
 and data; 3→5 adds learners that are promoted; a lost volume is replaced through a learner; 5→3
-the documented way (NOTES.txt: `quorate member remove`, then a lower replicaCount); and a restore:
+NOTES.txt's cautious way (`quorate member remove`, then a lower replicaCount; sts-scale-in tests
+the lower replicaCount alone); and a restore:
 a backup taken with `quorate backup save`, replicaCount 0 (the retention policy deletes the
 volumes), then `helm upgrade` with restore.fromUrl and a new initialClusterToken and replicaCount
 3: a new cluster holding every key of the backup and none written after it. And `helm test`'s
@@ -35,7 +36,7 @@ def scale_up_and_down(c, three):
     sts_scale_test.scale_up(c, three)
     sts_lost_volume_test.lose_volume(c)
     mid = c.wait_ready(5)
-    log("NOTES.txt's scale-down: quorate member remove etcd-4 etcd-3, then helm upgrade --set replicaCount=3")
+    log("NOTES.txt's cautious scale-down: quorate member remove etcd-4 etcd-3, then helm upgrade --set replicaCount=3")
     r = c.pod_list()[0].kubectl_exec(["quorate", "member", "remove", "etcd-4", "etcd-3"])
     check(r.returncode == 0, f"quorate member remove exited {r.returncode}: {r.stderr}{r.stdout}")
     c.scale(3)
