@@ -127,6 +127,17 @@ constexpr Regression kRegressions[] = {
     {6, 3, kRun, 0, 1, 0, "a power cut undid a rename"},
     {1, 3, kRun, 0, 0, 0, "a voter removed"},
     {1, 3, kRun, 0, 1, 1, "wait extra"},
+    // The leader's maintenance (§12) as the model learnt it, each action kept where a seed reaches
+    // it: a NOSPACE alarm compacted, each member defragmented (the leader last) and disarmed, in run
+    // and in init mode; a defragmentation past M5's thresholds; a learner whose node died removed
+    // by M6; the members of a scaled-in StatefulSet's ordinals removed by M7, of 3 and of 5.
+    {9, 3, kRun, 0, 1, 0, "NOSPACE disarmed", 1},
+    {9, 3, kRun, 0, 1, 0, "the leader defragmented", 1},
+    {3, 5, kInit, 0, 0, 0, "NOSPACE disarmed", 1},
+    {1, 3, kRun, 0, 1, 0, "a member defragmented past the thresholds", 1},
+    {67, 3, kRun, 0, 1, 0, "maintenance removed a learner", 1},
+    {3, 3, kRun, 0, 1, 0, "maintenance removed a voter", 1},
+    {3, 5, kRun, 0, 1, 0, "maintenance removed a voter", 1},
 };
 
 // Bugs of quorate the simulator found and that are not fixed yet (docs/DESIGN.md §10, "Found and
