@@ -49,8 +49,8 @@ constexpr int64_t kWriteBytes = 4 << 10;     // what one revision adds to the hi
 constexpr milliseconds kWriteTick{100};
 // Rule M3 (b) defragments, under NOSPACE, a member with at least this much free (§12).
 constexpr int64_t kNospaceFreeBytes = kMiB;
-// With --compaction-keep-revisions this large, rule M4's compaction frees about half of the
-// database's high-water mark, past M5's 45%: the routine defragmentations happen.
+// --compaction-keep-revisions of rule M4's seeds: 2 MiB of history kept, 4 MiB before a
+// compaction, so M4 compacts well below the quota.
 constexpr int64_t kKeepRevisions = 512;
 // etcd's own --auto-compaction-retention, in revision mode: every so often, all but the last few
 // revisions; what it frees between two maintenance rounds is well past M5's 45%.
@@ -855,7 +855,8 @@ int World::LeaderSeenBy(int k) {
     return -1;
   };
   for (const auto& m : c->members) {
-    if (m.id == c->leader && running(m) >= 0) return running(m);
+    if (m.id != c->leader) continue;
+    if (int j = running(m); j >= 0) return j;
   }
   for (const auto& m : c->members) {
     if (int j = running(m); j >= 0) {

@@ -260,7 +260,6 @@ class World {
   int LeaderSeenBy(int k);
   // The bytes of cluster c's database that hold data: the live keys and the history not compacted.
   int64_t InUse(const SimCluster& c) const;
-  bool maintenance() const { return maintenance_; }
   // The modelled etcd's maintenance (§12), each checked as quorate asks, whatever etcd then does.
   void MaintenanceLook(int from) { nodes[from]->maintenance_look_at = now_; }
   Duration StartDefrag(int node);
