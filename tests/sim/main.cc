@@ -12,6 +12,8 @@
 //                                                      the seed picks)
 //   --strict yes|no                                    etcd's --strict-reconfig-check (default: the seed picks)
 //   --extra yes|no                                     a node beyond --cluster-size (default: the seed picks)
+//   --maintenance yes|no                               the leader's maintenance against a small quota, a
+//                                                      workload and scale-in (default: the seed picks)
 //   --find CONDITION --seeds N [--start S] ...         the first seed that reaches CONDITION (World::Mark),
 //                                                      to keep as a regression; --list-conditions: those of a run
 //   --reached                                          with --seed: the conditions the run reached
@@ -43,6 +45,8 @@ struct Regression {
   int strict = -1;
   int extra = -1;
   const char* guards = "";
+  // Rows kept before the model learnt maintenance run without it, as they were found.
+  int maintenance = 0;
 };
 
 // A seed that fails on a bug of quorate found and not fixed yet, with the check it fails.
@@ -54,6 +58,7 @@ struct Finding {
   int strict;
   int extra;
   Check check;
+  int maintenance = 0;
 };
 
 constexpr auto kRun = quorate::sim::RunOptions::Mode::kRun;
@@ -122,6 +127,17 @@ constexpr Regression kRegressions[] = {
     {6, 3, kRun, 0, 1, 0, "a power cut undid a rename"},
     {1, 3, kRun, 0, 0, 0, "a voter removed"},
     {1, 3, kRun, 0, 1, 1, "wait extra"},
+    // The leader's maintenance (§12) as the model learnt it, each action kept where a seed reaches
+    // it: a NOSPACE alarm compacted, each member defragmented (the leader last) and disarmed, in run
+    // and in init mode; a defragmentation past M5's thresholds; a learner whose node died removed
+    // by M6; the members of a scaled-in StatefulSet's ordinals removed by M7, of 3 and of 5.
+    {9, 3, kRun, 0, 1, 0, "NOSPACE disarmed", 1},
+    {9, 3, kRun, 0, 1, 0, "the leader defragmented", 1},
+    {3, 5, kInit, 0, 0, 0, "NOSPACE disarmed", 1},
+    {1, 3, kRun, 0, 1, 0, "a member defragmented past the thresholds", 1},
+    {67, 3, kRun, 0, 1, 0, "maintenance removed a learner", 1},
+    {3, 3, kRun, 0, 1, 0, "maintenance removed a voter", 1},
+    {3, 5, kRun, 0, 1, 0, "maintenance removed a voter", 1},
 };
 
 // Bugs of quorate the simulator found and that are not fixed yet (docs/DESIGN.md §10, "Found and
@@ -145,7 +161,7 @@ int Usage() {
                "usage: quorate_sim (--seeds N [--start S] | --seed S | --regressions | --find CONDITION --seeds N)\n"
                "                   [--nodes 3|5] [--verbose] [--reached] [--replay-check] [--hashes FILE]\n"
                "                   [--etcd 3.4|3.5] [--mode run|init] [--cloud yes|no] [--strict yes|no]\n"
-               "                   [--extra yes|no] [--all-failures]\n");
+               "                   [--extra yes|no] [--maintenance yes|no] [--all-failures]\n");
   return 2;
 }
 
@@ -162,6 +178,7 @@ RunOptions OptionsOf(const Regression& r) {
   options.cloud = r.cloud;
   options.strict = r.strict;
   options.extra = r.extra;
+  options.maintenance = r.maintenance;
   return options;
 }
 
@@ -172,6 +189,7 @@ std::string Flags(const RunOptions& o) {
   if (o.cloud >= 0) out += o.cloud == 1 ? " --cloud yes" : " --cloud no";
   if (o.strict >= 0) out += o.strict == 1 ? " --strict yes" : " --strict no";
   if (o.extra >= 0) out += o.extra == 1 ? " --extra yes" : " --extra no";
+  if (o.maintenance >= 0) out += o.maintenance == 1 ? " --maintenance yes" : " --maintenance no";
   return out;
 }
 
@@ -195,7 +213,7 @@ int RunKept() {
     }
   }
   for (const auto& f : kKnownFindings) {
-    Regression r{f.seed, f.nodes, f.mode, f.cloud, f.strict, f.extra, ""};
+    Regression r{f.seed, f.nodes, f.mode, f.cloud, f.strict, f.extra, "", f.maintenance};
     RunResult result = RunSeed(OptionsOf(r));
     if (result.ok || result.check != f.check) {
       ++bad;
@@ -218,7 +236,7 @@ int main(int argc, char** argv) {
   int nodes = 3;
   int etcd_minor = 0;
   auto mode = quorate::sim::RunOptions::Mode::kSeedPicks;
-  int cloud = -1, strict = -1, extra = -1;
+  int cloud = -1, strict = -1, extra = -1, maintenance = -1;
   bool verbose = false, replay_check = false, regressions = false, single = false, reached = false;
   bool all_failures = false;
   const char* hashes_path = nullptr;
@@ -232,7 +250,7 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     if (a == "--seeds" || a == "--start" || a == "--seed" || a == "--nodes" || a == "--hashes" || a == "--etcd" ||
-        a == "--mode" || a == "--cloud" || a == "--strict" || a == "--extra" || a == "--find") {
+        a == "--mode" || a == "--cloud" || a == "--strict" || a == "--extra" || a == "--maintenance" || a == "--find") {
       const char* v = value();
       if (v == nullptr) return Usage();
       if (a == "--seeds") count = std::strtoull(v, nullptr, 10);
@@ -252,6 +270,7 @@ int main(int argc, char** argv) {
       if (a == "--cloud" && !yes_no(v, &cloud)) return Usage();
       if (a == "--strict" && !yes_no(v, &strict)) return Usage();
       if (a == "--extra" && !yes_no(v, &extra)) return Usage();
+      if (a == "--maintenance" && !yes_no(v, &maintenance)) return Usage();
       if (a == "--etcd") etcd_minor = std::string(v) == "3.4" ? 4 : std::string(v) == "3.5" ? 5 : -1;
     } else if (a == "--verbose") {
       verbose = true;
@@ -271,7 +290,7 @@ int main(int argc, char** argv) {
   if (regressions) return RunKept();
   std::vector<RunOptions> runs;
   for (uint64_t s = start; s < start + count; ++s) {
-    RunOptions options = OptionsOf({s, nodes, mode, cloud, strict, extra, ""});
+    RunOptions options = OptionsOf({s, nodes, mode, cloud, strict, extra, "", maintenance});
     options.verbose = verbose;
     options.etcd_minor = etcd_minor;
     runs.push_back(options);
@@ -294,7 +313,7 @@ int main(int argc, char** argv) {
   std::FILE* hashes = hashes_path != nullptr ? std::fopen(hashes_path, "a") : nullptr;
   std::set<uint64_t> sequences;
   long quorate_starts = 0, etcd_starts = 0, majority_lost = 0, failed = 0, known = 0, init_mode = 0, clouds = 0,
-       windows = 0, lax = 0, extras = 0;
+       windows = 0, lax = 0, extras = 0, maintained = 0, two_voters = 0;
   uint64_t steps = 0;
   double simulated = 0;
   auto began = std::chrono::steady_clock::now();
@@ -322,11 +341,14 @@ int main(int argc, char** argv) {
     windows += result.init_window ? 1 : 0;
     lax += result.strict ? 0 : 1;
     extras += result.extra ? 1 : 0;
+    maintained += result.maintenance ? 1 : 0;
+    two_voters += result.nospace_two_voters ? 1 : 0;
     if (single) {
-      std::printf("seed %llu nodes %d etcd %s%s %s mode%s%s: %s, trace %016llx, %llu steps, %.1f simulated s\n",
+      std::printf("seed %llu nodes %d etcd %s%s %s mode%s%s%s: %s, trace %016llx, %llu steps, %.1f simulated s\n",
                   static_cast<unsigned long long>(options.seed), options.nodes, result.etcd35 ? "3.5" : "3.4",
                   result.strict ? "" : " (guards off)", result.init_mode ? "init" : "run",
                   result.cloud ? " on a cloud" : "", result.extra ? " with an extra node" : "",
+                  result.maintenance ? " with maintenance" : "",
                   !result.ok             ? "FAILED"
                   : result.majority_lost ? "ok (majority lost: waits, saying so)"
                                          : "ok",
@@ -339,10 +361,11 @@ int main(int argc, char** argv) {
     if (!result.ok) {
       bool is_known = !all_failures && IsKnown(result.check);
       ++(is_known ? known : failed);
-      std::printf("%s seed %llu nodes %d (%s mode%s%s%s) [%s]: %s\n  replay: scripts/sim --seed %llu --nodes %d%s --verbose\n",
+      std::printf("%s seed %llu nodes %d (%s mode%s%s%s%s) [%s]: %s\n  replay: scripts/sim --seed %llu --nodes %d%s --verbose\n",
                   is_known ? "KNOWN" : "FAIL", static_cast<unsigned long long>(options.seed), options.nodes,
                   result.init_mode ? "init" : "run", result.cloud ? ", on a cloud" : "",
                   result.strict ? "" : ", guards off", result.extra ? ", an extra node" : "",
+                  result.maintenance ? ", maintenance" : "",
                   quorate::sim::CheckName(result.check), result.failure.c_str(),
                   static_cast<unsigned long long>(options.seed), options.nodes, Flags(options).c_str());
     }
@@ -352,10 +375,10 @@ int main(int argc, char** argv) {
   std::printf(
       "%zu seeds (%ld in init mode, %ld on a cloud, %ld with etcd's guards off, %ld with an extra node) in %.1fs (%.1f "
       "seeds/s), %ld failed, %ld on known findings; %ld node starts (%ld quorate, %ld etcd), %ld ended with a majority "
-      "lost (waiting, as rule 4 says); %zu distinct decision sequences; %llu steps, %.0f simulated hours; %ld started "
-      "in rule 3's init-mode window\n",
+      "lost (waiting, as rule 4 says); %zu distinct decision sequences; %llu steps, %.0f simulated hours; %ld with the "
+      "leader's maintenance, %ld ended with NOSPACE on two voters; %ld started in rule 3's init-mode window\n",
       runs.size(), init_mode, clouds, lax, extras, wall, static_cast<double>(runs.size()) / wall, failed, known,
       quorate_starts + etcd_starts, quorate_starts, etcd_starts, majority_lost, sequences.size(),
-      static_cast<unsigned long long>(steps), simulated / 3600, windows);
+      static_cast<unsigned long long>(steps), simulated / 3600, maintained, two_voters, windows);
   return failed == 0 ? 0 : 1;
 }

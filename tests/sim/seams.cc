@@ -55,11 +55,13 @@ Status Killed() { return Status::Unavailable("sim: the calling process was kille
 // refuse the calls, as they do in etcd), and the membership rules of etcd's server.
 class SimClient : public EtcdClient {
  public:
-  SimClient(World& w, int from, int gen, const EtcdClientOptions& options)
-      : w_(w), from_(from), gen_(gen), endpoints_(options.endpoints), timeout_(options.timeout) {}
+  SimClient(World& w, int from, int gen, bool maintainer, const EtcdClientOptions& options)
+      : w_(w), from_(from), gen_(gen), maintainer_(maintainer), endpoints_(options.endpoints), timeout_(options.timeout) {}
 
-  // Served from the member's own copy of the membership, which may lag the committed one.
+  // Served from the member's own copy of the membership, which may lag the committed one. The
+  // maintenance round's facts begin with it.
   Result<MemberListing> MemberList() override {
+    if (maintainer_) w_.MaintenanceLook(from_);
     auto t = Reach();
     if (!t.ok()) return t.status();
     return MemberListing{w_.ClusterOf(*t)->id, w_.nodes[*t]->etcd.id, w_.SerializableListing(*t)};
@@ -96,13 +98,20 @@ class SimClient : public EtcdClient {
     w_.Changed(c);
     w_.Event(fmt::format("MemberAdd {} {} by {}", IdToHex(id), fmt::join(peer_urls, ","), Who()));
     if (added != nullptr) *added = id;
+    if (is_learner) w_.LearnerAdded(peer_urls);
     MemberListing listing{c.id, w_.nodes[*t]->etcd.id, c.members};
     if (Status lost = AnswerLost("member add"); !lost.ok()) return lost;
     return listing;
   }
 
   Status MemberRemove(MemberId id) override {
-    auto t = Reach([&](SimCluster& c) { w_.CheckRemoveRequest(from_, c, id); });
+    auto t = Reach([&](SimCluster& c) {
+      if (maintainer_) {
+        w_.CheckMaintenanceRemoval(from_, c, id);
+      } else {
+        w_.CheckRemoveRequest(from_, c, id);
+      }
+    });
     if (!t.ok()) return t.status();
     SimCluster& c = *w_.ClusterOf(*t);
     auto it = Find(c, id);
@@ -110,6 +119,7 @@ class SimClient : public EtcdClient {
       w_.Mark("MemberRemove finds the member gone");
       return Status::NotFound("etcdserver: member not found");
     }
+    if (maintainer_) w_.Mark(it->is_learner ? "maintenance removed a learner" : "maintenance removed a voter");
     if (w_.strict() && !it->is_learner && !EnoughStartedAfter(c, id, false)) {
       return Status::Unavailable("etcdserver: re-configuration failed due to not enough started members")
           .With(Reason::kNotEnoughStarted);
@@ -166,23 +176,24 @@ class SimClient : public EtcdClient {
     int k = w_.NodeByClientUrl(endpoint);
     bool reachable = k >= 0 && w_.Reach(from_, k);
     if (!w_.Sleep(reachable ? w_.rng().Between(milliseconds(1), milliseconds(20)) : timeout_)) return Killed();
-    if (k < 0 || !w_.Reach(from_, k) || !w_.Answers(k)) return Status::Unavailable(endpoint + ": connection refused");
+    if (k < 0 || !w_.Reach(from_, k) || !w_.Serves(k)) return Status::Unavailable(endpoint + ": connection refused");
     const Node& n = *w_.nodes[k];
     SimCluster* c = w_.ClusterOf(k);
     EndpointStatus st;
     st.endpoint = endpoint;
     st.member_id = n.etcd.id;
-    if (w_.InQuorum(k) && c != nullptr) {
-      for (const auto& m : c->members) {
-        if (!m.is_learner) {
-          st.leader = m.id;
-          break;
-        }
-      }
+    if (int leader = w_.LeaderSeenBy(k); leader >= 0) {
+      st.leader = w_.nodes[leader]->etcd.id;
+      st.raft_index = c->raft_index;
     }
     if (c != nullptr) {
       auto it = Find(*c, n.etcd.id);
       st.is_learner = it != c->members.end() && it->is_learner;
+      st.revision = c->revision;
+      st.raft_applied_index = n.applied;
+      st.db_size = n.db_size;
+      st.db_size_in_use = std::min(n.db_size, w_.InUse(*c));
+      for (MemberId id : c->nospace) st.errors.push_back(fmt::format("memberID:{} alarm:NOSPACE", id));
     }
     return st;
   }
@@ -191,11 +202,58 @@ class SimClient : public EtcdClient {
   Result<std::optional<std::string>> Get(const std::string&) override { return NoKeys(); }
   Result<std::vector<KeyValue>> GetPrefix(const std::string&) override { return NoKeys(); }
   Result<bool> PutIfAbsent(const std::string&, const std::string&) override { return NoKeys(); }
-  // The modelled etcd keeps no database, so it raises no alarm and has nothing to compact or defragment.
-  Result<std::vector<EtcdAlarm>> AlarmList() override { return std::vector<EtcdAlarm>(); }
-  Status AlarmDisarm(const EtcdAlarm&) override { return NoKeys(); }
-  Status Compact(int64_t) override { return NoKeys(); }
-  Status Defragment(const std::string&, std::chrono::milliseconds) override { return NoKeys(); }
+  // The database as maintenance (§12) meets it: sizes, revisions and alarms, no keys.
+  Result<std::vector<EtcdAlarm>> AlarmList() override {
+    auto t = Reach();
+    if (!t.ok()) return t.status();
+    std::vector<EtcdAlarm> alarms;
+    for (MemberId id : w_.ClusterOf(*t)->nospace) alarms.push_back({id, AlarmKind::kNoSpace});
+    return alarms;
+  }
+
+  Status AlarmDisarm(const EtcdAlarm& alarm) override {
+    auto t = Reach([&](SimCluster& c) { w_.CheckDisarmRequest(c); });
+    if (!t.ok()) return t.status();
+    SimCluster& c = *w_.ClusterOf(*t);
+    if (std::erase(c.nospace, alarm.member_id) > 0) {
+      w_.Event(fmt::format("NOSPACE of {} disarmed by {}", IdToHex(alarm.member_id), Who()));
+      if (c.nospace.empty()) w_.Mark("NOSPACE disarmed");
+    }
+    return AnswerLost("alarm disarm");
+  }
+
+  // Through raft, as etcd does it; answered once the backend freed the history (physical).
+  Status Compact(int64_t revision) override {
+    auto t = Reach();
+    if (!t.ok()) return t.status();
+    SimCluster& c = *w_.ClusterOf(*t);
+    if (revision <= c.compacted) {
+      return Status::FailedPrecondition("etcdserver: mvcc: required revision has been compacted").With(Reason::kCompacted);
+    }
+    if (revision > c.revision) return Status::FailedPrecondition("etcdserver: mvcc: required revision is a future revision");
+    c.compacted = revision;
+    w_.Event(fmt::format("compaction up to revision {} by {}", revision, Who()));
+    w_.Mark("the history compacted");
+    return AnswerLost("compact");
+  }
+
+  // One member's, not through raft: it serves nothing until done, and finishes whatever becomes of
+  // the caller. The answer comes back only if the caller can still be reached.
+  Status Defragment(const std::string& endpoint, milliseconds timeout) override {
+    int k = w_.NodeByClientUrl(endpoint);
+    if (!w_.Sleep(w_.rng().Between(milliseconds(1), milliseconds(20)))) return Killed();
+    if (k < 0 || !w_.Reach(from_, k) || !w_.Serves(k)) return Status::Unavailable(endpoint + ": connection refused");
+    w_.CheckDefragRequest(from_, k);
+    std::shared_ptr<Child> child = w_.nodes[k]->etcd.child;
+    const Duration took = w_.StartDefrag(k);
+    if (!w_.Sleep(std::min<Duration>(took, timeout))) return Killed();
+    if (took > timeout) return Status::DeadlineExceeded(endpoint + ": defragment: context deadline exceeded");
+    if (w_.nodes[k]->etcd.child != child || !w_.nodes[k]->etcd.running) {
+      return Status::Unavailable(endpoint + ": the connection closed: etcd exited while it defragmented");
+    }
+    if (!w_.Reach(from_, k)) return Status::Unavailable(endpoint + ": defragment: no answer");
+    return Status::Ok();
+  }
 
  private:
   static Status NoKeys() { return Status::Internal("the simulated etcd keeps no keys"); }
@@ -217,7 +275,7 @@ class SimClient : public EtcdClient {
       return Status::Unavailable(fmt::format("{}: etcdserver: request timed out", w_.nodes[target.node]->client_url));
     }
     if (!w_.Sleep(w_.rng().Between(milliseconds(1), milliseconds(30)))) return Killed();
-    if (!w_.Answers(target.node) || !w_.Reach(from_, target.node) || !w_.InQuorum(target.node)) {
+    if (!w_.Serves(target.node) || !w_.Reach(from_, target.node) || !w_.InQuorum(target.node)) {
       return Status::Unavailable(fmt::format("{}: etcdserver: leader changed", w_.nodes[target.node]->client_url))
           .With(Reason::kOutcomeUnknown);
     }
@@ -273,6 +331,7 @@ class SimClient : public EtcdClient {
   World& w_;
   int from_;
   int gen_;
+  bool maintainer_;
   std::vector<std::string> endpoints_;
   milliseconds timeout_;
 };
@@ -338,9 +397,9 @@ std::unique_ptr<ChildProcess> MakeSimChild(World& w, int node, std::shared_ptr<C
   return std::make_unique<SimChild>(w, node, std::move(child));
 }
 
-EtcdClientFactory World::ClientFactory(int from, int gen) {
-  return [this, from, gen](const EtcdClientOptions& options) -> std::unique_ptr<EtcdClient> {
-    return std::make_unique<SimClient>(*this, from, gen, options);
+EtcdClientFactory World::ClientFactory(int from, int gen, bool maintainer) {
+  return [this, from, gen, maintainer](const EtcdClientOptions& options) -> std::unique_ptr<EtcdClient> {
+    return std::make_unique<SimClient>(*this, from, gen, maintainer, options);
   };
 }
 

@@ -121,6 +121,8 @@ struct EtcdState {
   TimePoint ready_at{};  // its peer port answers from then on
   bool connected = false;  // to the leader, in the quorum's side of the network
   TimePoint connected_since{};
+  // A defragmentation runs until then: the member serves no client meanwhile (it keeps its raft role).
+  TimePoint defrag_until{};
 };
 
 struct Node {
@@ -146,6 +148,17 @@ struct Node {
   // Its data was made by a `new` start of a member that had started before and lost its data: it
   // holds none of that member's history until a quorum's leader brings it up to date.
   bool data_refounded = false;
+  // Its database file as its etcd last wrote it (bbolt's high-water mark of pages: compaction frees
+  // pages inside it, only a defragmentation shrinks it), its raft applied index, and when it was last
+  // defragmented; all kept with its data.
+  int64_t db_size = 0;
+  uint64_t applied = 0;
+  TimePoint defragmented_at{};
+  // A StatefulSet scale-in deleted its pod: it never runs again.
+  bool gone = false;
+  // When its upkeep's maintenance round last listed the members: the facts a removal or a
+  // defragmentation it asks for rest on.
+  TimePoint maintenance_look_at{};
   // WAL files its etcd wrote, by inode, where last seen: quorate may move them, never delete them.
   std::vector<std::pair<ino_t, std::string>> wals;
   TimePoint slow_until{}, frozen_until{}, odd_discovery_until{};
@@ -193,6 +206,14 @@ struct SimCluster {
   int adds = 0;
   // The membership from each change on: what a member whose list lags still answers.
   std::vector<std::pair<TimePoint, std::vector<ClusterMember>>> history;
+  // The key-value store as maintenance sees it: the revision, the revision compacted up to, the raft
+  // index, and the members whose NOSPACE alarm stands (since when).
+  int64_t revision = 1;
+  int64_t compacted = 0;
+  uint64_t raft_index = 1;
+  std::vector<MemberId> nospace;
+  TimePoint nospace_since{};
+  MemberId leader = 0;  // raft's, as last elected (World::LeaderSeenBy)
 };
 
 class World {
@@ -215,7 +236,6 @@ class World {
   // On GatherFacts' threads: reads the world, never changes it (but for counters of its own).
   PeerFacts Ask(int from, const Member& peer);
   Result<ClusterView> Probe(int from, const std::string& peer_url, std::chrono::milliseconds timeout);
-  EtcdClientFactory ClientFactory(int from, int gen);
   Result<std::unique_ptr<ChildProcess>> StartEtcd(int node, const LaunchSpec& spec);
   void SignalEtcd(int node, const std::shared_ptr<Child>& child, int signal);
 
@@ -225,11 +245,30 @@ class World {
     Status error;
   };
   // The first endpoint whose etcd answers and is a voter (learners refuse the membership calls).
+  // `maintainer`: the client of a node's upkeep, whose maintenance removals are checked by §12's rules.
+  EtcdClientFactory ClientFactory(int from, int gen, bool maintainer = false);
   CallTarget PickEndpoint(int from, const std::vector<std::string>& endpoints, std::chrono::milliseconds timeout);
   SimCluster* ClusterOf(int node);
   bool InQuorum(int node);
   bool Reach(int from, int to) const;
   bool Answers(int node) const;
+  // Answers and is not defragmenting: a client call reaches it.
+  bool Serves(int node) const;
+  bool Defragmenting(int node) const;
+  // The node whose etcd leads node k's cluster as k sees it: the leader elected last while it runs on
+  // a quorum's side, else the first voter listed that does; -1 when k is on no quorum's side.
+  int LeaderSeenBy(int k);
+  // The bytes of cluster c's database that hold data: the live keys and the history not compacted.
+  int64_t InUse(const SimCluster& c) const;
+  // The modelled etcd's maintenance (§12), each checked as quorate asks, whatever etcd then does.
+  void MaintenanceLook(int from) { nodes[from]->maintenance_look_at = now_; }
+  Duration StartDefrag(int node);
+  void CheckDefragRequest(int from, int node);
+  void CheckDisarmRequest(const SimCluster& c);
+  void CheckMaintenanceRemoval(int from, const SimCluster& c, MemberId id);
+  // A learner was added at these peer URLs: in one maintenance seed in two, its node dies for longer
+  // than --learner-deadline (rule M6's stuck learner).
+  void LearnerAdded(const std::vector<std::string>& peer_urls);
   int NodeByHost(const std::string& host) const;
   int NodeByClientUrl(const std::string& url) const;
   // quorate's own requests, checked as it asks, whatever the modelled etcd then answers (§10):
@@ -274,7 +313,8 @@ class World {
   void QuorateMain(Node& n, Proc& p);
   void PodMain(Node& n, Proc& p);
   void UpkeepLoop(Proc& p);
-  void CrashProc(int node, bool lose_volume, const std::string& why);
+  // The node's quorate starts again after `down`, or after a moment when none is given.
+  void CrashProc(int node, bool lose_volume, const std::string& why, std::optional<Duration> down = std::nullopt);
   void EndProc(int node);
   void ExitEtcd(int node, ExitStatus status, const std::string& why);
   std::optional<std::string> BootEtcd(Node& n, const std::map<std::string, std::string>& flags);
@@ -298,7 +338,14 @@ class World {
   std::string Asker(int from) const;
   void OnDecision(int node, const quorate::Decision& d);
   bool Converged(std::string* why);
+  // Maintenance seeds: the StatefulSet was scaled in, and no NOSPACE alarm stands (writes recovered).
+  bool MaintenanceSettled(std::string* why);
+  // The run ends with a NOSPACE alarm on a cluster of fewer than three voters (§10: reported).
+  bool NospaceOnTwoVoters() const;
+  void Workload();
+  void ScaleIn();
   bool MajorityLost();
+  bool NeedsDefrag(const Node& n, const SimCluster& c) const;
   std::string Describe();
 
   RunOptions options_;
@@ -309,6 +356,14 @@ class World {
   bool cloud_ = false;
   bool strict_ = true;
   bool extra_ = false;
+  bool maintenance_ = false;
+  bool scale_in_ = false;
+  // The workload of maintenance seeds: writes each tick, and whether the StatefulSet's replicas
+  // (rule M7's source) went down.
+  int writes_per_tick_ = 0;
+  bool auto_compaction_ = false;
+  TimePoint auto_compacted_at_{};
+  size_t replicas_ = 0;
   size_t group_size_ = 0;  // the members discovery lists, --cluster-size
   TimePoint operator_began_{};
   int replacements_ = 0;
