@@ -30,8 +30,11 @@ std::string Mb(int64_t bytes) { return fmt::format("{:.1f} MB", static_cast<doub
 int64_t FreeBytes(const MemberUpkeepFacts& m) { return std::max<int64_t>(0, m.db_size - m.db_size_in_use); }
 
 // Why no member may be defragmented now (empty: one may). A member serves nothing while it is
-// defragmented, so every voter must answer and the others must still be a quorum without it.
-std::string DefragBlocked(const MaintenanceFacts& f, const MaintenanceSettings& s, bool learners_block) {
+// defragmented, so every voter must answer and the others must still be a quorum without it; under
+// NOSPACE (`under_alarm`) one or two voters are defragmented all the same: they can never spare one,
+// the cluster takes no write until the space is back, and no other way brings it back.
+std::string DefragBlocked(const MaintenanceFacts& f, const MaintenanceSettings& s, bool learners_block,
+                          bool under_alarm) {
   int voters = 0;
   int answering = 0;
   std::vector<std::string> silent;
@@ -45,7 +48,7 @@ std::string DefragBlocked(const MaintenanceFacts& f, const MaintenanceSettings& 
     if (m.answered) ++answering;
   }
   if (!silent.empty()) return fmt::format("{} do not answer", fmt::join(silent, ", "));
-  if (answering - 1 < voters / 2 + 1) {
+  if (answering - 1 < voters / 2 + 1 && !(under_alarm && voters <= 2)) {
     return fmt::format("{} voters leave no margin: without the one defragmented the others are no quorum", voters);
   }
   if (f.since_last_defrag < s.pause) {
@@ -93,12 +96,14 @@ std::optional<size_t> Ordinal(const std::string& name, std::string* set) {
 }
 
 // Rule M7: the members of the ordinals the StatefulSet was scaled away from, highest first, each
-// only while the voters left after it still answer as a majority of themselves. Nothing when the
-// member names are not one StatefulSet's (<set>-<ordinal>), or a member has not started (no name
-// yet: a pod joining), or the StatefulSet is scaled to 0 (paused: its members must come back).
+// only while the voters left after it still answer as a majority of themselves. Going is by
+// ordinal, not by count: a member an operator removed leaves fewer members than replicas, and the
+// ordinals past them go all the same. Nothing when the member names are not one StatefulSet's
+// (<set>-<ordinal>), or a member has not started (no name yet: a pod joining), or the StatefulSet
+// is scaled to 0 (paused: its members must come back).
 std::optional<MaintenanceDecision> PlanScaleIn(const MaintenanceFacts& f) {
   const size_t target = *f.scale_target;
-  if (target == 0 || f.members.size() <= target) return std::nullopt;
+  if (target == 0) return std::nullopt;
   std::string set;
   const MemberUpkeepFacts* going = nullptr;
   size_t going_ordinal = 0;
@@ -149,7 +154,7 @@ MaintenanceDecision PlanNospace(const MaintenanceFacts& f, const MaintenanceSett
   // Each member once under the alarm, when its file is over the disarm limit or has free pages: the
   // pages the compaction freed count as in use until etcd's next commit, which the alarm's refusal
   // of every write holds off, and a defragmentation copies only live data whatever the free list says.
-  std::string blocked = DefragBlocked(f, s, /*learners_block=*/false);
+  std::string blocked = DefragBlocked(f, s, /*learners_block=*/false, /*under_alarm=*/true);
   for (const MemberUpkeepFacts* m : DefragOrder(f)) {
     if (!m->answered || m->defragmented_under_alarm) continue;
     if (m->db_size <= DisarmLimit(s) && FreeBytes(*m) < kNospaceFreeBytes) continue;
@@ -251,7 +256,7 @@ MaintenanceDecision PlanMaintenance(const MaintenanceFacts& f, const Maintenance
     std::string why = fmt::format("the database of {} is {} with {} ({}%) free pages, past the {} and {}% thresholds",
                                   Who(*m), Mb(m->db_size), Mb(FreeBytes(*m)), FreeBytes(*m) * 100 / m->db_size,
                                   Mb(s.defrag_min_bytes), s.defrag_min_percent);
-    if (std::string blocked = DefragBlocked(f, s, /*learners_block=*/true); !blocked.empty()) {
+    if (std::string blocked = DefragBlocked(f, s, /*learners_block=*/true, /*under_alarm=*/false); !blocked.empty()) {
       return Decide(MaintenanceAction::kWait, "M5", fmt::format("{}; not now: {}", why, blocked));
     }
     return Defragment(*m, "M5", m->id == f.leader ? why + "; the leader, last" : why);

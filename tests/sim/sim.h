@@ -100,9 +100,6 @@ struct RunResult {
   std::set<std::string> reached;
   // A node started `new` in rule 3's init-mode window (DESIGN §4 rule 3, §10): reported, not failed.
   bool init_window = false;
-  // The run ended with a NOSPACE alarm standing on fewer than three voters, where §12's gate
-  // defragments nothing (§10): reported, not failed.
-  bool nospace_two_voters = false;
 };
 
 RunResult RunSeed(const RunOptions& options);

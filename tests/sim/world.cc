@@ -1588,7 +1588,10 @@ void World::CheckDefragRequest(int from, int k) {
   size_t voters = 0;
   for (const auto& m : c.members) voters += !m.is_learner;
   size_t up = VotersUp(c, target.etcd.id, nodes[from]->maintenance_look_at);
-  if (up < voters / 2 + 1) {
+  // Under NOSPACE one or two voters go without the margin (§12: they can never spare one, and the
+  // cluster takes no write until the space is back).
+  const bool no_margin_to_keep = !c.nospace.empty() && voters <= 2;
+  if (up < voters / 2 + 1 && !no_margin_to_keep) {
     Fail(Check::kDefragNoMargin, fmt::format("{} asks to defragment {} while {} of the {} voters but it answered since its round "
                                              "began, no quorum (§12: the others must be a quorum without it)",
                                              Asker(from), target.name, up, voters));
@@ -1746,12 +1749,6 @@ bool World::Converged(std::string* why) {
   return true;
 }
 
-bool World::NospaceOnTwoVoters() const {
-  if (!maintenance_ || clusters_.empty() || clusters_.back().nospace.empty()) return false;
-  const auto& members = clusters_.back().members;
-  return std::count_if(members.begin(), members.end(), [](const ClusterMember& m) { return !m.is_learner; }) < 3;
-}
-
 bool World::MaintenanceSettled(std::string* why) {
   if (!maintenance_) return true;
   if (now_ < start_ + kMaintainedAtLeast) {
@@ -1907,15 +1904,7 @@ RunResult World::Run() {
     }
   }
   result_.simulated_seconds = Seconds(now_ - start_);
-  // §12's gate never defragments one of two voters (the other alone is no quorum), so a NOSPACE alarm
-  // raised on two voters stands for good, and upkeep does not promote a learner while it stands:
-  // reported, not failed, until §12 says what to do there.
-  const bool nospace_two_voters = NospaceOnTwoVoters() && (!Converged(&why) || !MaintenanceSettled(&why));
-  if (nospace_two_voters) {
-    result_.nospace_two_voters = true;
-    Mark("NOSPACE stands on two voters");
-    Event("NOSPACE stands on two voters, where §12 defragments nothing: reported, not failed");
-  } else if (failure_.empty() && !Converged(&why)) {
+  if (failure_.empty() && !Converged(&why)) {
     if (MajorityLost()) {
       // Said by the node that would replace its member (rule 4), or by one that sees no cluster and
       // names the peer whose data stops a new one (rule 5).

@@ -340,8 +340,6 @@ class World {
   bool Converged(std::string* why);
   // Maintenance seeds: the StatefulSet was scaled in, and no NOSPACE alarm stands (writes recovered).
   bool MaintenanceSettled(std::string* why);
-  // The run ends with a NOSPACE alarm on a cluster of fewer than three voters (§10: reported).
-  bool NospaceOnTwoVoters() const;
   void Workload();
   void ScaleIn();
   bool MajorityLost();

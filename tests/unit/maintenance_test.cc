@@ -154,6 +154,41 @@ TEST_CASE("maintenance M3: NOSPACE compacts, defragments one at a time, and disa
   CHECK(d.action == MaintenanceAction::kDisarm);
 }
 
+TEST_CASE("maintenance M3: one or two voters under NOSPACE are defragmented though none can be spared") {
+  for (size_t voters : {size_t{1}, size_t{2}}) {
+    CAPTURE(voters);
+    MaintenanceFacts f = Healthy();
+    f.members.resize(voters);
+    for (auto& m : f.members) {
+      m.db_size = 101 * kMB;
+      m.db_size_in_use = 10 * kMB;
+      m.nospace = true;
+    }
+    f.compacted = f.revision;
+    MaintenanceDecision d = PlanMaintenance(f, Settings());
+    CHECK_MESSAGE(d.action == MaintenanceAction::kDefragment, d.reason);
+    CHECK(d.member == (voters == 1 ? kN1 : kN2));  // the leader last
+    // Without the alarm the routine rule keeps its margin: the cluster would halt for it.
+    for (auto& m : f.members) m.nospace = false;
+    MaintenanceSettings s = Settings();
+    s.defrag_min_bytes = 50 * kMB;
+    d = PlanMaintenance(f, s);
+    CHECK(d.action == MaintenanceAction::kWait);
+    CHECK_MESSAGE(d.reason.find("no margin") != std::string::npos, d.reason);
+  }
+  SUBCASE("but never with a voter silent: three voters, one down, wait") {
+    MaintenanceFacts f = Healthy();
+    for (auto& m : f.members) {
+      m.db_size = 101 * kMB;
+      m.db_size_in_use = 10 * kMB;
+      m.nospace = true;
+    }
+    f.compacted = f.revision;
+    f.members[2].answered = false;
+    CHECK(PlanMaintenance(f, Settings()).action == MaintenanceAction::kWait);
+  }
+}
+
 TEST_CASE("maintenance M3: an alarm whose cause is still there stays, and says what to do") {
   MaintenanceFacts f = Healthy();
   f.compacted = f.revision;
@@ -316,6 +351,14 @@ TEST_CASE("maintenance M7: scaled from 5 to 3, the highest ordinal goes first, e
   f.members.pop_back();
   CHECK(PlanMaintenance(f, s).action == MaintenanceAction::kNone);
 
+  SUBCASE("going is by ordinal: with a member removed by hand, 5 -> 4 still takes etcd-4") {
+    f = FiveOfAStatefulSet();
+    f.members.erase(f.members.begin() + 1);  // etcd-1 removed by the operator
+    f.scale_target = 4;
+    d = PlanMaintenance(f, s);
+    CHECK(d.action == MaintenanceAction::kRemoveMember);
+    CHECK(d.member == 0x14);
+  }
   SUBCASE("not while the voters left would not answer as a majority") {
     f = FiveOfAStatefulSet();
     f.scale_target = 3;
