@@ -688,6 +688,17 @@ class StatefulSetCluster:
             ids[p.name] = harness.to_hex(ml["header"]["cluster_id"])
         return ids
 
+    def raft_term(self):
+        """The highest raft term the members that answer report: each election raises it by one."""
+        r = self.etcdctl("endpoint", "status", "-w", "json", check_rc=None)
+        try:
+            status = json.loads(r.stdout or "[]")
+        except ValueError:
+            status = []
+        terms = [int(s["Status"].get("raft_term", 0)) for s in status]
+        check(terms, f"no member reported its raft term: {r.stderr.strip()[-300:]}")
+        return max(terms)
+
     def leaders(self):
         """The leader every endpoint names, as hex IDs (one when they agree)."""
         status = json.loads(self.etcdctl("endpoint", "status", "-w", "json").stdout)
@@ -739,12 +750,23 @@ class Writer(harness.Writer):
 
     # When the leader goes, etcd loses the proposals followers had forwarded to it while it handed
     # over, and each such put fails at its client's deadline. That is etcd's behaviour, not a gap in
-    # the cluster: a test whose victim leads allows the writer this many failures, and more would
-    # mean the cluster was unwritable for longer than a leader change.
+    # the cluster: the writer may lose this many puts per election (the raft term counts them), and
+    # more would mean the cluster was unwritable for longer than its leader changes.
     LOST_TO_A_LEADER_CHANGE = 2
 
     def __init__(self, cluster, pods, pause=0.05):
         super().__init__(cluster, cluster.endpoints(pods), pause)
+        self.term_before = cluster.raft_term()
+
+    def check_failures(self, what):
+        """No put failed but those the elections in the writer's time may cost (after finish())."""
+        elections = self.cluster.raft_term() - self.term_before
+        allowed = self.LOST_TO_A_LEADER_CHANGE * elections
+        log(f"{len(self.ok)} writes, {len(self.failures)} failed, {elections} election(s) meanwhile")
+        for f in self.failures:
+            log(f"  failed: {f}")
+        check(len(self.failures) <= allowed,
+              f"{len(self.failures)} writes failed {what} ({elections} elections allow {allowed}): {self.failures[:5]}")
 
 
 def main(test):

@@ -43,10 +43,8 @@ def delete_one(c, name):
         wait_until(lambda: len(writer.ok) >= 20, 60, "the writer to get 20 writes through")
     finally:
         writer.finish()
-    log(f"{len(writer.ok)} writes, {len(writer.failures)} failed: {writer.failures}")
     check(after == before, f"member IDs changed: {before} -> {after}")
-    check(len(writer.failures) <= statefulset.Writer.LOST_TO_A_LEADER_CHANGE,
-          f"{len(writer.failures)} writes failed while {name} was away: {writer.failures[:5]}")
+    writer.check_failures(f"while {name} was away")
     check(set(c.decisions(pod)[1:]) == {"restart"}, f"{name} decided {c.decisions(pod)} (first pod, then recreated)")
 
 

@@ -1,6 +1,7 @@
 """StatefulSet life cycle, k8s/run: scale 3→5 (the new pods join as raft learners and are promoted)
 and 5→3 the documented way (k8s/README.md: `quorate member remove` the highest ordinals first, then
-`kubectl scale`), with a writer writing throughout: no write fails, one cluster all along. The
+`kubectl scale`), with a writer writing throughout: no write fails but those an election costs, one
+cluster all along. The
 removed members' pods keep etcd stopped until they go, and with their volumes deleted by the
 retention policy, a second 3→5 brings them back as new members."""
 import harness
@@ -47,9 +48,9 @@ def test():
     after = c.wait_ready(3, timeout=60)
     writer.finish()
     seen = watch.finish()
-    log(f"{len(writer.ok)} writes, {len(writer.failures)} failed; clusters seen {seen}")
+    log(f"clusters seen {seen}")
     check(after == three, f"after 3->5->3 the members are {after}, not {three}")
-    check(not writer.failures, f"writes failed while scaling: {writer.failures[:5]}")
+    writer.check_failures("while scaling")
     check(len(seen) == 1, f"more than one cluster was seen: {seen}")
 
     log("kubectl scale statefulset etcd --replicas=5 again: the scaled-away volumes were deleted")
