@@ -695,7 +695,7 @@ class StatefulSetCluster:
             status = json.loads(r.stdout or "[]")
         except ValueError:
             status = []
-        terms = [int(s["Status"].get("raft_term", 0)) for s in status]
+        terms = [int(s["Status"]["raftTerm"]) for s in status]
         check(terms, f"no member reported its raft term: {r.stderr.strip()[-300:]}")
         return max(terms)
 
