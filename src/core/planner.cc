@@ -316,24 +316,42 @@ bool Departed(const PlanInput& in, const ClusterMember& m) {
          std::find(in.silent_outsiders.begin(), in.silent_outsiders.end(), m.id) != in.silent_outsiders.end();
 }
 
-// Rule 9's other face: voters whose instance departed never come back. When those left could not
-// make a quorum even if every one came back, no member can be added or removed any more (each change
-// commits only with a quorum of the voters counted before it): a majority is lost, and a join would
-// only run into --timeout.
+// Rule 9's other face: voters whose instance departed never come back. Nor, while a departed voter
+// stays listed, does a voter whose etcd is silent and whose agent says its data dir is empty: never
+// started, rule 3 starts it only once every other voter answers, and the departed one never will;
+// started and emptied, rule 4 replaces it only through a change that commits. When the voters left
+// besides these could not make a quorum even if every one came back, no member can be added or
+// removed any more (each change commits only with a quorum of the voters counted before it): a
+// majority is lost, and a join would only run into --timeout.
 std::optional<Decision> MajorityDeparted(const PlanInput& in, const ClusterView& c) {
   std::vector<std::string> departed;
+  std::vector<std::string> empty;
   size_t voters = 0;
   for (const auto& m : c.members) {
     if (m.is_learner) continue;
     ++voters;
-    if (Departed(in, m)) departed.push_back(NameFor(m, in.expected));
+    if (Departed(in, m)) {
+      departed.push_back(NameFor(m, in.expected));
+      continue;
+    }
+    const PeerFacts* p = FactsOfVoter(in, m);
+    if (p != nullptr && !p->cluster && p->agent.reachable && p->agent.data_state == DataState::kEmpty) {
+      empty.push_back(NameFor(m, in.expected));
+    }
   }
-  if (departed.empty() || voters - departed.size() >= voters / 2 + 1) return std::nullopt;
+  if (departed.empty() || voters - departed.size() - empty.size() >= voters / 2 + 1) return std::nullopt;
+  std::string emptied;
+  if (!empty.empty()) {
+    emptied = fmt::format(" and {} ({}) {} no data (never started, or lost it: either way {} no vote until a "
+                          "change commits)",
+                          empty.size(), JoinStrings(empty, ", "), empty.size() == 1 ? "holds" : "hold",
+                          empty.size() == 1 ? "it casts" : "they cast");
+  }
   return Wait(WaitKind::kMajorityLost,
-              fmt::format("{} of the {} voters of cluster {} ({}) left with {} instance{} for good, so no member can "
-                          "be added or removed any more: a majority is lost; {}",
+              fmt::format("{} of the {} voters of cluster {} ({}) left with {} instance{} for good{}, so no member "
+                          "can be added or removed any more: a majority is lost; {}",
                           departed.size(), voters, IdToHex(c.cluster_id), JoinStrings(departed, ", "),
-                          departed.size() == 1 ? "its" : "their", departed.size() == 1 ? "" : "s",
+                          departed.size() == 1 ? "its" : "their", departed.size() == 1 ? "" : "s", emptied,
                           MajorityLostAdvice(in, c, nullptr)));
 }
 
