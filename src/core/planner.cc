@@ -442,6 +442,27 @@ std::optional<Decision> PlanDeparted(const PlanInput& in, const ClusterView& c) 
   return d;
 }
 
+// Rule 2b: a seat free because a discovered member is about to take it is that member's. A member
+// replacing its own (rule 4) frees its seat between the removal and its add, and one that has yet to
+// join holds none: either way the cluster does not list it, and its agent says its data dir is empty.
+// A node outside the discovered set (a stray) that took such a seat would leave that member out for
+// good, so a stray joins only while the members and those discovered members leave a seat free. The
+// discovered members a stray yields to; none when self is discovered or a seat is free beside them.
+std::vector<std::string> SeatsClaimed(const PlanInput& in, const ClusterView& c, size_t size) {
+  if (in.expected.FindByName(in.self.name) != nullptr) return {};
+  std::vector<std::string> claimants;
+  for (const auto& p : in.peers) {
+    const Member* e = in.expected.FindByName(p.name);
+    if (e == nullptr || !p.agent.reachable || p.agent.data_state != DataState::kEmpty) continue;
+    if (std::none_of(c.members.begin(), c.members.end(),
+                     [&](const ClusterMember& m) { return SharesUrl(e->peer_urls, m.peer_urls); })) {
+      claimants.push_back(p.name);
+    }
+  }
+  if (c.members.size() + claimants.size() < size) return {};
+  return claimants;
+}
+
 Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
   const ClusterMember* listed = nullptr;
   for (const auto& m : c.members) {
@@ -470,6 +491,7 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
     }
   }
 
+  const size_t size = in.cluster_size != 0 ? in.cluster_size : in.expected.size();
   Decision d;
   if (listed != nullptr && !listed->started()) {
     if (listed->id == in.expected.IdOf(in.self)) {
@@ -493,8 +515,17 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
   } else if (auto lost = MajorityDeparted(in, c)) {
     d = *lost;
   } else {
-    size_t size = in.cluster_size != 0 ? in.cluster_size : in.expected.size();
-    if (c.members.size() < size && !HasDeparted(in, c)) {
+    const bool seat_free = c.members.size() < size && !HasDeparted(in, c);
+    const std::vector<std::string> claimed = seat_free ? SeatsClaimed(in, c, size) : std::vector<std::string>{};
+    if (!claimed.empty()) {
+      d = Wait(WaitKind::kExtra,
+               fmt::format("cluster {} has {} of {} members and does not list {}, which is not in the discovered "
+                           "set: a free seat is kept for the discovered members the cluster does not list and whose "
+                           "agents say their data dirs are empty ({}: replacing its member, or about to join), so {} "
+                           "waits as extra; raise --cluster-size or remove a member",
+                           IdToHex(c.cluster_id), c.members.size(), size, in.self.name, JoinStrings(claimed, ", "),
+                           in.self.name));
+    } else if (seat_free) {
       std::vector<Member> entries;
       for (const auto& m : c.members) entries.push_back(Entry(NameFor(m, in.expected), m.peer_urls));
       entries.push_back(Entry(in.self.name, in.self.peer_urls));
@@ -535,6 +566,7 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
     }
   }
   d.cluster_id = c.cluster_id;
+  d.cluster_size = size;
   return d;
 }
 

@@ -83,6 +83,10 @@ struct Decision {
   bool add_member = false;               // kJoin/kReplace: MemberAdd(self peer URLs, isLearner)
   bool move_data_aside = false;          // kJoin by rule 1b: the old member's data goes aside first
   std::optional<MemberId> remove_id;     // kReplace: the stale ID; kJoin by rule 9: the departed one
+  // With add_member: --cluster-size (else the expected set's size). The seat the decision saw free
+  // may be taken before MemberAdd goes through (another node's add, rule 2), so every try of the add
+  // reads the membership again and refuses one past this.
+  size_t cluster_size = 0;
   std::optional<ClusterId> cluster_id;   // the cluster we will be part of, when known
   std::vector<std::string> endpoints;    // client URLs of started members, for the etcd API calls
   // kLateInitial resting on views where no member has started, from a peer whose log no agent read

@@ -799,6 +799,27 @@ TEST_CASE("init: 'unhealthy cluster' is retried with a doubling backoff until Me
   CHECK(rig.OursInCluster().size() == 1);
 }
 
+TEST_CASE("init: a seat another node took while our MemberAdd was refused is not added past --cluster-size") {
+  // Simulator seed 13 of 3 nodes: n1 replaces its member (removed, then added back), its add is
+  // refused ("unhealthy cluster"), and before the retry another node adds itself into the seat.
+  // MemberAdd checks no size: a retry on the decision's facts would grow the cluster to four.
+  InitRig rig;
+  rig.config.timeout = seconds(3);
+  rig.cluster.AddStarted(rig.Id("n1"), "n1", {kN1}, {rig.ClientUrl("n1")});
+  rig.PeersRun();
+  rig.cluster.FailAddsUnhealthy(1);
+  rig.clock.At(rig.clock.Now() + milliseconds(100),
+               [&] { rig.cluster.AddStarted(0x4444, "n4", {"http://127.0.0.4:2380"}, {"http://127.0.0.4:2379"}); });
+  auto out = rig.Run();
+  REQUIRE_FALSE(out.ok());
+  CAPTURE(out.status().message());
+  CHECK(out.status().code() == Status::Code::kDeadlineExceeded);
+  CHECK(Contains(out.status().message(), "already has 3 of 3 members and does not list n1"));
+  CHECK(rig.cluster.CountCalls("MemberAdd") == 1);
+  CHECK(rig.cluster.Members().size() == 3);
+  CHECK(rig.OursInCluster().empty());
+}
+
 TEST_CASE("init: a replace whose removal no quorum commits by --timeout says so by its reason; on_decision sees the decision") {
   InitRig rig;
   rig.cluster.AddStarted(rig.Id("n1"), "n1", {kN1}, {rig.ClientUrl("n1")});

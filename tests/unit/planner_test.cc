@@ -957,6 +957,46 @@ TEST_CASE("a full cluster that does not list us: wait as extra") {
   }
 }
 
+TEST_CASE("rule 2: a seat a discovered member is about to take is kept for it, not taken by a stray") {
+  // The discovered set is n1, n2 and n3; n1 is replacing its member (rule 4 removed it and has yet to
+  // add it back), so the cluster is n2 and n3, and n1's agent says its data dir is empty. n4, outside
+  // the discovered set, sees a seat free: taking it would leave n1 out (simulator seeds 13 of 3 nodes
+  // and 71 of 5, with an extra node).
+  MemberSet set = MakeSet(3);
+  PlanInput in = MakeInput(set, 4);
+  GiveAllViews(in, ViewOf(MakeSetOf({2, 3}), {2, 3}));
+  PeerNamed(in, "n1").cluster.reset();
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kWait);
+  CHECK(d.wait == WaitKind::kExtra);
+  CHECK_FALSE(d.add_member);
+  CHECK(Contains(d.reason, "has 2 of 3 members and does not list n4, which is not in the discovered set"));
+  CHECK(Contains(d.reason, "(n1: replacing its member, or about to join)"));
+
+  SUBCASE("a discovered member that holds data (removed, held stopped) or does not answer claims nothing") {
+    PeerNamed(in, "n1").agent.data_state = DataState::kHasData;
+    Decision join = Plan(in);
+    CHECK(join.action == Action::kJoin);
+    CHECK(join.add_member);
+    CHECK(join.cluster_size == 3);
+    PeerNamed(in, "n1").agent = AgentReport{};
+    CHECK(Plan(in).action == Action::kJoin);
+  }
+  SUBCASE("a seat beyond the claimed ones is the stray's to take") {
+    in.cluster_size = 4;
+    Decision join = Plan(in);
+    CHECK(join.action == Action::kJoin);
+    CHECK(join.cluster_size == 4);
+  }
+  SUBCASE("a discovered member takes the seat as rule 2 always did") {
+    PlanInput own = MakeInput(set);
+    GiveAllViews(own, ViewOf(MakeSetOf({2, 3}), {2, 3}));
+    Decision join = Plan(own);
+    CHECK(join.action == Action::kJoin);
+    CHECK(join.cluster_size == 3);
+  }
+}
+
 TEST_CASE("a member with our name on other peer URLs blocks a join") {
   MemberSet set = MakeSet(3);
   PlanInput in = MakeInput(set);
