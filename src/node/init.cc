@@ -201,6 +201,15 @@ Result<std::optional<MemberSet>> ReadSealed(const Config& c, bool can_discover, 
   }
 }
 
+// The members a new bucket records: the discovered set, and this node beside it when it joins from
+// outside it (rule 2), since a restart (rule 1) and `quorate upkeep` take their own member from there.
+Result<MemberSet> BucketMembers(const MemberSet& expected, const Member& self) {
+  if (expected.FindByName(self.name) != nullptr) return expected;
+  std::vector<Member> members = expected.members();
+  members.push_back(self);
+  return MemberSet::Create(std::move(members), expected.token());
+}
+
 }  // namespace
 
 bool HasEtcdData(const std::string& data_dir) {
@@ -549,7 +558,9 @@ Result<InitOutcome> InitJob::Carry(const Local& local, const PlanInput& input, D
   if (Status s = MakeDirs(c.state_dir); !s.ok()) return s;
   std::optional<Bucket> bucket;
   if (!local.has_data || !local.stored) {
-    bucket = Bucket{local.expected, {decision.initial_cluster_state, NowRfc3339()}};
+    auto members = BucketMembers(local.expected, self);
+    if (!members.ok()) return members.status();
+    bucket = Bucket{std::move(*members), {decision.initial_cluster_state, NowRfc3339()}};
   } else {
     bucket = local.stored;
   }

@@ -820,6 +820,29 @@ TEST_CASE("init: a seat another node took while our MemberAdd was refused is not
   CHECK(rig.OursInCluster().empty());
 }
 
+TEST_CASE("init: a node outside the discovered set that joins records itself in its member bucket") {
+  // Simulator seed 128 of 3 nodes in init mode: `quorate upkeep` takes its member from the bucket
+  // init wrote, and refused to start on one without it, so the learner was never promoted. The
+  // operator removed n1, whose node does not answer: its seat is free for a stray.
+  InitRig rig;
+  const std::string n4 = "http://127.0.0.4:2380";
+  rig.config.name = "n4";
+  rig.config.initial_advertise_peer_urls = {n4};
+  rig.PeersRun();
+  InitOptions options = rig.Options();
+  options.is_own_address = [](const PeerUrl& url) -> Result<bool> { return url.host == "127.0.0.4"; };
+  auto out = InitJob(rig.config, options).Run();
+  REQUIRE_MESSAGE(out.ok(), out.status().message());
+  CHECK(out->decision.action == Action::kJoin);
+  auto bucket = LoadBucket(rig.config.state_dir);
+  REQUIRE_MESSAGE(bucket.ok(), bucket.status().message());
+  const Member* self = bucket->members.FindByName("n4");
+  REQUIRE(self != nullptr);
+  CHECK(self->peer_urls == std::vector<std::string>{n4});
+  CHECK(self->client_urls == std::vector<std::string>{"http://127.0.0.4:2379"});
+  CHECK(bucket->members.FindByName("n1") != nullptr);
+}
+
 TEST_CASE("init: a replace whose removal no quorum commits by --timeout says so by its reason; on_decision sees the decision") {
   InitRig rig;
   rig.cluster.AddStarted(rig.Id("n1"), "n1", {kN1}, {rig.ClientUrl("n1")});
