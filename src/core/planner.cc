@@ -108,10 +108,12 @@ const PeerFacts* FactsOfVoter(const PlanInput& in, const ClusterMember& voter) {
   return nullptr;
 }
 
-// A voter answers when the expected member at its peer URLs had its etcd peer endpoint reply.
+// A voter answers when the expected member at its peer URLs had its etcd peer endpoint reply, or,
+// at no expected member's (a stray that joined by rule 2), when its own peer URL did.
 bool VoterAnswers(const PlanInput& in, const ClusterMember& voter) {
-  const PeerFacts* p = FactsOfVoter(in, voter);
-  return p != nullptr && p->cluster.has_value();
+  if (const PeerFacts* p = FactsOfVoter(in, voter)) return p->cluster.has_value();
+  return std::find(in.answering_outsiders.begin(), in.answering_outsiders.end(), voter.id) !=
+         in.answering_outsiders.end();
 }
 
 std::string MajorityLostAdvice(const PlanInput& in, const ClusterView& c, const ClusterMember* listed);

@@ -46,6 +46,9 @@ struct PlanInput {
   // every peer URL was silent when asked (no connection, no answer): departed instances.
   bool expected_is_whole_group = false;
   std::vector<MemberId> silent_outsiders;
+  // The members of the cluster at no expected member's peer URLs whose peer URL answered as etcd: a
+  // node outside the discovered set that joined by rule 2, a voter whose answer counts as any other's.
+  std::vector<MemberId> answering_outsiders;
   // The cluster's etcd refuses MemberAdd while any voter is down (3.4, and 3.5 before 3.5.30):
   // a join or replace then says which voter holds it up.
   bool member_add_needs_every_voter = false;

@@ -60,13 +60,18 @@ std::vector<std::string> ListedClientUrls(const PlanInput& input) {
   return urls;
 }
 
-// How long rule 9 gives the peer URL of a member outside the group to answer.
+// How long the peer URL of a member outside the expected set is given to answer.
 constexpr auto kOutsiderProbeTimeout = std::chrono::seconds(1);
 
-// Rule 9's fact: the members the peers' views list that are in no instance of the group and whose
-// every peer URL is silent (Probe is Unavailable only when nothing answers there).
-std::vector<MemberId> SilentOutsiders(Peers& peers, const PlanInput& input) {
+// The members the peers' views list at no expected member's peer URLs, each asked at its own: rule
+// 9's departed instances are silent at every one (Probe is Unavailable only when nothing answers),
+// and one that answers as etcd is a voter to count (a node outside the set that joined by rule 2).
+struct Outsiders {
   std::vector<MemberId> silent;
+  std::vector<MemberId> answering;
+};
+Outsiders AskOutsiders(Peers& peers, const PlanInput& input) {
+  Outsiders out;
   std::vector<MemberId> asked;
   for (const auto& p : input.peers) {
     if (!p.cluster) continue;
@@ -77,14 +82,17 @@ std::vector<MemberId> SilentOutsiders(Peers& peers, const PlanInput& input) {
       for (const auto& e : input.expected.members()) in_group |= SharesUrl(e.peer_urls, m.peer_urls);
       if (in_group || m.peer_urls.empty()) continue;
       bool answers = false;
+      bool as_etcd = false;
       for (const auto& url : m.peer_urls) {
         auto view = peers.Probe(url, kOutsiderProbeTimeout);
         answers |= view.ok() || !view.status().IsUnavailable();
+        as_etcd |= view.ok();
       }
-      if (!answers) silent.push_back(m.id);
+      if (!answers) out.silent.push_back(m.id);
+      if (as_etcd) out.answering.push_back(m.id);
     }
   }
-  return silent;
+  return out;
 }
 
 // The health check before a restart with another etcd binary: which of the other expected members'
@@ -452,7 +460,12 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Cl
       input.etcd_ran = state_->etcd_ran;
     }
     input.silent_outsiders.clear();
-    if (input.expected_is_whole_group && !input.has_local_data) input.silent_outsiders = SilentOutsiders(peers_, input);
+    input.answering_outsiders.clear();
+    if (!input.has_local_data) {
+      Outsiders outsiders = AskOutsiders(peers_, input);
+      if (input.expected_is_whole_group) input.silent_outsiders = std::move(outsiders.silent);
+      input.answering_outsiders = std::move(outsiders.answering);
+    }
     input.quorum_view.reset();
     if (input.has_local_data && ViewsLackUs(input)) {
       const TlsFiles& client_tls = config_.etcdctl_tls.enabled() ? config_.etcdctl_tls : config_.client_tls;

@@ -139,6 +139,11 @@ constexpr Regression kRegressions[] = {
     // never promoted. A new bucket now records this node beside the discovered set.
     {128, 3, kInit, 0, 1, 1, "decide join"},
     {250, 3, kInit, 0, 0, 1, "decide join"},
+    // An extra node joined into the seat of a member the operator removed, and then a discovered
+    // member lost its data: rule 4 counted only discovered members' answers, found 1 of 3 voters
+    // and waited for ever saying a majority was lost. A voter outside the set whose peer URL
+    // answers now counts.
+    {35, 3, kRun, 0, 1, 1, "decide replace removing a member"},
 };
 
 // Bugs of quorate the simulator found and that are not fixed yet (docs/DESIGN.md §10, "Found and

@@ -833,6 +833,27 @@ TEST_CASE("started member without data is replaced only with quorum (3 members)"
   }
 }
 
+TEST_CASE("replace counts a voter outside the discovered set whose peer URL answers") {
+  // The cluster is n1 (this node, its data gone), n2 and n4, a node outside the discovered set that
+  // joined by rule 2 into the seat of n3, which the operator removed; n3 holds its data, stopped.
+  // n2 and n4 answer: a majority, though only n2 is a discovered member (simulator seed 35 of 3
+  // nodes with an extra node, which waited for ever saying a majority was lost).
+  MemberSet set = MakeSet(3);
+  MemberSet cluster = MakeSetOf({1, 2, 4});
+  PlanInput in = MakeInput(set);
+  GiveAllViews(in, ViewOf(cluster, {1, 2, 4}));
+  PeerNamed(in, "n3").cluster.reset();
+  PeerNamed(in, "n3").agent.data_state = DataState::kHasData;
+  Decision wait = Plan(in);
+  CHECK(wait.wait == WaitKind::kMajorityLost);
+  CHECK(Contains(wait.reason, "only 1 of 3 voters answer"));
+  in.answering_outsiders = {cluster.IdOf(MemberNo(4))};
+  Decision d = Plan(in);
+  REQUIRE(d.action == Action::kReplace);
+  CHECK(Contains(d.reason, "2 of 3 voters answer"));
+  CHECK(*d.remove_id == cluster.IdOf(MemberNo(1)));
+}
+
 TEST_CASE("replace counts voters by peer URL, and learners are not voters (5 members)") {
   MemberSet set = MakeSet(5);
   PlanInput in = MakeInput(set);
