@@ -144,6 +144,11 @@ constexpr Regression kRegressions[] = {
     // and waited for ever saying a majority was lost. A voter outside the set whose peer URL
     // answers now counts.
     {35, 3, kRun, 0, 1, 1, "decide replace removing a member"},
+    // On a cloud: discovery listed a pending instance in place of a live voter when a newcomer wrote
+    // its bucket, so its upkeep never had that voter's client URL; once the operator removed the
+    // other member the bucket named, no endpoint could promote the learner. Upkeep now asks the
+    // members the cluster lists first.
+    {964, 3, kRun, 1, 0, 0, "a whole-group listing left out a live instance"},
 };
 
 // Bugs of quorate the simulator found and that are not fixed yet (docs/DESIGN.md §10, "Found and
