@@ -397,10 +397,11 @@ std::optional<Decision> PlanDeparted(const PlanInput& in, const ClusterView& c) 
   if (departed == nullptr) {
     return Wait(WaitKind::kExtra,
                 fmt::format("cluster {} already has {} members and does not list {}; {} {} in no instance of the "
-                            "group but still {} on {} peer URLs, so none is taken for departed",
+                            "group as first listed but still {} on {} peer URLs, or {} at an instance the group lists "
+                            "now, so none is taken for departed",
                             IdToHex(c.cluster_id), c.members.size(), in.self.name, JoinStrings(answering, ", "),
                             answering.size() == 1 ? "is" : "are", answering.size() == 1 ? "answers" : "answer",
-                            answering.size() == 1 ? "its" : "their"));
+                            answering.size() == 1 ? "its" : "their", answering.size() == 1 ? "is" : "are"));
   }
   const std::string name = NameFor(*departed, in.expected);
   for (const auto& m : c.members) {

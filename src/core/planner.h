@@ -42,8 +42,10 @@ struct PlanInput {
   std::optional<EtcdVersion> binary_version;
   std::optional<EtcdVersion> recorded_cluster_version;
   // Rule 9: `expected` is the whole scaling group the platform lists (the provider's
-  // ListsWholeGroup()), and the members of the cluster that are in none of its instances and whose
-  // every peer URL was silent when asked (no connection, no answer): departed instances.
+  // ListsWholeGroup()), and the members of the cluster that are in none of its instances, nor in any
+  // of a listing of the group made after the views that showed them (a member added since the first
+  // listing is that of a newer instance), and whose every peer URL was silent when asked (no
+  // connection, no answer): departed instances.
   bool expected_is_whole_group = false;
   std::vector<MemberId> silent_outsiders;
   // The members of the cluster at no expected member's peer URLs whose peer URL answered as etcd: a

@@ -336,6 +336,7 @@ Result<InitJob::Local> InitJob::GatherLocal(Clock::TimePoint deadline) {
       if (members.ok()) {
         discovered = std::move(*members);
         local.whole_group = provider->ListsWholeGroup();
+        if (local.whole_group) group_ = std::move(provider);
         break;
       }
       if (!members.status().IsCancelled()) return members.status();
@@ -463,7 +464,7 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Cl
     input.answering_outsiders.clear();
     if (!input.has_local_data) {
       Outsiders outsiders = AskOutsiders(peers_, input);
-      if (input.expected_is_whole_group) input.silent_outsiders = std::move(outsiders.silent);
+      if (input.expected_is_whole_group) input.silent_outsiders = StillOutsideGroup(std::move(outsiders.silent), input);
       input.answering_outsiders = std::move(outsiders.answering);
     }
     input.quorum_view.reset();
@@ -514,6 +515,39 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Cl
             fmt::format("stopped while waiting: {}; no membership change was under way", decision.reason));
     }
   }
+}
+
+// Rule 9 judges a member departed by a listing of the group made after the member was added: one
+// added since the first listing (by an instance that listing did not hold yet, whose etcd has not
+// started) is silent and in no instance of it too, and removing it would undo that instance's join.
+// So the group is listed again now, after the views that showed the members; a silent member at an
+// instance of this listing is not departed, and none is when the group cannot be listed whole.
+std::vector<MemberId> InitJob::StillOutsideGroup(std::vector<MemberId> silent, const PlanInput& input) {
+  if (silent.empty()) return silent;
+  auto listed = group_ != nullptr ? group_->Discover() : Result<std::vector<Member>>(Status::Internal("no group"));
+  if (!listed.ok() || !group_->ListsWholeGroup()) {
+    spdlog::info("the group is not listed whole again ({}), so no silent member outside it is taken for departed",
+                 listed.ok() ? "a partial answer" : listed.status().message());
+    return {};
+  }
+  std::erase_if(silent, [&](MemberId id) {
+    for (const auto& p : input.peers) {
+      if (!p.cluster) continue;
+      for (const auto& m : p.cluster->members) {
+        if (m.id != id) continue;
+        for (const auto& instance : *listed) {
+          if (!SharesUrl(instance.peer_urls, m.peer_urls)) continue;
+          spdlog::info("member {} at {} is silent, but at instance {}, which the group lists now and did not when "
+                       "first listed: it joined since, so it has not departed",
+                       IdToHex(id), fmt::join(m.peer_urls, ","), instance.name);
+          return true;
+        }
+        return false;
+      }
+    }
+    return false;
+  });
+  return silent;
 }
 
 Result<InitOutcome> InitJob::Carry(const Local& local, const PlanInput& input, Decision decision,

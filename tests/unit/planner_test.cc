@@ -1090,7 +1090,7 @@ TEST_CASE("rule 9 does not apply: the newcomer waits as extra") {
     t.in.silent_outsiders.clear();
     Decision d = Plan(t.in);
     CHECK(d.wait == WaitKind::kExtra);
-    CHECK(Contains(d.reason, "n4 (http://127.0.0.4:2380) is in no instance of the group but still answers on its peer URLs"));
+    CHECK(Contains(d.reason, "n4 (http://127.0.0.4:2380) is in no instance of the group as first listed but still answers on its peer URLs"));
   }
   SUBCASE("every member is in the group: the cluster is simply full") {
     t.in.silent_outsiders.clear();
