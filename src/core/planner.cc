@@ -178,6 +178,30 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
                             IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id), holders.size(), voters,
                             JoinStrings(past, ", "), MajorityLostAdvice(in, c, &listed)));
   };
+  // A peer restarting on its data lists the members as it replays its log, one at a time (rule 1b's
+  // partial view): a view that lacks the very member answering it is such a part, and every check
+  // above would go over the members it happens to hold so far. The voters it leaves out may be the
+  // ones whose logs are past the bootstrap, or whose views show our start. Only while no member shows
+  // as started: the bootstrap's entries, every initial member, come before any member's publish.
+  auto partial_view = [&]() -> std::optional<Decision> {
+    if (std::any_of(c.members.begin(), c.members.end(), [](const ClusterMember& m) { return m.started(); })) {
+      return std::nullopt;
+    }
+    for (const auto& p : in.peers) {
+      const Member* e = in.expected.FindByName(p.name);
+      if (e == nullptr || !p.cluster || p.cluster->cluster_id != c.cluster_id) continue;
+      if (std::any_of(c.members.begin(), c.members.end(),
+                      [&](const ClusterMember& m) { return SharesUrl(e->peer_urls, m.peer_urls); })) {
+        continue;
+      }
+      return Wait(WaitKind::kPeersNotReady,
+                  fmt::format("cluster {} lists {} as initial member {} that never started, but the views of it, "
+                              "{}'s among them, do not list {} itself: a member replaying its log lists only the "
+                              "members replayed so far, so {} waits for the whole membership",
+                              IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id), p.name, p.name, in.self.name));
+    }
+    return std::nullopt;
+  };
   const std::string why_new =
       "never-started initial members bootstrap raft with the same initial peers or no leader is "
       "elected";
@@ -204,6 +228,7 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
   // Our ID matches the expected set, but the expected set may name us differently; etcd needs
   // --name in --initial-cluster, and only the peer URLs feed the IDs.
   if (c.cluster_id == in.expected.cluster_id()) {
+    if (auto wait = partial_view()) return *wait;
     if (auto wait = unheard_voters()) return *wait;
     if (auto wait = majority_lost()) return *wait;
     std::vector<Member> entries;
@@ -227,6 +252,7 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
   // the same initial cluster cannot be written. The member never ran, so nothing is lost by taking
   // its place as rule 4 does.
   if (!unchanged) return PlanReplace(in, c, listed, /*started=*/false);
+  if (auto wait = partial_view()) return *wait;
   if (auto wait = unheard_voters()) return *wait;
   if (auto wait = majority_lost()) return *wait;
   std::vector<Member> entries;

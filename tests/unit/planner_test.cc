@@ -643,6 +643,33 @@ TEST_CASE("listed with our expected ID and never started: late initial, state ne
   }
 }
 
+TEST_CASE("late initial waits while the only view is a part of the membership a peer replaying its log lists") {
+  // Sim seed 265 of 5 nodes: n1 and n3 started and lost their data, n2 never started, n4 and n5 kept
+  // logs past the bootstrap. n5, replaying its WAL, lists n1, n2 and n3 so far, none started; n4 is
+  // silent. On that view every voter answered and none held data, so n3 started `new` beside two
+  // empty members: a quorum of 3 of 5 from empty logs, cutting what n4 and n5 committed.
+  MemberSet set = MakeSet(5);
+  PlanInput in = MakeInput(set, 3);
+  ClusterView replayed = ViewOf(set, {});
+  replayed.members.resize(3);
+  PeerNamed(in, "n5").cluster = replayed;
+  PeerNamed(in, "n5").agent.data_state = DataState::kRunning;
+  PeerNamed(in, "n5").agent.log_past_bootstrap = true;
+  PeerNamed(in, "n4").agent = AgentReport{false, "deadline exceeded", DataState::kUnknown, "", 0};
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kWait);
+  CHECK(d.wait == WaitKind::kPeersNotReady);
+  CHECK(Contains(d.reason, "n5's among them, do not list n5 itself"));
+  // Replayed whole, the view lists n4 and n5: n4 is unheard, and then too few voters hold data.
+  PeerNamed(in, "n5").cluster = ViewOf(set, {});
+  CHECK(Plan(in).wait == WaitKind::kPeersNotReady);
+  PeerNamed(in, "n4").agent = AgentOk(set);
+  PeerNamed(in, "n4").agent.data_state = DataState::kHasData;
+  PeerNamed(in, "n4").agent.log_past_bootstrap = true;
+  PeerNamed(in, "n4").cluster = ViewOf(set, {});
+  CHECK(Plan(in).wait == WaitKind::kMajorityLost);
+}
+
 TEST_CASE("late initial on views where no member started looks again unless the peers' agents read their logs") {
   MemberSet set = MakeSet(3);
   PlanInput in = MakeInput(set);
