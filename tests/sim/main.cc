@@ -161,9 +161,14 @@ constexpr Regression kRegressions[] = {
 };
 
 // Bugs of quorate the simulator found and that are not fixed yet (docs/DESIGN.md §10, "Found and
-// open"): each seed must keep failing the check named, so a fix shows as a change here. None is open
-// now; a row is {seed, nodes, mode, cloud, strict, extra, Check::k...}.
-constexpr std::array<Finding, 0> kKnownFindings{};
+// open"): each seed must keep failing the check named, so a fix shows as a change here. A row is
+// {seed, nodes, mode, cloud, strict, extra, Check::k...}.
+constexpr std::array<Finding, 1> kKnownFindings{{
+    // On a cloud, every member unstarted: n4's instance departed, n3 and n5 lost their data; rule 9's
+    // newcomer counts n5 among the empty voters only while n5's agent answers, and n5's quorate is
+    // down between its --timeout exits, so no node says a majority is lost.
+    {356, 5, kRun, 1, 0, 0, Check::kMajorityLostUnsaid},
+}};
 
 int Usage() {
   std::fprintf(stderr,
