@@ -108,10 +108,12 @@ const PeerFacts* FactsOfVoter(const PlanInput& in, const ClusterMember& voter) {
   return nullptr;
 }
 
-// A voter answers when the expected member at its peer URLs had its etcd peer endpoint reply.
+// A voter answers when the expected member at its peer URLs had its etcd peer endpoint reply, or,
+// at no expected member's (a stray that joined by rule 2), when its own peer URL did.
 bool VoterAnswers(const PlanInput& in, const ClusterMember& voter) {
-  const PeerFacts* p = FactsOfVoter(in, voter);
-  return p != nullptr && p->cluster.has_value();
+  if (const PeerFacts* p = FactsOfVoter(in, voter)) return p->cluster.has_value();
+  return std::find(in.answering_outsiders.begin(), in.answering_outsiders.end(), voter.id) !=
+         in.answering_outsiders.end();
 }
 
 std::string MajorityLostAdvice(const PlanInput& in, const ClusterView& c, const ClusterMember* listed);
@@ -176,6 +178,30 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
                             IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id), holders.size(), voters,
                             JoinStrings(past, ", "), MajorityLostAdvice(in, c, &listed)));
   };
+  // A peer restarting on its data lists the members as it replays its log, one at a time (rule 1b's
+  // partial view): a view that lacks the very member answering it is such a part, and every check
+  // above would go over the members it happens to hold so far. The voters it leaves out may be the
+  // ones whose logs are past the bootstrap, or whose views show our start. Only while no member shows
+  // as started: the bootstrap's entries, every initial member, come before any member's publish.
+  auto partial_view = [&]() -> std::optional<Decision> {
+    if (std::any_of(c.members.begin(), c.members.end(), [](const ClusterMember& m) { return m.started(); })) {
+      return std::nullopt;
+    }
+    for (const auto& p : in.peers) {
+      const Member* e = in.expected.FindByName(p.name);
+      if (e == nullptr || !p.cluster || p.cluster->cluster_id != c.cluster_id) continue;
+      if (std::any_of(c.members.begin(), c.members.end(),
+                      [&](const ClusterMember& m) { return SharesUrl(e->peer_urls, m.peer_urls); })) {
+        continue;
+      }
+      return Wait(WaitKind::kPeersNotReady,
+                  fmt::format("cluster {} lists {} as initial member {} that never started, but the views of it, "
+                              "{}'s among them, do not list {} itself: a member replaying its log lists only the "
+                              "members replayed so far, so {} waits for the whole membership",
+                              IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id), p.name, p.name, in.self.name));
+    }
+    return std::nullopt;
+  };
   const std::string why_new =
       "never-started initial members bootstrap raft with the same initial peers or no leader is "
       "elected";
@@ -202,6 +228,7 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
   // Our ID matches the expected set, but the expected set may name us differently; etcd needs
   // --name in --initial-cluster, and only the peer URLs feed the IDs.
   if (c.cluster_id == in.expected.cluster_id()) {
+    if (auto wait = partial_view()) return *wait;
     if (auto wait = unheard_voters()) return *wait;
     if (auto wait = majority_lost()) return *wait;
     std::vector<Member> entries;
@@ -225,6 +252,7 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
   // the same initial cluster cannot be written. The member never ran, so nothing is lost by taking
   // its place as rule 4 does.
   if (!unchanged) return PlanReplace(in, c, listed, /*started=*/false);
+  if (auto wait = partial_view()) return *wait;
   if (auto wait = unheard_voters()) return *wait;
   if (auto wait = majority_lost()) return *wait;
   std::vector<Member> entries;
@@ -316,24 +344,42 @@ bool Departed(const PlanInput& in, const ClusterMember& m) {
          std::find(in.silent_outsiders.begin(), in.silent_outsiders.end(), m.id) != in.silent_outsiders.end();
 }
 
-// Rule 9's other face: voters whose instance departed never come back. When those left could not
-// make a quorum even if every one came back, no member can be added or removed any more (each change
-// commits only with a quorum of the voters counted before it): a majority is lost, and a join would
-// only run into --timeout.
+// Rule 9's other face: voters whose instance departed never come back. Nor, while a departed voter
+// stays listed, does a voter whose etcd is silent and whose agent says its data dir is empty: never
+// started, rule 3 starts it only once every other voter answers, and the departed one never will;
+// started and emptied, rule 4 replaces it only through a change that commits. When the voters left
+// besides these could not make a quorum even if every one came back, no member can be added or
+// removed any more (each change commits only with a quorum of the voters counted before it): a
+// majority is lost, and a join would only run into --timeout.
 std::optional<Decision> MajorityDeparted(const PlanInput& in, const ClusterView& c) {
   std::vector<std::string> departed;
+  std::vector<std::string> empty;
   size_t voters = 0;
   for (const auto& m : c.members) {
     if (m.is_learner) continue;
     ++voters;
-    if (Departed(in, m)) departed.push_back(NameFor(m, in.expected));
+    if (Departed(in, m)) {
+      departed.push_back(NameFor(m, in.expected));
+      continue;
+    }
+    const PeerFacts* p = FactsOfVoter(in, m);
+    if (p != nullptr && !p->cluster && p->agent.reachable && p->agent.data_state == DataState::kEmpty) {
+      empty.push_back(NameFor(m, in.expected));
+    }
   }
-  if (departed.empty() || voters - departed.size() >= voters / 2 + 1) return std::nullopt;
+  if (departed.empty() || voters - departed.size() - empty.size() >= voters / 2 + 1) return std::nullopt;
+  std::string emptied;
+  if (!empty.empty()) {
+    emptied = fmt::format(" and {} ({}) {} no data (never started, or lost it: either way {} no vote until a "
+                          "change commits)",
+                          empty.size(), JoinStrings(empty, ", "), empty.size() == 1 ? "holds" : "hold",
+                          empty.size() == 1 ? "it casts" : "they cast");
+  }
   return Wait(WaitKind::kMajorityLost,
-              fmt::format("{} of the {} voters of cluster {} ({}) left with {} instance{} for good, so no member can "
-                          "be added or removed any more: a majority is lost; {}",
+              fmt::format("{} of the {} voters of cluster {} ({}) left with {} instance{} for good{}, so no member "
+                          "can be added or removed any more: a majority is lost; {}",
                           departed.size(), voters, IdToHex(c.cluster_id), JoinStrings(departed, ", "),
-                          departed.size() == 1 ? "its" : "their", departed.size() == 1 ? "" : "s",
+                          departed.size() == 1 ? "its" : "their", departed.size() == 1 ? "" : "s", emptied,
                           MajorityLostAdvice(in, c, nullptr)));
 }
 
@@ -377,10 +423,11 @@ std::optional<Decision> PlanDeparted(const PlanInput& in, const ClusterView& c) 
   if (departed == nullptr) {
     return Wait(WaitKind::kExtra,
                 fmt::format("cluster {} already has {} members and does not list {}; {} {} in no instance of the "
-                            "group but still {} on {} peer URLs, so none is taken for departed",
+                            "group as first listed but still {} on {} peer URLs, or {} at an instance the group lists "
+                            "now, so none is taken for departed",
                             IdToHex(c.cluster_id), c.members.size(), in.self.name, JoinStrings(answering, ", "),
                             answering.size() == 1 ? "is" : "are", answering.size() == 1 ? "answers" : "answer",
-                            answering.size() == 1 ? "its" : "their"));
+                            answering.size() == 1 ? "its" : "their", answering.size() == 1 ? "is" : "are"));
   }
   const std::string name = NameFor(*departed, in.expected);
   for (const auto& m : c.members) {
@@ -424,6 +471,27 @@ std::optional<Decision> PlanDeparted(const PlanInput& in, const ClusterView& c) 
   return d;
 }
 
+// Rule 2b: a seat free because a discovered member is about to take it is that member's. A member
+// replacing its own (rule 4) frees its seat between the removal and its add, and one that has yet to
+// join holds none: either way the cluster does not list it, and its agent says its data dir is empty.
+// A node outside the discovered set (a stray) that took such a seat would leave that member out for
+// good, so a stray joins only while the members and those discovered members leave a seat free. The
+// discovered members a stray yields to; none when self is discovered or a seat is free beside them.
+std::vector<std::string> SeatsClaimed(const PlanInput& in, const ClusterView& c, size_t size) {
+  if (in.expected.FindByName(in.self.name) != nullptr) return {};
+  std::vector<std::string> claimants;
+  for (const auto& p : in.peers) {
+    const Member* e = in.expected.FindByName(p.name);
+    if (e == nullptr || !p.agent.reachable || p.agent.data_state != DataState::kEmpty) continue;
+    if (std::none_of(c.members.begin(), c.members.end(),
+                     [&](const ClusterMember& m) { return SharesUrl(e->peer_urls, m.peer_urls); })) {
+      claimants.push_back(p.name);
+    }
+  }
+  if (c.members.size() + claimants.size() < size) return {};
+  return claimants;
+}
+
 Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
   const ClusterMember* listed = nullptr;
   for (const auto& m : c.members) {
@@ -452,6 +520,7 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
     }
   }
 
+  const size_t size = in.cluster_size != 0 ? in.cluster_size : in.expected.size();
   Decision d;
   if (listed != nullptr && !listed->started()) {
     if (listed->id == in.expected.IdOf(in.self)) {
@@ -475,8 +544,17 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
   } else if (auto lost = MajorityDeparted(in, c)) {
     d = *lost;
   } else {
-    size_t size = in.cluster_size != 0 ? in.cluster_size : in.expected.size();
-    if (c.members.size() < size && !HasDeparted(in, c)) {
+    const bool seat_free = c.members.size() < size && !HasDeparted(in, c);
+    const std::vector<std::string> claimed = seat_free ? SeatsClaimed(in, c, size) : std::vector<std::string>{};
+    if (!claimed.empty()) {
+      d = Wait(WaitKind::kExtra,
+               fmt::format("cluster {} has {} of {} members and does not list {}, which is not in the discovered "
+                           "set: a free seat is kept for the discovered members the cluster does not list and whose "
+                           "agents say their data dirs are empty ({}: replacing its member, or about to join), so {} "
+                           "waits as extra; raise --cluster-size or remove a member",
+                           IdToHex(c.cluster_id), c.members.size(), size, in.self.name, JoinStrings(claimed, ", "),
+                           in.self.name));
+    } else if (seat_free) {
       std::vector<Member> entries;
       for (const auto& m : c.members) entries.push_back(Entry(NameFor(m, in.expected), m.peer_urls));
       entries.push_back(Entry(in.self.name, in.self.peer_urls));
@@ -517,6 +595,7 @@ Decision PlanWithCluster(const PlanInput& in, const ClusterView& c) {
     }
   }
   d.cluster_id = c.cluster_id;
+  d.cluster_size = size;
   return d;
 }
 

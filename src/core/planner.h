@@ -42,10 +42,15 @@ struct PlanInput {
   std::optional<EtcdVersion> binary_version;
   std::optional<EtcdVersion> recorded_cluster_version;
   // Rule 9: `expected` is the whole scaling group the platform lists (the provider's
-  // ListsWholeGroup()), and the members of the cluster that are in none of its instances and whose
-  // every peer URL was silent when asked (no connection, no answer): departed instances.
+  // ListsWholeGroup()), and the members of the cluster that are in none of its instances, nor in any
+  // of a listing of the group made after the views that showed them (a member added since the first
+  // listing is that of a newer instance), and whose every peer URL was silent when asked (no
+  // connection, no answer): departed instances.
   bool expected_is_whole_group = false;
   std::vector<MemberId> silent_outsiders;
+  // The members of the cluster at no expected member's peer URLs whose peer URL answered as etcd: a
+  // node outside the discovered set that joined by rule 2, a voter whose answer counts as any other's.
+  std::vector<MemberId> answering_outsiders;
   // The cluster's etcd refuses MemberAdd while any voter is down (3.4, and 3.5 before 3.5.30):
   // a join or replace then says which voter holds it up.
   bool member_add_needs_every_voter = false;
@@ -83,6 +88,10 @@ struct Decision {
   bool add_member = false;               // kJoin/kReplace: MemberAdd(self peer URLs, isLearner)
   bool move_data_aside = false;          // kJoin by rule 1b: the old member's data goes aside first
   std::optional<MemberId> remove_id;     // kReplace: the stale ID; kJoin by rule 9: the departed one
+  // With add_member: --cluster-size (else the expected set's size). The seat the decision saw free
+  // may be taken before MemberAdd goes through (another node's add, rule 2), so every try of the add
+  // reads the membership again and refuses one past this.
+  size_t cluster_size = 0;
   std::optional<ClusterId> cluster_id;   // the cluster we will be part of, when known
   std::vector<std::string> endpoints;    // client URLs of started members, for the etcd API calls
   // kLateInitial resting on views where no member has started, from a peer whose log no agent read

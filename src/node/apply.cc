@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -141,28 +142,50 @@ Result<MembershipChange> ApplyMembershipChange(const ApplySeams& seams, const Tl
   Result<MemberListing> listing = Status::Internal("unset");
   if (d.add_member) {
     if (Status s = CheckPeerUrlIsOurs(seams, self); !s.ok()) return s;
+    // MemberAdd checks no size, and the seat the decision saw free may be gone by now: another node
+    // added itself (rule 2) while ours was refused and retried ("too many learner members", "unhealthy
+    // cluster"). So every try first reads the membership with quorum, and one that lists us already
+    // (an earlier try or run got through) or fills --cluster-size adds nothing.
+    bool refused_as_existing = false;
     while (true) {
+      listing = client->MemberListLinearizable();
+      if (!listing.ok()) {
+        if (Status r = retry(listing.status(), "read the membership before adding this member"); !r.ok()) return r;
+        continue;
+      }
+      auto ours = std::find_if(listing->members.begin(), listing->members.end(),
+                               [&](const ClusterMember& m) { return SharesUrl(m.peer_urls, self.peer_urls); });
+      if (ours != listing->members.end()) {
+        // Added already, unless the member at our peer URL has started: then it is our old self,
+        // whose data is gone, and the decision was made on a view that lacked it (a peer still
+        // replaying its WAL); starting etcd as that member with an empty data dir would crash it,
+        // so decide again (rule 4 replaces it).
+        if (ours->started()) {
+          return Status::Unavailable(fmt::format(
+              "the cluster lists {} as started member {}, which the decision's view lacked; deciding again",
+              self.name, IdToHex(ours->id))).With(Reason::kStaleDecision);
+        }
+        break;
+      }
+      // Refused as existing, yet not listed: the answer below says the cluster lacks us.
+      if (refused_as_existing) break;
+      if (listing->members.size() >= d.cluster_size) {
+        return Status::Unavailable(fmt::format("cluster {} has {} members since the decision, --cluster-size {}, "
+                                               "and does not list {}: another node took the seat; deciding again",
+                                               IdToHex(listing->cluster_id), listing->members.size(),
+                                               d.cluster_size, self.name))
+            .With(Reason::kStaleDecision);
+      }
       MemberId added = 0;
       listing = client->MemberAdd(self.peer_urls, /*is_learner=*/true, &added);
       if (listing.ok()) {
         spdlog::info("added {} as learner {}", self.name, IdToHex(added));
         break;
       }
+      // An earlier run added us and was killed before starting etcd: the read above says as what.
       if (listing.status().code() == Status::Code::kFailedPrecondition) {
-        // An earlier run added us and was killed before starting etcd. Unless the member at our peer
-        // URL has started: then it is our old self, whose data is gone, and the decision was made on a
-        // view that lacked it (a peer still replaying its WAL); starting etcd as that member with an
-        // empty data dir would crash it, so decide again (rule 4 replaces it).
-        listing = client->MemberListLinearizable();
-        if (!listing.ok()) return listing.status();
-        for (const auto& m : listing->members) {
-          if (SharesUrl(m.peer_urls, self.peer_urls) && m.started()) {
-            return Status::Unavailable(fmt::format(
-                "the cluster lists {} as started member {}, which the decision's view lacked; deciding again",
-                self.name, IdToHex(m.id))).With(Reason::kStaleDecision);
-          }
-        }
-        break;
+        refused_as_existing = true;
+        continue;
       }
       if (Status r = retry(listing.status(), "add this member as a learner"); !r.ok()) return r;
     }

@@ -60,13 +60,18 @@ std::vector<std::string> ListedClientUrls(const PlanInput& input) {
   return urls;
 }
 
-// How long rule 9 gives the peer URL of a member outside the group to answer.
+// How long the peer URL of a member outside the expected set is given to answer.
 constexpr auto kOutsiderProbeTimeout = std::chrono::seconds(1);
 
-// Rule 9's fact: the members the peers' views list that are in no instance of the group and whose
-// every peer URL is silent (Probe is Unavailable only when nothing answers there).
-std::vector<MemberId> SilentOutsiders(Peers& peers, const PlanInput& input) {
+// The members the peers' views list at no expected member's peer URLs, each asked at its own: rule
+// 9's departed instances are silent at every one (Probe is Unavailable only when nothing answers),
+// and one that answers as etcd is a voter to count (a node outside the set that joined by rule 2).
+struct Outsiders {
   std::vector<MemberId> silent;
+  std::vector<MemberId> answering;
+};
+Outsiders AskOutsiders(Peers& peers, const PlanInput& input) {
+  Outsiders out;
   std::vector<MemberId> asked;
   for (const auto& p : input.peers) {
     if (!p.cluster) continue;
@@ -77,14 +82,17 @@ std::vector<MemberId> SilentOutsiders(Peers& peers, const PlanInput& input) {
       for (const auto& e : input.expected.members()) in_group |= SharesUrl(e.peer_urls, m.peer_urls);
       if (in_group || m.peer_urls.empty()) continue;
       bool answers = false;
+      bool as_etcd = false;
       for (const auto& url : m.peer_urls) {
         auto view = peers.Probe(url, kOutsiderProbeTimeout);
         answers |= view.ok() || !view.status().IsUnavailable();
+        as_etcd |= view.ok();
       }
-      if (!answers) silent.push_back(m.id);
+      if (!answers) out.silent.push_back(m.id);
+      if (as_etcd) out.answering.push_back(m.id);
     }
   }
-  return silent;
+  return out;
 }
 
 // The health check before a restart with another etcd binary: which of the other expected members'
@@ -199,6 +207,15 @@ Result<std::optional<MemberSet>> ReadSealed(const Config& c, bool can_discover, 
         return Status::Cancelled(fmt::format("stopped while waiting: {}; no membership change was under way", missing));
     }
   }
+}
+
+// The members a new bucket records: the discovered set, and this node beside it when it joins from
+// outside it (rule 2), since a restart (rule 1) and `quorate upkeep` take their own member from there.
+Result<MemberSet> BucketMembers(const MemberSet& expected, const Member& self) {
+  if (expected.FindByName(self.name) != nullptr) return expected;
+  std::vector<Member> members = expected.members();
+  members.push_back(self);
+  return MemberSet::Create(std::move(members), expected.token());
 }
 
 }  // namespace
@@ -319,6 +336,7 @@ Result<InitJob::Local> InitJob::GatherLocal(Clock::TimePoint deadline) {
       if (members.ok()) {
         discovered = std::move(*members);
         local.whole_group = provider->ListsWholeGroup();
+        if (local.whole_group) group_ = std::move(provider);
         break;
       }
       if (!members.status().IsCancelled()) return members.status();
@@ -443,7 +461,12 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Cl
       input.etcd_ran = state_->etcd_ran;
     }
     input.silent_outsiders.clear();
-    if (input.expected_is_whole_group && !input.has_local_data) input.silent_outsiders = SilentOutsiders(peers_, input);
+    input.answering_outsiders.clear();
+    if (!input.has_local_data) {
+      Outsiders outsiders = AskOutsiders(peers_, input);
+      if (input.expected_is_whole_group) input.silent_outsiders = StillOutsideGroup(std::move(outsiders.silent), input);
+      input.answering_outsiders = std::move(outsiders.answering);
+    }
     input.quorum_view.reset();
     if (input.has_local_data && ViewsLackUs(input)) {
       const TlsFiles& client_tls = config_.etcdctl_tls.enabled() ? config_.etcdctl_tls : config_.client_tls;
@@ -492,6 +515,39 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Cl
             fmt::format("stopped while waiting: {}; no membership change was under way", decision.reason));
     }
   }
+}
+
+// Rule 9 judges a member departed by a listing of the group made after the member was added: one
+// added since the first listing (by an instance that listing did not hold yet, whose etcd has not
+// started) is silent and in no instance of it too, and removing it would undo that instance's join.
+// So the group is listed again now, after the views that showed the members; a silent member at an
+// instance of this listing is not departed, and none is when the group cannot be listed whole.
+std::vector<MemberId> InitJob::StillOutsideGroup(std::vector<MemberId> silent, const PlanInput& input) {
+  if (silent.empty()) return silent;
+  auto listed = group_ != nullptr ? group_->Discover() : Result<std::vector<Member>>(Status::Internal("no group"));
+  if (!listed.ok() || !group_->ListsWholeGroup()) {
+    spdlog::info("the group is not listed whole again ({}), so no silent member outside it is taken for departed",
+                 listed.ok() ? "a partial answer" : listed.status().message());
+    return {};
+  }
+  std::erase_if(silent, [&](MemberId id) {
+    for (const auto& p : input.peers) {
+      if (!p.cluster) continue;
+      for (const auto& m : p.cluster->members) {
+        if (m.id != id) continue;
+        for (const auto& instance : *listed) {
+          if (!SharesUrl(instance.peer_urls, m.peer_urls)) continue;
+          spdlog::info("member {} at {} is silent, but at instance {}, which the group lists now and did not when "
+                       "first listed: it joined since, so it has not departed",
+                       IdToHex(id), fmt::join(m.peer_urls, ","), instance.name);
+          return true;
+        }
+        return false;
+      }
+    }
+    return false;
+  });
+  return silent;
 }
 
 Result<InitOutcome> InitJob::Carry(const Local& local, const PlanInput& input, Decision decision,
@@ -549,7 +605,9 @@ Result<InitOutcome> InitJob::Carry(const Local& local, const PlanInput& input, D
   if (Status s = MakeDirs(c.state_dir); !s.ok()) return s;
   std::optional<Bucket> bucket;
   if (!local.has_data || !local.stored) {
-    bucket = Bucket{local.expected, {decision.initial_cluster_state, NowRfc3339()}};
+    auto members = BucketMembers(local.expected, self);
+    if (!members.ok()) return members.status();
+    bucket = Bucket{std::move(*members), {decision.initial_cluster_state, NowRfc3339()}};
   } else {
     bucket = local.stored;
   }

@@ -97,6 +97,7 @@ class InitJob {
   Result<Local> GatherLocal(Clock::TimePoint deadline);
   Status ServeAgent(const Local& local, const PlanInput& input);
   Result<Decision> Decide(PlanInput& input, const MemberSet& expected, Clock::TimePoint deadline);
+  std::vector<MemberId> StillOutsideGroup(std::vector<MemberId> silent, const PlanInput& input);
   Result<InitOutcome> Carry(const Local& local, const PlanInput& input, Decision decision,
                             Clock::TimePoint deadline);
 
@@ -106,6 +107,8 @@ class InitJob {
   std::unique_ptr<Peers> own_peers_;
   Peers& peers_;
   std::unique_ptr<State> state_;
+  // The provider whose answer listed the whole scaling group (rule 9), kept to list it again.
+  std::unique_ptr<DiscoveryProvider> group_;
 };
 
 }  // namespace quorate

@@ -3,6 +3,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -34,13 +36,27 @@ Upkeep::Upkeep(const Config& config, Metrics& metrics, UpkeepOptions options)
 Upkeep::~Upkeep() { Stop(); }
 
 void Upkeep::SetSelf(const Member& self, const std::vector<std::string>& peer_client_urls) {
-  std::vector<std::string> endpoints = peer_client_urls;
-  endpoints.insert(endpoints.end(), self.client_urls.begin(), self.client_urls.end());
   std::lock_guard lock(mu_);
   self_ = self;
-  if (client_ != nullptr && endpoints == endpoints_) return;
+  peer_clients_ = peer_client_urls;
+  UseEndpointsLocked();
+}
+
+bool Upkeep::UseEndpointsLocked() {
+  // The members the cluster listed last come first: the ones the caller named may have left it, and
+  // it may hold voters they lack (one at an address discovery did not answer when the bucket was
+  // written, or a node that joined from outside the discovered set); a learner reaches no leader but
+  // through a voter, so without them it would never be promoted.
+  std::vector<std::string> endpoints = listed_clients_;
+  for (const auto& urls : {peer_clients_, self_.client_urls}) {
+    for (const auto& url : urls) {
+      if (std::find(endpoints.begin(), endpoints.end(), url) == endpoints.end()) endpoints.push_back(url);
+    }
+  }
+  if (client_ != nullptr && SameUrlSet(endpoints, endpoints_)) return false;
   endpoints_ = std::move(endpoints);
   MakeClientLocked();
+  return true;
 }
 
 void Upkeep::MakeClientLocked() {
@@ -94,6 +110,18 @@ Status Upkeep::Tick() {
   metrics_.SetIsLearner(status->is_learner);
   if (auto listing = client->MemberList(); listing.ok()) {
     metrics_.SetMembers(static_cast<int>(listing->members.size()));
+    std::vector<std::string> listed;
+    for (const auto& m : listing->members) {
+      if (m.id != status->member_id) listed.insert(listed.end(), m.client_urls.begin(), m.client_urls.end());
+    }
+    {
+      std::lock_guard lock(mu_);
+      listed_clients_ = std::move(listed);
+      if (UseEndpointsLocked()) {
+        spdlog::info("upkeep of {} asks etcd at {}: the other members cluster {} lists first", self.name,
+                     fmt::join(endpoints_, ","), IdToHex(listing->cluster_id));
+      }
+    }
     for (const auto& m : listing->members) {
       if (m.id != status->member_id || SameUrlSet(m.peer_urls, self.peer_urls)) continue;
       Status s = client->MemberUpdate(m.id, self.peer_urls);

@@ -47,7 +47,8 @@ class Upkeep {
   Upkeep& operator=(const Upkeep&) = delete;
 
   // The member to look after, and the client URLs of the others (a learner cannot serve the
-  // membership calls, so the voters are asked first). The client is remade only when these change.
+  // membership calls, so the voters are asked first). Each round's member list puts the client URLs
+  // of the members it lists before these. The client is remade only when the endpoints change.
   void SetSelf(const Member& self, const std::vector<std::string>& peer_client_urls);
   // Rounds are made only while etcd runs (true at first): one against a stopped etcd would only
   // wait out its call timeouts, and hold up a stop. Either way Ready() is Unavailable at once, not
@@ -75,6 +76,10 @@ class Upkeep {
 
  private:
   void Loop();
+  // endpoints_ from what is known now; the client is remade, and true returned, only when they are
+  // other URLs (an order of the same ones is kept: a client per round would redo its connections).
+  // Under mu_.
+  bool UseEndpointsLocked();
   // The client for endpoints_, with the TLS files as they are now. Under mu_.
   void MakeClientLocked();
   void Rotate();
@@ -85,7 +90,9 @@ class Upkeep {
   Clock& clock_;
   mutable std::mutex mu_;
   Member self_;
-  std::vector<std::string> endpoints_;
+  std::vector<std::string> peer_clients_;   // as SetSelf named them
+  std::vector<std::string> listed_clients_;  // the other members' client URLs the last MemberList gave
+  std::vector<std::string> endpoints_;       // listed_clients_, then the rest of peer_clients_, then self's
   std::shared_ptr<EtcdClient> client_;
   uint64_t client_tls_generation_ = 0;  // the renewer's generation the client's files were read at
   bool etcd_running_ = true;

@@ -471,6 +471,18 @@ class WholeGroup : public DiscoveryProvider {
   std::string Describe() const override { return "the test's whole group"; }
 };
 
+// The same group, which has since its first listing grown by the instance at kN4: a newcomer that
+// listed it, added its member and has yet to start its etcd.
+int growing_group_calls = 0;
+class GrowingGroup : public WholeGroup {
+ public:
+  Result<std::vector<Member>> Discover() override {
+    auto members = WholeGroup::Discover();
+    if (growing_group_calls++ > 0) members->push_back({"n4", {kN4}, {"http://127.0.0.4:2379"}});
+    return members;
+  }
+};
+
 // A provider whose every call fails, as an API that is down does.
 class FailingDiscovery : public DiscoveryProvider {
  public:
@@ -490,6 +502,12 @@ const RegisterProvider kFailing("test-failing", [](ProviderParams& params) -> Re
 const RegisterProvider kWholeGroup("test-whole-group", [](ProviderParams& params) -> Result<std::unique_ptr<DiscoveryProvider>> {
   if (Status s = params.CheckAllTaken({}); !s.ok()) return s;
   return std::unique_ptr<DiscoveryProvider>(new WholeGroup());
+});
+
+const RegisterProvider kGrowingGroup("test-growing-group", [](ProviderParams& params) -> Result<std::unique_ptr<DiscoveryProvider>> {
+  if (Status s = params.CheckAllTaken({}); !s.ok()) return s;
+  growing_group_calls = 0;
+  return std::unique_ptr<DiscoveryProvider>(new GrowingGroup());
 });
 
 // n2 and n3 run with n4, whose instance the group replaced by n1's; n4's etcd is gone.
@@ -614,6 +632,24 @@ TEST_CASE("init: rule 9 takes no seat from a member that answers, nor from a lis
   REQUIRE_FALSE(out.ok());
   CHECK(out.status().code() == Status::Code::kDeadlineExceeded);
   CHECK(Contains(out.status().message(), "does not list n1"));
+  CHECK(rig.cluster.CountCalls("MemberRemove") == 0);
+  CHECK(rig.cluster.CountCalls("MemberAdd") == 0);
+}
+
+TEST_CASE("init: rule 9: a silent member at an instance the group lists only since our first listing is not departed") {
+  // n4 was added after n1 listed the group, by an instance that listing lacked; its etcd has not
+  // started yet. Taken for departed, its removal would undo that instance's join (seed 608 of 5).
+  InitRig rig;
+  rig.config.timeout = seconds(2);
+  rig.config.initial_cluster.clear();
+  rig.config.discovery = "provider=test-growing-group";
+  rig.PeersRun();
+  rig.cluster.AddUnstarted(0x4444, {kN4}, /*is_learner=*/true);
+  auto out = rig.Run();
+  REQUIRE_FALSE(out.ok());
+  CAPTURE(out.status().message());
+  CHECK(out.status().code() == Status::Code::kDeadlineExceeded);
+  CHECK(growing_group_calls > 1);
   CHECK(rig.cluster.CountCalls("MemberRemove") == 0);
   CHECK(rig.cluster.CountCalls("MemberAdd") == 0);
 }
@@ -797,6 +833,50 @@ TEST_CASE("init: 'unhealthy cluster' is retried with a doubling backoff until Me
   CHECK(rig.cluster.CountCalls("MemberAdd") == 4);
   CHECK(rig.clock.Now() - start == milliseconds(500 + 1000 + 2000));
   CHECK(rig.OursInCluster().size() == 1);
+}
+
+TEST_CASE("init: a seat another node took while our MemberAdd was refused is not added past --cluster-size") {
+  // Simulator seed 13 of 3 nodes: n1 replaces its member (removed, then added back), its add is
+  // refused ("unhealthy cluster"), and before the retry another node adds itself into the seat.
+  // MemberAdd checks no size: a retry on the decision's facts would grow the cluster to four.
+  InitRig rig;
+  rig.config.timeout = seconds(3);
+  rig.cluster.AddStarted(rig.Id("n1"), "n1", {kN1}, {rig.ClientUrl("n1")});
+  rig.PeersRun();
+  rig.cluster.FailAddsUnhealthy(1);
+  rig.clock.At(rig.clock.Now() + milliseconds(100),
+               [&] { rig.cluster.AddStarted(0x4444, "n4", {"http://127.0.0.4:2380"}, {"http://127.0.0.4:2379"}); });
+  auto out = rig.Run();
+  REQUIRE_FALSE(out.ok());
+  CAPTURE(out.status().message());
+  CHECK(out.status().code() == Status::Code::kDeadlineExceeded);
+  CHECK(Contains(out.status().message(), "already has 3 of 3 members and does not list n1"));
+  CHECK(rig.cluster.CountCalls("MemberAdd") == 1);
+  CHECK(rig.cluster.Members().size() == 3);
+  CHECK(rig.OursInCluster().empty());
+}
+
+TEST_CASE("init: a node outside the discovered set that joins records itself in its member bucket") {
+  // Simulator seed 128 of 3 nodes in init mode: `quorate upkeep` takes its member from the bucket
+  // init wrote, and refused to start on one without it, so the learner was never promoted. The
+  // operator removed n1, whose node does not answer: its seat is free for a stray.
+  InitRig rig;
+  const std::string n4 = "http://127.0.0.4:2380";
+  rig.config.name = "n4";
+  rig.config.initial_advertise_peer_urls = {n4};
+  rig.PeersRun();
+  InitOptions options = rig.Options();
+  options.is_own_address = [](const PeerUrl& url) -> Result<bool> { return url.host == "127.0.0.4"; };
+  auto out = InitJob(rig.config, options).Run();
+  REQUIRE_MESSAGE(out.ok(), out.status().message());
+  CHECK(out->decision.action == Action::kJoin);
+  auto bucket = LoadBucket(rig.config.state_dir);
+  REQUIRE_MESSAGE(bucket.ok(), bucket.status().message());
+  const Member* self = bucket->members.FindByName("n4");
+  REQUIRE(self != nullptr);
+  CHECK(self->peer_urls == std::vector<std::string>{n4});
+  CHECK(self->client_urls == std::vector<std::string>{"http://127.0.0.4:2379"});
+  CHECK(bucket->members.FindByName("n1") != nullptr);
 }
 
 TEST_CASE("init: a replace whose removal no quorum commits by --timeout says so by its reason; on_decision sees the decision") {

@@ -643,6 +643,33 @@ TEST_CASE("listed with our expected ID and never started: late initial, state ne
   }
 }
 
+TEST_CASE("late initial waits while the only view is a part of the membership a peer replaying its log lists") {
+  // Sim seed 265 of 5 nodes: n1 and n3 started and lost their data, n2 never started, n4 and n5 kept
+  // logs past the bootstrap. n5, replaying its WAL, lists n1, n2 and n3 so far, none started; n4 is
+  // silent. On that view every voter answered and none held data, so n3 started `new` beside two
+  // empty members: a quorum of 3 of 5 from empty logs, cutting what n4 and n5 committed.
+  MemberSet set = MakeSet(5);
+  PlanInput in = MakeInput(set, 3);
+  ClusterView replayed = ViewOf(set, {});
+  replayed.members.resize(3);
+  PeerNamed(in, "n5").cluster = replayed;
+  PeerNamed(in, "n5").agent.data_state = DataState::kRunning;
+  PeerNamed(in, "n5").agent.log_past_bootstrap = true;
+  PeerNamed(in, "n4").agent = AgentReport{false, "deadline exceeded", DataState::kUnknown, "", 0};
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kWait);
+  CHECK(d.wait == WaitKind::kPeersNotReady);
+  CHECK(Contains(d.reason, "n5's among them, do not list n5 itself"));
+  // Replayed whole, the view lists n4 and n5: n4 is unheard, and then too few voters hold data.
+  PeerNamed(in, "n5").cluster = ViewOf(set, {});
+  CHECK(Plan(in).wait == WaitKind::kPeersNotReady);
+  PeerNamed(in, "n4").agent = AgentOk(set);
+  PeerNamed(in, "n4").agent.data_state = DataState::kHasData;
+  PeerNamed(in, "n4").agent.log_past_bootstrap = true;
+  PeerNamed(in, "n4").cluster = ViewOf(set, {});
+  CHECK(Plan(in).wait == WaitKind::kMajorityLost);
+}
+
 TEST_CASE("late initial on views where no member started looks again unless the peers' agents read their logs") {
   MemberSet set = MakeSet(3);
   PlanInput in = MakeInput(set);
@@ -833,6 +860,27 @@ TEST_CASE("started member without data is replaced only with quorum (3 members)"
   }
 }
 
+TEST_CASE("replace counts a voter outside the discovered set whose peer URL answers") {
+  // The cluster is n1 (this node, its data gone), n2 and n4, a node outside the discovered set that
+  // joined by rule 2 into the seat of n3, which the operator removed; n3 holds its data, stopped.
+  // n2 and n4 answer: a majority, though only n2 is a discovered member (simulator seed 35 of 3
+  // nodes with an extra node, which waited for ever saying a majority was lost).
+  MemberSet set = MakeSet(3);
+  MemberSet cluster = MakeSetOf({1, 2, 4});
+  PlanInput in = MakeInput(set);
+  GiveAllViews(in, ViewOf(cluster, {1, 2, 4}));
+  PeerNamed(in, "n3").cluster.reset();
+  PeerNamed(in, "n3").agent.data_state = DataState::kHasData;
+  Decision wait = Plan(in);
+  CHECK(wait.wait == WaitKind::kMajorityLost);
+  CHECK(Contains(wait.reason, "only 1 of 3 voters answer"));
+  in.answering_outsiders = {cluster.IdOf(MemberNo(4))};
+  Decision d = Plan(in);
+  REQUIRE(d.action == Action::kReplace);
+  CHECK(Contains(d.reason, "2 of 3 voters answer"));
+  CHECK(*d.remove_id == cluster.IdOf(MemberNo(1)));
+}
+
 TEST_CASE("replace counts voters by peer URL, and learners are not voters (5 members)") {
   MemberSet set = MakeSet(5);
   PlanInput in = MakeInput(set);
@@ -957,6 +1005,46 @@ TEST_CASE("a full cluster that does not list us: wait as extra") {
   }
 }
 
+TEST_CASE("rule 2: a seat a discovered member is about to take is kept for it, not taken by a stray") {
+  // The discovered set is n1, n2 and n3; n1 is replacing its member (rule 4 removed it and has yet to
+  // add it back), so the cluster is n2 and n3, and n1's agent says its data dir is empty. n4, outside
+  // the discovered set, sees a seat free: taking it would leave n1 out (simulator seeds 13 of 3 nodes
+  // and 71 of 5, with an extra node).
+  MemberSet set = MakeSet(3);
+  PlanInput in = MakeInput(set, 4);
+  GiveAllViews(in, ViewOf(MakeSetOf({2, 3}), {2, 3}));
+  PeerNamed(in, "n1").cluster.reset();
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kWait);
+  CHECK(d.wait == WaitKind::kExtra);
+  CHECK_FALSE(d.add_member);
+  CHECK(Contains(d.reason, "has 2 of 3 members and does not list n4, which is not in the discovered set"));
+  CHECK(Contains(d.reason, "(n1: replacing its member, or about to join)"));
+
+  SUBCASE("a discovered member that holds data (removed, held stopped) or does not answer claims nothing") {
+    PeerNamed(in, "n1").agent.data_state = DataState::kHasData;
+    Decision join = Plan(in);
+    CHECK(join.action == Action::kJoin);
+    CHECK(join.add_member);
+    CHECK(join.cluster_size == 3);
+    PeerNamed(in, "n1").agent = AgentReport{};
+    CHECK(Plan(in).action == Action::kJoin);
+  }
+  SUBCASE("a seat beyond the claimed ones is the stray's to take") {
+    in.cluster_size = 4;
+    Decision join = Plan(in);
+    CHECK(join.action == Action::kJoin);
+    CHECK(join.cluster_size == 4);
+  }
+  SUBCASE("a discovered member takes the seat as rule 2 always did") {
+    PlanInput own = MakeInput(set);
+    GiveAllViews(own, ViewOf(MakeSetOf({2, 3}), {2, 3}));
+    Decision join = Plan(own);
+    CHECK(join.action == Action::kJoin);
+    CHECK(join.cluster_size == 3);
+  }
+}
+
 TEST_CASE("a member with our name on other peer URLs blocks a join") {
   MemberSet set = MakeSet(3);
   PlanInput in = MakeInput(set);
@@ -1029,7 +1117,7 @@ TEST_CASE("rule 9 does not apply: the newcomer waits as extra") {
     t.in.silent_outsiders.clear();
     Decision d = Plan(t.in);
     CHECK(d.wait == WaitKind::kExtra);
-    CHECK(Contains(d.reason, "n4 (http://127.0.0.4:2380) is in no instance of the group but still answers on its peer URLs"));
+    CHECK(Contains(d.reason, "n4 (http://127.0.0.4:2380) is in no instance of the group as first listed but still answers on its peer URLs"));
   }
   SUBCASE("every member is in the group: the cluster is simply full") {
     t.in.silent_outsiders.clear();
@@ -1044,12 +1132,31 @@ TEST_CASE("rule 9 does not apply: the newcomer waits as extra") {
 TEST_CASE("rule 9 keeps quorum and goes one member at a time") {
   Churn t;
   SUBCASE("a majority of the voters must answer without the departed one") {
+    // n3 is down, agent and all: it may come back with its data.
     PeerNamed(t.in, "n3").cluster.reset();
+    PeerNamed(t.in, "n3").agent = AgentReport{};
     Decision d = Plan(t.in);
     CHECK(d.action == Action::kWait);
     CHECK(d.wait == WaitKind::kPeersNotReady);
     CHECK(Contains(d.reason, "only 1 of the cluster's 3 voters answer, short of the majority of 2"));
     CHECK_FALSE(d.remove_id.has_value());
+  }
+  SUBCASE("a silent voter whose agent says it holds no data casts no vote again: a majority is lost") {
+    // Simulator seed 206 of 3 nodes on a cloud: n3 never started (or lost its data). Rule 3 starts it
+    // only once every other voter answers, which the departed n4 never does; rule 4 replaces it only
+    // through a change that commits, which needs n3's or n4's vote.
+    PeerNamed(t.in, "n3").cluster.reset();
+    Decision d = Plan(t.in);
+    CHECK(d.action == Action::kWait);
+    CHECK(d.wait == WaitKind::kMajorityLost);
+    CHECK(Contains(d.reason, "1 of the 3 voters of cluster"));
+    CHECK(Contains(d.reason, "and 1 (n3) holds no data"));
+    CHECK(Contains(d.reason, "quorate recover --from-member n2"));
+    CHECK_FALSE(d.remove_id.has_value());
+    SUBCASE("one that holds data may come back: no majority is lost") {
+      PeerNamed(t.in, "n3").agent.data_state = DataState::kHasData;
+      CHECK(Plan(t.in).wait == WaitKind::kPeersNotReady);
+    }
   }
   SUBCASE("an even count: the removal commits under the voters before it, not the ones left after") {
     // Four voters (n2, n3, n5 and the departed n4), n5 silent too: 2 answer. After the removal 2 of 3
@@ -1060,6 +1167,7 @@ TEST_CASE("rule 9 keeps quorum and goes one member at a time") {
     in.silent_outsiders = {cluster.IdOf(MemberNo(4))};
     GiveAllViews(in, ViewOf(cluster, {2, 3, 4, 5}));
     PeerNamed(in, "n5").cluster.reset();
+    PeerNamed(in, "n5").agent = AgentReport{};
     Decision d = Plan(in);
     CHECK(d.wait == WaitKind::kPeersNotReady);
     CHECK(Contains(d.reason, "only 2 of the cluster's 4 voters answer, short of the majority of 3"));

@@ -91,8 +91,26 @@ TEST_CASE("upkeep: one client serves every round; it is remade only when the end
   // Voters first: a learner cannot serve the membership calls.
   CHECK(rig.cluster.ClientOptions().at(0).endpoints ==
         std::vector<std::string>{"http://127.0.0.2:2379", "http://127.0.0.3:2379", "http://127.0.0.1:2379"});
-  upkeep.SetSelf(rig.self, {"http://127.0.0.2:2379"});
+  upkeep.SetSelf(rig.self, {"http://127.0.0.2:2379", "http://127.0.0.9:2379"});
   CHECK(upkeep.Tick().ok());
+  CHECK(rig.cluster.ClientsMade() == 2);
+}
+
+TEST_CASE("upkeep: the members the cluster lists are asked first, beside the ones it was given") {
+  // The bucket named n2 only; n3 is a voter at an address discovery did not give when the bucket was
+  // written. Once n2 leaves, a learner that asked n2 alone would never reach a leader to promote it
+  // (seed 964 of 3 nodes).
+  UpkeepRig rig(/*learner=*/true);
+  Upkeep upkeep(rig.config, rig.metrics, rig.Options());
+  upkeep.SetSelf(rig.self, {rig.peer_clients[0], "http://127.0.0.8:2379"});
+  CHECK(upkeep.Tick().IsUnavailable());
+  REQUIRE(rig.cluster.ClientsMade() == 2);
+  CHECK(rig.cluster.ClientOptions().at(1).endpoints ==
+        std::vector<std::string>{"http://127.0.0.2:2379", "http://127.0.0.3:2379", "http://127.0.0.8:2379",
+                                 "http://127.0.0.1:2379"});
+  // A round that lists the same members again, and run's next SetSelf, keep that client.
+  CHECK(upkeep.Tick().IsUnavailable());
+  upkeep.SetSelf(rig.self, {rig.peer_clients[0], "http://127.0.0.8:2379"});
   CHECK(rig.cluster.ClientsMade() == 2);
 }
 
