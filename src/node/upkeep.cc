@@ -103,9 +103,15 @@ Status Upkeep::Tick() {
     std::lock_guard lock(mu_);
     self_id_ = status->member_id;
   }
-  if (!status->errors.empty()) {
-    return Status::Unavailable(fmt::format("etcd reports: {}", fmt::join(status->errors, "; ")));
-  }
+  // An alarm makes the member not ready, as etcd's own /health says; under NOSPACE alone the round
+  // goes on all the same, so a learner is still promoted: a replacement waits for that voter, and
+  // rule M3 may need it to defragment with a margin. Any other alarm (CORRUPT) stops the round.
+  const Status alarmed = status->errors.empty()
+                             ? Status::Ok()
+                             : Status::Unavailable(fmt::format("etcd reports: {}", fmt::join(status->errors, "; ")));
+  const bool nospace_only = std::all_of(status->errors.begin(), status->errors.end(),
+                                        [](const std::string& e) { return e.find("NOSPACE") != std::string::npos; });
+  if (!nospace_only) return alarmed;
   if (status->leader == 0) return Status::Unavailable("etcd has no leader");
   metrics_.SetIsLearner(status->is_learner);
   if (auto listing = client->MemberList(); listing.ok()) {
@@ -135,7 +141,7 @@ Status Upkeep::Tick() {
       spdlog::info("promoted {} ({}) from learner to voter: it caught up with the leader", self.name,
                    IdToHex(status->member_id));
       metrics_.SetIsLearner(false);
-      return Status::Ok();
+      return alarmed;
     }
     spdlog::debug("promotion of {} not yet: {}", self.name, s.message());
     return Status::Unavailable("learner, not yet promoted: " + s.message());
@@ -149,7 +155,7 @@ Status Upkeep::Tick() {
     spdlog::info("etcd of {} changed from {}: a healthy voter again, with a leader; it reports version {}",
                  self.name, change, status->version);
   }
-  return Status::Ok();
+  return alarmed;
 }
 
 void Upkeep::Maintain() {

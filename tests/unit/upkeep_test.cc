@@ -53,6 +53,27 @@ TEST_CASE("upkeep: a learner is promoted once it caught up, and not before") {
   CHECK(rig.cluster.CountCalls("MemberPromote") == 4);
 }
 
+TEST_CASE("upkeep: under NOSPACE a caught-up learner is still promoted, and the member is not ready") {
+  UpkeepRig rig(/*learner=*/true);
+  rig.cluster.SetCaughtUp(kN1, true);
+  rig.cluster.RaiseAlarm({kN1, AlarmKind::kNoSpace});
+  Upkeep upkeep(rig.config, rig.metrics, rig.Options());
+  upkeep.SetSelf(rig.self, rig.peer_clients);
+  Status s = upkeep.Tick();
+  CHECK_FALSE(rig.IsLearner());
+  CHECK(s.IsUnavailable());
+  CHECK_MESSAGE(s.message().find("NOSPACE") != std::string::npos, s.message());
+  SUBCASE("but not under CORRUPT") {
+    UpkeepRig corrupt(/*learner=*/true);
+    corrupt.cluster.SetCaughtUp(kN1, true);
+    corrupt.cluster.RaiseAlarm({kN1, AlarmKind::kCorrupt});
+    Upkeep other(corrupt.config, corrupt.metrics, corrupt.Options());
+    other.SetSelf(corrupt.self, corrupt.peer_clients);
+    CHECK(other.Tick().IsUnavailable());
+    CHECK(corrupt.IsLearner());
+  }
+}
+
 TEST_CASE("upkeep: changed peer URLs are sent with exactly one MemberUpdate") {
   UpkeepRig rig(/*learner=*/false);
   Upkeep upkeep(rig.config, rig.metrics, rig.Options());
