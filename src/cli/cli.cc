@@ -22,6 +22,7 @@
 #include "node/restore.h"
 #include "node/rotation.h"
 #include "node/run.h"
+#include "node/tls_renew.h"
 #include "quorate/log.h"
 #include "quorate/member.h"
 #include "quorate/provider.h"
@@ -133,6 +134,14 @@ int ClusterInit(const Config& config, const Words&) {
 }
 
 int Init(const Config& config, const Words&) {
+  // As `quorate run` does, before the job's peer probes (which present the peer leaf) and before the
+  // etcd container starts on the files init names: a leaf missing or expired, a pod off past its
+  // leaf's life, is issued again (rule T2). From then on `quorate upkeep` renews.
+  auto tls = TlsRenewer::Create(config, RealClock());
+  if (!tls.ok()) return Fail(tls.status());
+  if (*tls) {
+    if (Status s = (*tls)->BeforeStart(); !s.ok()) return Fail(s);
+  }
   InitJob job(config);
   auto outcome = job.Run();
   if (!outcome.ok()) return Fail(outcome.status());
@@ -392,7 +401,7 @@ const std::vector<Command>& Commands() {
       {nullptr, "cluster-init", "resolve the members once and seal them as a member bucket in --bucket",
        Concat({kCommon, kDiscovery, {"bucket", "write-out", "initial-advertise-peer-urls"}}), ClusterInit},
       {nullptr, "init", "discover, decide how to start, write the member bucket and etcd's config; idempotent",
-       Concat({kCommon, kDiscovery, kNode, {"write-out", "etcd"}}), Init},
+       Concat({kCommon, kDiscovery, kNode, {"write-out", "etcd"}, kTls}), Init},
       {nullptr, "run", "init, then run etcd and keep it whole: restarts, learner promotion, /healthz /readyz /metrics",
        Concat({kCommon, kDiscovery, kNode, {"etcd", "status-listen"}, kBackupStore, kRunBackups, kMaintenance, kTls}),
        Run,

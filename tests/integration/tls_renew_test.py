@@ -9,7 +9,9 @@ every put):
 3. /metrics has quorate_tls_not_after_seconds for every file, as the files say, and `quorate member
    list` each member's peer certificate expiry as its handshake says;
 4. a node stopped until its leaves expired renews them before etcd starts (rule T2), rejoins, and has
-   the keys written while it was off.
+   the keys written while it was off;
+5. stopped until they expired again, `quorate init` (the init-container variant) renews them before
+   it decides, and exits 0 with the node's etcd to be started on valid leaves.
 First, a CA key that is not the CA's is bad input: exit 2, one line, nothing written."""
 import json
 import os
@@ -199,6 +201,16 @@ def test():
     got = keys_caught_up(c, n3, "/while-off", lambda k: k.get("/while-off") == "yes")
     check(got.get("/while-off") == "yes", f"n3 does not have the key written while it was off: {got}")
     check(not_after(n3.file("peer.crt")) > time.time(), "n3's peer leaf is still expired")
+
+    log("5. the init-container variant: `quorate init` renews expired leaves before etcd starts on them")
+    n3.stop()
+    expired_at = max(not_after(n3.file("peer.crt")), not_after(n3.file("server.crt")))
+    wait_until(lambda: time.time() > expired_at + 1, LIFETIME + 5, "n3's leaves to expire")
+    r = run([QUORATE, "init"] + n3.args(), env=node_env, timeout=90)
+    check(r.returncode == 0, f"quorate init exited {r.returncode}: {r.stderr[-2000:]}")
+    check("rule T2: it expired at" in r.stderr, f"quorate init did not say it renewed an expired leaf:\n{r.stderr[-2000:]}")
+    for leaf in ("peer.crt", "server.crt"):
+        check(not_after(n3.file(leaf)) > time.time(), f"quorate init left n3's {leaf} expired")
 
 
 if __name__ == "__main__":
