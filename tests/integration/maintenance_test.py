@@ -5,7 +5,9 @@ with an 8 MiB quota (`--quota-backend-bytes`) and a writer:
    every member, one at a time, the leader last;
 3. filled past the quota, the cluster raises NOSPACE and every put fails; with no operator, the
    leader's quorate compacts, defragments each member one at a time (the leader last) and disarms,
-   and the writer's puts go through again; `quorate maintenance status` then has nothing to do.
+   and the writer's puts go through again; `quorate maintenance status` then has nothing to do;
+4. a cluster of one member, which can never spare a voter, filled past the quota recovers the same
+   way (M3 defragments one or two voters without the margin).
 Never two members defragmented at once: each defragmentation's span (its decision line to its
 "defragmented" line) is read from the logs of all three nodes."""
 import json
@@ -127,6 +129,26 @@ def test():
 
     codes = stop_together(c.nodes)
     check(all(rc == 0 for rc in codes.values()), f"quorate run exit codes: {codes}")
+
+    # 4. One voter, which can never be spared: filled past the quota, NOSPACE is cleared all the same
+    #    (M3 defragments one or two voters without the margin), with no operator.
+    one = Cluster(1)
+    run_together(one.nodes, extra=["--quota-backend-bytes", str(QUOTA), "--maintenance-pause", "1s"])
+    wait_healthy(one)
+    full = False
+    for i in range(400):
+        r = one.etcdctl("put", "/fill", BIG, check_rc=None)
+        if r.returncode != 0 and "database space exceeded" in r.stderr:
+            full = True
+            break
+    check(full, "a single member never raised NOSPACE with an 8 MiB quota")
+    wait_until(lambda: one.etcdctl("put", "/after", "ok", check_rc=None).returncode == 0, 120,
+               "a put accepted again by the single member, with no operator")
+    text = log_since(one.nodes[0])
+    for step in ("maintenance: defragment (rule M3)", "maintenance: disarm (rule M3)"):
+        check(step in text, f"one member: no {step!r} in its log")
+    codes = stop_together(one.nodes)
+    check(all(rc == 0 for rc in codes.values()), f"the single member's quorate run exit code: {codes}")
 
 
 if __name__ == "__main__":
