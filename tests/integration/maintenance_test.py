@@ -13,7 +13,7 @@ Never two members defragmented at once: each defragmentation's span (its decisio
 import json
 import re
 
-from harness import (QUORATE, Cluster, Writer, check, log, log_since, main, parse_prometheus, require, run,
+from harness import (QUORATE, Cluster, Writer, check, fail, log, log_since, main, parse_prometheus, require, run,
                      run_together, stop_together, wait_healthy, wait_until)
 
 QUOTA = 8 * 1024 * 1024
@@ -58,6 +58,21 @@ def check_one_at_a_time(c, what):
     return s
 
 
+def fill_past_quota(c):
+    """One key overwritten until the history fills the quota and etcd refuses puts (NOSPACE); the
+    number of puts it took."""
+    for i in range(400):
+        r = c.etcdctl("put", "/fill", BIG, check_rc=None)
+        if r.returncode != 0 and "database space exceeded" in r.stderr:
+            return i
+    fail(f"{len(c.nodes)} member(s) never raised NOSPACE with an 8 MiB quota")
+
+
+def wait_for_writes_back(c):
+    wait_until(lambda: c.etcdctl("put", "/after", "ok", check_rc=None).returncode == 0, 120,
+               f"a put accepted again by {len(c.nodes)} member(s), with no operator")
+
+
 def test():
     require("etcd")
     require("etcdctl")
@@ -96,17 +111,9 @@ def test():
     # 3. NOSPACE: one key overwritten until the history fills the quota.
     w = Writer(c, c.endpoints(), pause=0.05)
     w.start()
-    full = False
-    for i in range(400):
-        r = c.etcdctl("put", "/fill", BIG, check_rc=None)
-        if r.returncode != 0 and "database space exceeded" in r.stderr:
-            full = True
-            break
-    check(full, "etcd never raised NOSPACE with an 8 MiB quota")
-    failed_at = len(w.failures)
-    log(f"NOSPACE raised after {i} puts of 100 KiB; the writer's failures so far: {failed_at}")
-    wait_until(lambda: c.etcdctl("put", "/after", "ok", check_rc=None).returncode == 0, 120,
-               "a put accepted again, with no operator")
+    puts = fill_past_quota(c)
+    log(f"NOSPACE raised after {puts} puts of 100 KiB; the writer's failures so far: {len(w.failures)}")
+    wait_for_writes_back(c)
     w.finish()
     alarms = c.etcdctl("alarm", "list").stdout.strip()
     check(alarms == "", f"alarms still raised: {alarms}")
@@ -135,15 +142,8 @@ def test():
     one = Cluster(1)
     run_together(one.nodes, extra=["--quota-backend-bytes", str(QUOTA), "--maintenance-pause", "1s"])
     wait_healthy(one)
-    full = False
-    for i in range(400):
-        r = one.etcdctl("put", "/fill", BIG, check_rc=None)
-        if r.returncode != 0 and "database space exceeded" in r.stderr:
-            full = True
-            break
-    check(full, "a single member never raised NOSPACE with an 8 MiB quota")
-    wait_until(lambda: one.etcdctl("put", "/after", "ok", check_rc=None).returncode == 0, 120,
-               "a put accepted again by the single member, with no operator")
+    fill_past_quota(one)
+    wait_for_writes_back(one)
     text = log_since(one.nodes[0])
     for step in ("maintenance: defragment (rule M3)", "maintenance: disarm (rule M3)"):
         check(step in text, f"one member: no {step!r} in its log")

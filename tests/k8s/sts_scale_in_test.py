@@ -3,20 +3,13 @@ nothing but `kubectl scale`: the leader's quorate reads spec.replicas through th
 removes the members of the ordinals going, the highest first, each while a majority is left. The
 cluster ends with the first three members as healthy voters, one cluster all along, and a writer
 throughout has no put fail but those an election costs."""
-import harness
 import statefulset
 from harness import check, log
-from sts_scale_test import scale_up
+from sts_scale_test import scale_up, three_under_a_writer
 
 
 def test():
-    c = statefulset.StatefulSetCluster("run")
-    pods = c.create()
-    three = c.wait_ready()
-    writer = statefulset.Writer(c, pods)
-    writer.start()
-    watch = harness.ClusterIdWatch(c, pods)
-    watch.start()
+    c, three, writer, watch = three_under_a_writer()
 
     log("kubectl scale statefulset etcd --replicas=5")
     scale_up(c, three)

@@ -20,7 +20,8 @@ def scale_up(c, three):
     return five
 
 
-def test():
+def three_under_a_writer():
+    """A 3-pod StatefulSet of k8s/run, its member IDs, and a writer and a cluster-ID watch started."""
     c = statefulset.StatefulSetCluster("run")
     pods = c.create()
     three = c.wait_ready()
@@ -28,6 +29,11 @@ def test():
     writer.start()
     watch = harness.ClusterIdWatch(c, pods)
     watch.start()
+    return c, three, writer, watch
+
+
+def test():
+    c, three, writer, watch = three_under_a_writer()
 
     log("kubectl scale statefulset etcd --replicas=5")
     five = scale_up(c, three)
