@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <mutex>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -18,6 +17,7 @@
 #include "node/init.h"
 #include "node/restore.h"
 #include "node/rotation.h"
+#include "node/run_life.h"
 #include "node/signal_watcher.h"
 #include "node/stray_etcd.h"
 #include "node/supervisor.h"
@@ -78,30 +78,14 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   auto tls = TlsRenewer::Create(config, RealClock());
   if (!tls.ok()) return tls.status();
   Metrics metrics;
-  // Why init asked to keep etcd stopped for now (this member was removed, or a step to retry); empty
-  // while it may run. quorate is then alive and waiting, only not ready: a liveness probe must not
-  // restart it, which would turn a removal into a rejoin.
-  std::mutex held_mu;
-  std::string held;
-  // Set once they exist: until then quorate is deciding how to start etcd, alive and not ready.
+  // Read by the probes from the status server's thread; the supervisor and upkeep exist only once
+  // the first decision is made, and the life says when the probes may ask them.
+  RunLife life;
   std::atomic<Supervisor*> supervising{nullptr};
   std::atomic<Upkeep*> upkeeping{nullptr};
-  // True while init decides again before a restart: alive for the same reason as the first decision
-  // (it may wait for peers or a quorum up to --timeout, far longer than a liveness probe's patience,
-  // and a restart of quorate then would cut a membership change short).
-  std::atomic<bool> redeciding{false};
   StatusChecks checks;
-  checks.live = [&] {
-    std::lock_guard lock(held_mu);
-    Supervisor* s = supervising.load();
-    return !held.empty() || redeciding || s == nullptr ? Status::Ok() : s->Alive();
-  };
-  checks.ready = [&] {
-    std::lock_guard lock(held_mu);
-    if (!held.empty()) return Status::Unavailable(held);
-    Upkeep* u = upkeeping.load();
-    return u == nullptr ? Status::Unavailable("deciding how to start etcd") : u->Ready();
-  };
+  checks.live = [&] { return life.Live(); };
+  checks.ready = [&] { return life.Ready([&] { return upkeeping.load()->Ready(); }); };
   if (backups) metrics.AddSection([&] { return backups->RenderMetrics(); });
   if (*tls) {
     metrics.AddSection([&] { return (*tls)->RenderMetrics(); });
@@ -150,6 +134,7 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   }
   if (!outcome.ok()) return outcome.status();
   metrics.RecordDecision(outcome->decision.action);
+  life.Set(RunState::kStarting);
 
   UpkeepOptions upkeep_options;
   upkeep_options.tls = tls->get();
@@ -172,13 +157,15 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   options.on_start = [&](const ChildProcess& child) {
     job.SetRunning(true);
     upkeep.SetEtcdRunning(true);
+    life.Set(RunState::kRunning);
     spdlog::info("etcd started (pid {}): {}", child.pid(), fmt::join(argv, " "));
   };
   options.on_exit = [&](const SupervisorExit& exit) {
     job.SetRunning(false);
     upkeep.SetEtcdRunning(false);
-    if (exit.requested) return;
     std::string how = exit.status ? exit.status->ToString() : exit.start_error.message();
+    life.Set(RunState::kExited, how);
+    if (exit.requested) return;
     if (exit.restart_requested) {
       spdlog::info("etcd stopped ({}) for the restart quorate asked; starting it again", how);
       return;
@@ -190,16 +177,16 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   };
   // Decide again before every restart: the data dir may have been lost or the membership changed.
   options.before_restart = [&](LaunchSpec& spec) {
+    // A hold stays one while init is asked again: /readyz goes on saying why etcd is kept stopped.
+    if (life.state() != RunState::kHeld) life.Set(RunState::kRedeciding);
     // Our etcd has exited and been reaped, so whatever holds the data dir's WAL now is a stray: one
     // an older quorate left still starting up when this one began (it held no lock to be seen then),
     // or one started by hand while ours was down. Left there, every restart fails on its lock.
-    redeciding = true;
     Status before = StopStrayEtcd(config.data_dir);
     // A leaf that expired while etcd was down comes back renewed (rule T2), or the restart is held.
     if (before.ok() && *tls) before = (*tls)->BeforeStart();
     auto again = before.ok() ? job.Run() : Result<InitOutcome>(before);
     if (!again.ok() && again.status().IsCancelled()) {
-      redeciding = false;
       // The supervisor was told to stop; deferring the restart lets it see that and return.
       spdlog::info("{}: {}; quorate exits", SignalName(stop_signal), again.status().message());
       return Status::Unavailable(again.status().message());
@@ -208,17 +195,14 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     // not answering, a timeout, a full disk) holds etcd stopped and is asked again with the
     // supervisor's backoff, so an etcd whose data is fine comes back once it can.
     bool hold = !again.ok() && !again.status().IsInvalidArgument();
-    {
-      std::lock_guard lock(held_mu);
-      std::string now_held = hold ? again.status().message() : "";
-      if (!now_held.empty() && now_held != held) {
-        spdlog::info("decision: wait: {}", now_held);
+    if (hold) {
+      // Said once per reason: a hold asked again after every backoff is one decision.
+      if (life.Set(RunState::kHeld, again.status().message())) {
+        spdlog::info("decision: wait: {}", again.status().message());
         metrics.RecordDecision(Action::kWait);
       }
-      held = now_held;
-      redeciding = false;  // under the lock: a hold takes over with no gap a probe could see
+      return Status::Unavailable(again.status().message());
     }
-    if (hold) return Status::Unavailable(again.status().message());
     if (!again.ok()) return again.status();
     metrics.IncEtcdRestarts();
     metrics.RecordDecision(again->decision.action);
@@ -227,6 +211,7 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     argv = rotation.EtcdArgv(EtcdArgv(config, *again, extra_etcd_args));
     spec.argv = argv;
     spec.env = EtcdEnvironmentFor(argv);
+    life.Set(RunState::kStarting);
     return Status::Ok();
   };
   Supervisor running(std::move(options));
