@@ -43,6 +43,32 @@ Result<std::unique_ptr<StatusServer>> ServeStatus(const Config& config, Metrics&
   return StatusServer::Start(config.status_listen, metrics, std::move(checks));
 }
 
+// The real ones where `seams` gives none.
+void FillRealSeams(const Config& config, RunSeams& seams) {
+  if (seams.clock == nullptr) seams.clock = &RealClock();
+  if (!seams.serve_status) {
+    seams.serve_status = [&config](Metrics& metrics, StatusChecks checks) -> Result<std::shared_ptr<void>> {
+      auto server = ServeStatus(config, metrics, std::move(checks));
+      if (!server.ok()) return server.status();
+      return std::shared_ptr<void>(std::move(*server));
+    };
+  }
+  if (!seams.find_etcd) {
+    seams.find_etcd = [](const std::string& etcd_path) { return FindProgram(etcd_path).status(); };
+  }
+  if (!seams.stop_stray_etcd) {
+    seams.stop_stray_etcd = [clock = seams.clock](const std::string& data_dir) {
+      return StopStrayEtcd(data_dir, std::chrono::seconds(10), *clock);
+    };
+  }
+  if (!seams.run_upkeep) {
+    seams.run_upkeep = [](Upkeep& upkeep) {
+      upkeep.Start();
+      return std::shared_ptr<void>(&upkeep, [](void* started) { static_cast<Upkeep*>(started)->Stop(); });
+    };
+  }
+}
+
 // Blocks until SIGTERM or SIGINT arrives.
 Status WaitForStopSignal() {
   auto watcher = SignalWatcher::Create({SIGTERM, SIGINT});
@@ -59,11 +85,13 @@ Status WaitForStopSignal() {
 
 }  // namespace
 
-Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_args) {
+Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_args, RunSeams seams) {
+  FillRealSeams(config, seams);
+  Clock& clock = *seams.clock;
   // What the operator typed is checked, and the status port bound, before anything is written or
   // moved: a bad --etcd or --status-listen is bad input and leaves the disk as it was.
-  if (auto etcd = FindProgram(config.etcd_path); !etcd.ok()) {
-    return Status::InvalidArgument(fmt::format("--etcd: {}; give the path of the etcd binary", etcd.status().message()));
+  if (Status etcd = seams.find_etcd(config.etcd_path); !etcd.ok()) {
+    return Status::InvalidArgument(fmt::format("--etcd: {}; give the path of the etcd binary", etcd.message()));
   }
   // The backup store and keys are the operator's input too: checked before anything is written.
   std::unique_ptr<BackupSchedule> backups;
@@ -75,7 +103,7 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     backups = std::make_unique<BackupSchedule>(config, std::move(*settings), std::move(*store));
   }
   // The CA's files are the operator's input too (rule T6 of §13).
-  auto tls = TlsRenewer::Create(config, RealClock());
+  auto tls = TlsRenewer::Create(config, clock);
   if (!tls.ok()) return tls.status();
   Metrics metrics;
   // Read by the probes from the status server's thread; the supervisor and upkeep exist only once
@@ -91,21 +119,26 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     metrics.AddSection([&] { return (*tls)->RenderMetrics(); });
     checks.ready_detail = [&] { return (*tls)->Warnings(); };
   }
-  auto status_server = ServeStatus(config, metrics, checks);
+  auto status_server = seams.serve_status(metrics, checks);
   if (!status_server.ok()) return status_server.status();
 
-  if (Status s = StopStrayEtcd(config.data_dir); !s.ok()) return s;
+  if (Status s = seams.stop_stray_etcd(config.data_dir); !s.ok()) return s;
   if (!config.restore_from.empty()) {
     if (Status s = RestoreNode(config); !s.ok()) return s;
   }
   // One watcher from the start, so a stop signal also ends init's waits (for peers, for quorum),
   // and the supervisor then takes its signals from it.
   bool reap_orphans = ::getpid() == 1;
-  std::vector<int> watched = {SIGTERM, SIGINT};
-  if (reap_orphans) watched.push_back(SIGCHLD);
-  auto signals = SignalWatcher::Create(watched);
-  if (!signals.ok()) return signals.status();
-  SignalWatcher& watcher = **signals;
+  std::unique_ptr<SignalWatcher> own_signals;
+  if (seams.signals == nullptr) {
+    std::vector<int> watched = {SIGTERM, SIGINT};
+    if (reap_orphans) watched.push_back(SIGCHLD);
+    auto signals = SignalWatcher::Create(watched);
+    if (!signals.ok()) return signals.status();
+    own_signals = std::move(*signals);
+    seams.signals = own_signals.get();
+  }
+  SignalWatcher& watcher = *seams.signals;
   int stop_signal = 0;
   // The pipe also carries SIGCHLD when reaping orphans: only SIGTERM and SIGINT stop init's waits,
   // and the supervisor, which no longer sees them on the pipe, is told directly.
@@ -116,7 +149,8 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     if (Supervisor* s = supervising.load(); stop_signal != 0 && s != nullptr) s->Stop();
     return stop_signal != 0;
   };
-  InitOptions init_options;
+  InitOptions init_options = std::move(seams.init);
+  init_options.clock = &clock;
   init_options.agent_mode = InitOptions::AgentMode::kAlways;
   init_options.stop = {watcher.fd(), stop_requested};
   init_options.etcd_files_required = false;
@@ -128,6 +162,7 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   }
   InitJob job(config, init_options);
   auto outcome = job.Run();
+  if (seams.on_decided) seams.on_decided(outcome);
   if (!outcome.ok() && outcome.status().IsCancelled()) {
     spdlog::info("{}: {}; quorate exits", SignalName(stop_signal), outcome.status().message());
     return Status::Ok();
@@ -136,7 +171,8 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   metrics.RecordDecision(outcome->decision.action);
   life.Set(RunState::kStarting);
 
-  UpkeepOptions upkeep_options;
+  UpkeepOptions upkeep_options = std::move(seams.upkeep);
+  upkeep_options.clock = &clock;
   upkeep_options.tls = tls->get();
   Upkeep upkeep(config, metrics, upkeep_options);
   // The CA rotation restarts etcd through the supervisor, which exists further down.
@@ -153,11 +189,14 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   options.spec.argv = argv;
   options.spec.env = EtcdEnvironmentFor(argv);
   options.reap_orphans = reap_orphans;
+  options.launcher = seams.launcher;
+  options.clock = &clock;
   options.signals = &watcher;
   options.on_start = [&](const ChildProcess& child) {
     job.SetRunning(true);
     upkeep.SetEtcdRunning(true);
     life.Set(RunState::kRunning);
+    if (seams.on_etcd_running) seams.on_etcd_running(true);
     spdlog::info("etcd started (pid {}): {}", child.pid(), fmt::join(argv, " "));
   };
   options.on_exit = [&](const SupervisorExit& exit) {
@@ -165,6 +204,7 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     upkeep.SetEtcdRunning(false);
     std::string how = exit.status ? exit.status->ToString() : exit.start_error.message();
     life.Set(RunState::kExited, how);
+    if (seams.on_etcd_running) seams.on_etcd_running(false);
     if (exit.requested) return;
     if (exit.restart_requested) {
       spdlog::info("etcd stopped ({}) for the restart quorate asked; starting it again", how);
@@ -182,10 +222,11 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     // Our etcd has exited and been reaped, so whatever holds the data dir's WAL now is a stray: one
     // an older quorate left still starting up when this one began (it held no lock to be seen then),
     // or one started by hand while ours was down. Left there, every restart fails on its lock.
-    Status before = StopStrayEtcd(config.data_dir);
+    Status before = seams.stop_stray_etcd(config.data_dir);
     // A leaf that expired while etcd was down comes back renewed (rule T2), or the restart is held.
     if (before.ok() && *tls) before = (*tls)->BeforeStart();
     auto again = before.ok() ? job.Run() : Result<InitOutcome>(before);
+    if (seams.on_decided) seams.on_decided(again);
     if (!again.ok() && again.status().IsCancelled()) {
       // The supervisor was told to stop; deferring the restart lets it see that and return.
       spdlog::info("{}: {}; quorate exits", SignalName(stop_signal), again.status().message());
@@ -218,14 +259,14 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   supervising = &running;
   upkeeping = &upkeep;
 
-  upkeep.Start();
+  std::shared_ptr<void> upkeep_running = seams.run_upkeep(upkeep);
   if (backups) {
     backups->SetSelf(outcome->self.client_urls);
     backups->Start();
   }
   Status result = running.Run();
   if (backups) backups->Stop();
-  upkeep.Stop();
+  upkeep_running.reset();
   // The status server asks these two; they end with this scope, so it stops asking first.
   status_server->reset();
   if (result.ok()) spdlog::info("etcd stopped; quorate exits");
