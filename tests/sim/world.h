@@ -309,10 +309,11 @@ class World {
   void StartProc(int node);
   InitOptions InitSeams(Node& n, Proc& p, Peers& peers);
   bool Decided(Node& n, const Result<InitOutcome>& outcome);
-  void MakeUpkeep(Node& n, Proc& p, const Member& self);
+  void Redecided(Node& n, Proc& p, const Result<InitOutcome>& again);
+  UpkeepOptions UpkeepSeams(Node& n, Proc& p);
   void QuorateMain(Node& n, Proc& p);
   void PodMain(Node& n, Proc& p);
-  void UpkeepLoop(Proc& p);
+  void UpkeepLoop(Proc& p, Upkeep& upkeep, const bool* stopped);
   // The node's quorate starts again after `down`, or after a moment when none is given.
   void CrashProc(int node, bool lose_volume, const std::string& why, std::optional<Duration> down = std::nullopt);
   void EndProc(int node);
