@@ -37,34 +37,34 @@ std::vector<std::string> EtcdArgv(const Config& c, const InitOutcome& outcome, c
   return argv;
 }
 
-// The status endpoints on --status-listen; none when it is empty.
-Result<std::unique_ptr<StatusServer>> ServeStatus(const Config& config, Metrics& metrics, StatusChecks checks) {
-  if (config.status_listen.empty()) return std::unique_ptr<StatusServer>();
-  return StatusServer::Start(config.status_listen, metrics, std::move(checks));
-}
-
 // The real ones where `seams` gives none.
-void FillRealSeams(const Config& config, RunSeams& seams) {
+void FillRealSeams(const Config& config, NodeSeams& seams) {
   if (seams.clock == nullptr) seams.clock = &RealClock();
   if (!seams.serve_status) {
+    // The status endpoints on --status-listen; none when it is empty.
     seams.serve_status = [&config](Metrics& metrics, StatusChecks checks) -> Result<std::shared_ptr<void>> {
-      auto server = ServeStatus(config, metrics, std::move(checks));
+      if (config.status_listen.empty()) return std::shared_ptr<void>();
+      auto server = StatusServer::Start(config.status_listen, metrics, std::move(checks));
       if (!server.ok()) return server.status();
       return std::shared_ptr<void>(std::move(*server));
-    };
-  }
-  if (!seams.find_etcd) {
-    seams.find_etcd = [](const std::string& etcd_path) { return FindProgram(etcd_path).status(); };
-  }
-  if (!seams.stop_stray_etcd) {
-    seams.stop_stray_etcd = [clock = seams.clock](const std::string& data_dir) {
-      return StopStrayEtcd(data_dir, std::chrono::seconds(10), *clock);
     };
   }
   if (!seams.run_upkeep) {
     seams.run_upkeep = [](Upkeep& upkeep) {
       upkeep.Start();
       return std::shared_ptr<void>(&upkeep, [](void* started) { static_cast<Upkeep*>(started)->Stop(); });
+    };
+  }
+}
+
+void FillRealSeams(const Config& config, RunSeams& seams) {
+  FillRealSeams(config, static_cast<NodeSeams&>(seams));
+  if (!seams.find_etcd) {
+    seams.find_etcd = [](const std::string& etcd_path) { return FindProgram(etcd_path).status(); };
+  }
+  if (!seams.stop_stray_etcd) {
+    seams.stop_stray_etcd = [clock = seams.clock](const std::string& data_dir) {
+      return StopStrayEtcd(data_dir, std::chrono::seconds(10), *clock);
     };
   }
 }
@@ -273,7 +273,9 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   return result;
 }
 
-Status UpkeepNode(const Config& config) {
+Status UpkeepNode(const Config& config, UpkeepNodeSeams seams) {
+  FillRealSeams(config, seams);
+  if (!seams.wait_for_stop) seams.wait_for_stop = WaitForStopSignal;
   auto bucket = LoadBucket(config.state_dir);
   if (!bucket.ok()) {
     return Status::FailedPrecondition(fmt::format(
@@ -287,10 +289,11 @@ Status UpkeepNode(const Config& config) {
   }
   spdlog::info("upkeep of {} beside its etcd: promoting it once a caught-up learner, keeping its peer URLs",
                self->name);
-  auto tls = TlsRenewer::Create(config, RealClock());
+  auto tls = TlsRenewer::Create(config, *seams.clock);
   if (!tls.ok()) return tls.status();
   Metrics metrics;
-  UpkeepOptions upkeep_options;
+  UpkeepOptions upkeep_options = std::move(seams.upkeep);
+  upkeep_options.clock = seams.clock;
   upkeep_options.tls = tls->get();
   Upkeep upkeep(config, metrics, upkeep_options);
   upkeep.SetSelf(*self, PeerClientUrls(config.state_dir, self->name));
@@ -301,12 +304,10 @@ Status UpkeepNode(const Config& config) {
     metrics.AddSection([&] { return (*tls)->RenderMetrics(); });
     checks.ready_detail = [&] { return (*tls)->Warnings(); };
   }
-  auto status_server = ServeStatus(config, metrics, checks);
+  auto status_server = seams.serve_status(metrics, checks);
   if (!status_server.ok()) return status_server.status();
-  upkeep.Start();
-  Status stopped = WaitForStopSignal();
-  upkeep.Stop();
-  return stopped;
+  std::shared_ptr<void> upkeep_running = seams.run_upkeep(upkeep);
+  return seams.wait_for_stop();
 }
 
 }  // namespace quorate

@@ -362,18 +362,27 @@ bool World::Decided(Node& n, const Result<InitOutcome>& outcome) {
   return true;
 }
 
-UpkeepOptions World::UpkeepSeams(Node& n, Proc& p) {
-  UpkeepOptions options;
-  options.clock = clock_.get();
-  options.etcd_clients = ClientFactory(n.index, p.gen, /*maintainer=*/true);
+// The seams `quorate run` and `quorate upkeep` share on node n: the simulated clock and etcd
+// clients; no status server (the simulation asks no probe); upkeep's rounds on a task of the
+// process. That task is never told to stop: the driver ends the process, that task with it, as soon
+// as its first task (RunNode's or UpkeepNode's caller) returns.
+NodeSeams World::NodeSeamsOf(Node& n, Proc& p) {
+  NodeSeams seams;
+  seams.clock = clock_.get();
+  seams.serve_status = [](Metrics&, StatusChecks) -> Result<std::shared_ptr<void>> { return std::shared_ptr<void>(); };
+  seams.upkeep.etcd_clients = ClientFactory(n.index, p.gen, /*maintainer=*/true);
   if (scale_in_) {
     // Rule M7's source, as the k8s provider reads it: the StatefulSet's spec.replicas.
-    options.scale_target = [this]() -> Result<std::optional<size_t>> {
+    seams.upkeep.scale_target = [this]() -> Result<std::optional<size_t>> {
       if (!Sleep(rng_.Between(milliseconds(1), milliseconds(20)))) return Status::Unavailable("sim: killed");
       return std::optional<size_t>(replicas_);
     };
   }
-  return options;
+  seams.run_upkeep = [this, &n, &p](Upkeep& upkeep) {
+    Spawn(&p, n.index, [this, &p, &upkeep] { UpkeepLoop(p, upkeep); });
+    return std::shared_ptr<void>();
+  };
+  return seams;
 }
 
 // Records what a re-decision before a restart answered, as Decided does the first.
@@ -392,27 +401,18 @@ void World::Redecided(Node& n, Proc& p, const Result<InitOutcome>& again) {
   Decision(n.index, ActionName(again->decision.action));
 }
 
-// `quorate run` itself (node/run.cc's RunNode) on the seams: the simulated clock, etcd launcher,
-// peers, etcd clients and agent; a stop signal nobody sends; no status server (the simulation asks
-// no probe) and no stray etcd (its etcds are the simulation's, each ended with its process); and
-// upkeep's rounds on a task of the process.
+// `quorate run` itself (node/run.cc's RunNode) on the seams: NodeSeamsOf's, the simulated etcd
+// launcher, peers and agent; a stop signal nobody sends; no stray etcd (its etcds are the
+// simulation's, each ended with its process).
 void World::QuorateMain(Node& n, Proc& p) {
   auto peers = MakeSimPeers(*this, n.index);
   RunSeams seams;
-  seams.clock = clock_.get();
+  static_cast<NodeSeams&>(seams) = NodeSeamsOf(n, p);
   seams.launcher = p.launcher.get();
   seams.signals = SharedWatcher();
-  seams.serve_status = [](Metrics&, StatusChecks) -> Result<std::shared_ptr<void>> { return std::shared_ptr<void>(); };
   seams.find_etcd = [](const std::string&) { return Status::Ok(); };
   seams.stop_stray_etcd = [](const std::string&) { return Status::Ok(); };
   seams.init = InitSeams(n, p, *peers);
-  seams.upkeep = UpkeepSeams(n, p);
-  // The loop stops touching upkeep once RunNode drops the handle (its upkeep ends with it).
-  seams.run_upkeep = [this, &n, &p](Upkeep& upkeep) {
-    auto stopped = std::make_shared<bool>(false);
-    Spawn(&p, n.index, [this, &p, &upkeep, stopped] { UpkeepLoop(p, upkeep, stopped.get()); });
-    return std::shared_ptr<void>(stopped.get(), [stopped](void*) { *stopped = true; });
-  };
   bool first = true;
   seams.on_decided = [&](const Result<InitOutcome>& outcome) {
     if (first) {
@@ -452,30 +452,30 @@ void World::PodMain(Node& n, Proc& p) {
     Fail(Check::kUpkeepBucket, n.name + ": quorate init exited without a member bucket naming this node, which quorate upkeep needs");
     return;
   }
-  p.metrics = std::make_unique<Metrics>();
-  p.upkeep = std::make_unique<Upkeep>(n.config, *p.metrics, UpkeepSeams(n, p));
-  p.upkeep->SetSelf(*self, PeerClientUrls(n.config.state_dir, self->name));
   auto child = p.launcher->Start(spec);
   if (!child.ok()) {
     n.last_message = "etcd did not start: " + child.status().message();
     return;
   }
   p.etcd_running = p.etcd_ran = true;
-  p.upkeep->SetEtcdRunning(true);
-  Spawn(&p, n.index, [this, &p] { UpkeepLoop(p, *p.upkeep, nullptr); });
-  pollfd exit{(*child)->exit_fd(), POLLIN, 0};
-  (void)clock_->Poll({&exit, 1}, Clock::kNever);
-  p.etcd_running = false;
-  n.last_message = "etcd exited, so the unit starts again";
+  // `quorate upkeep` itself until etcd exits, when the whole unit starts again.
+  UpkeepNodeSeams seams;
+  static_cast<NodeSeams&>(seams) = NodeSeamsOf(n, p);
+  seams.wait_for_stop = [&] {
+    pollfd exit{(*child)->exit_fd(), POLLIN, 0};
+    (void)clock_->Poll({&exit, 1}, Clock::kNever);
+    p.etcd_running = false;
+    return Status::Ok();
+  };
+  Status ended = UpkeepNode(n.config, std::move(seams));
+  n.last_message = ended.ok() ? "etcd exited, so the unit starts again" : "quorate upkeep ended: " + ended.message();
 }
 
 // Upkeep::Start's loop, a round each interval while etcd runs, as a task of the process; after
 // readiness, the leader's maintenance (§12) as Upkeep::Loop calls it, in maintenance seeds only.
-// Ends at its next round once `stopped` is set (null: runs as long as the process).
-void World::UpkeepLoop(Proc& p, Upkeep& upkeep, const bool* stopped) {
+void World::UpkeepLoop(Proc& p, Upkeep& upkeep) {
   while (true) {
     Sleep(seconds(1));
-    if (stopped != nullptr && *stopped) return;
     if (p.etcd_running) (void)upkeep.Tick();
     if (maintenance_) upkeep.Maintain();
   }
