@@ -1,0 +1,131 @@
+// `quorate run` (RunNode) end to end on its seams: the fake clock and launcher, FakePeers and
+// FakeEtcdClient for the cluster, the probes as the status server would ask them, a real SIGTERM to
+// end it.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <filesystem>
+
+#include "node/run.h"
+#include "testing/fake_clock.h"
+#include "testing/fake_etcd.h"
+#include "testing/fake_peers.h"
+#include "testing/fake_process.h"
+#include "testing/fake_wal.h"
+
+namespace quorate {
+namespace {
+
+using std::chrono::seconds;
+
+const std::string kN1 = "http://127.0.0.1:2380";
+const std::string kN2 = "http://127.0.0.2:2380";
+const std::string kN3 = "http://127.0.0.3:2380";
+
+// What /healthz and /readyz answered at one moment.
+struct Probed {
+  std::string when;
+  Status live;
+  Status ready;
+};
+
+bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST_CASE("quorate run: a removal seen while etcd ran holds it stopped, alive and not ready saying why, decided once, until SIGTERM") {
+  char tmpl[] = "/tmp/quorate-run-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  Config config;
+  config.name = "n1";
+  config.data_dir = dir + "/data";
+  config.state_dir = dir + "/state";
+  config.initial_cluster = "n1=" + kN1 + ",n2=" + kN2 + ",n3=" + kN3;
+  config.initial_cluster_token = "tok";
+  config.timeout = seconds(10);
+  config.etcd_path = "etcd";
+  std::vector<Member> members;
+  for (const auto& [name, url] : {std::pair{"n1", kN1}, {"n2", kN2}, {"n3", kN3}}) {
+    members.push_back({name, {url}, {DefaultClientUrl(*ParseUrl(url))}});
+  }
+  const MemberSet expected = *MemberSet::Create(members, "tok");
+  auto id = [&](const std::string& name) { return expected.IdOf(*expected.FindByName(name)); };
+
+  // n1 has data of the cluster the three run; the operator removes n1 while its etcd runs, so once
+  // that etcd has exited, rule 1b holds it stopped.
+  FakeClock clock;
+  FakeEtcdClient cluster;
+  FakePeers peers{&cluster};
+  REQUIRE(WriteWal(config.data_dir, id("n1"), cluster.View().cluster_id).ok());
+  for (const auto& [name, url] : {std::pair{"n1", kN1}, {"n2", kN2}, {"n3", kN3}}) {
+    cluster.AddStarted(id(name), name, {url}, {expected.FindByName(name)->client_urls.front()});
+    peers.SetRunning(url, true);
+  }
+  FakeProcessLauncher launcher(clock);
+  launcher.Plan(FakeRun::ExitAfter(seconds(5), ExitStatus::Exited(1)));
+
+  StatusChecks checks;
+  Metrics* metrics = nullptr;
+  std::vector<Probed> probed;
+  auto probe = [&](const std::string& when) { probed.push_back({when, checks.live(), checks.ready()}); };
+  int stray_stops = 0;
+  RunSeams seams;
+  seams.clock = &clock;
+  seams.launcher = &launcher;
+  seams.serve_status = [&](Metrics& served, StatusChecks asked) -> Result<std::shared_ptr<void>> {
+    metrics = &served;
+    checks = std::move(asked);
+    return std::shared_ptr<void>();
+  };
+  seams.find_etcd = [](const std::string&) { return Status::Ok(); };
+  // Before init's first decision and before every re-decision: the probes are asked there too.
+  seams.stop_stray_etcd = [&](const std::string&) {
+    probe(++stray_stops == 1 ? "before the first decision" : "before a re-decision");
+    return Status::Ok();
+  };
+  seams.init.peers = &peers;
+  seams.init.etcd_clients = cluster.Factory();
+  seams.init.is_own_address = [](const PeerUrl& url) -> Result<bool> { return url.host == "127.0.0.1"; };
+  seams.init.etcd_version = [](const std::string&) -> Result<EtcdVersion> { return EtcdVersion{3, 4, 23}; };
+  seams.init.serve_agent = [](std::function<AgentState()>) { return std::shared_ptr<void>(); };
+  seams.upkeep.etcd_clients = cluster.Factory();
+  seams.run_upkeep = [](Upkeep&) { return std::shared_ptr<void>(); };  // no rounds: /readyz is not this test's
+  const auto start = clock.Now();
+  clock.At(start + seconds(2), [&] { probe("etcd running"); });
+  clock.At(start + seconds(3), [&] { REQUIRE(cluster.MemberRemove(id("n1")).ok()); });
+  // RunNode's metrics end with it: read while it runs.
+  std::string rendered;
+  clock.At(start + seconds(20), [&] {
+    probe("held");
+    rendered = metrics->Render();
+  });
+  clock.At(start + seconds(40), [] { ::raise(SIGTERM); });
+
+  Status ended = RunNode(config, {}, std::move(seams));
+  std::filesystem::remove_all(dir);
+
+  CHECK(ended.ok());
+  CHECK(launcher.starts().size() == 1);
+  REQUIRE(probed.size() >= 4);
+  CHECK(probed[0].when == "before the first decision");
+  CHECK(probed[0].live.ok());
+  CHECK(probed[0].ready.message() == "deciding how to start etcd");
+  CHECK(probed[1].when == "etcd running");
+  CHECK(probed[1].live.ok());
+  CHECK(probed[2].when == "before a re-decision");
+  CHECK(probed[2].live.ok());
+  CHECK(probed[2].ready.IsUnavailable());
+  // Asked again after each backoff while held: alive, and /readyz keeps saying why.
+  for (size_t i = 3; i < probed.size(); ++i) {
+    CAPTURE(probed[i].when);
+    CHECK(probed[i].live.ok());
+    CHECK(probed[i].ready.IsUnavailable());
+    CHECK(Contains(probed[i].ready.message(), "was removed"));
+  }
+  CHECK(stray_stops >= 4);
+  CHECK(Contains(rendered, "quorate_decisions_total{decision=\"wait\"} 1\n"));
+  CHECK(Contains(rendered, "quorate_decisions_total{decision=\"restart\"} 1\n"));
+}
+
+}  // namespace
+}  // namespace quorate
