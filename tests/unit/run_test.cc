@@ -5,23 +5,15 @@
 
 #include <signal.h>
 
-#include <filesystem>
-
 #include "node/run.h"
-#include "testing/fake_clock.h"
-#include "testing/fake_etcd.h"
-#include "testing/fake_peers.h"
 #include "testing/fake_process.h"
 #include "testing/fake_wal.h"
+#include "tests/unit/init_rig.h"
 
 namespace quorate {
 namespace {
 
 using std::chrono::seconds;
-
-const std::string kN1 = "http://127.0.0.1:2380";
-const std::string kN2 = "http://127.0.0.2:2380";
-const std::string kN3 = "http://127.0.0.3:2380";
 
 // What /healthz and /readyz answered at one moment.
 struct Probed {
@@ -33,34 +25,13 @@ struct Probed {
 bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 TEST_CASE("quorate run: a removal seen while etcd ran holds it stopped, alive and not ready saying why, decided once, until SIGTERM") {
-  char tmpl[] = "/tmp/quorate-run-XXXXXX";
-  REQUIRE(mkdtemp(tmpl) != nullptr);
-  const std::string dir = tmpl;
-  Config config;
-  config.name = "n1";
-  config.data_dir = dir + "/data";
-  config.state_dir = dir + "/state";
-  config.initial_cluster = "n1=" + kN1 + ",n2=" + kN2 + ",n3=" + kN3;
-  config.initial_cluster_token = "tok";
-  config.timeout = seconds(10);
-  config.etcd_path = "etcd";
-  std::vector<Member> members;
-  for (const auto& [name, url] : {std::pair{"n1", kN1}, {"n2", kN2}, {"n3", kN3}}) {
-    members.push_back({name, {url}, {DefaultClientUrl(*ParseUrl(url))}});
-  }
-  const MemberSet expected = *MemberSet::Create(members, "tok");
-  auto id = [&](const std::string& name) { return expected.IdOf(*expected.FindByName(name)); };
-
   // n1 has data of the cluster the three run; the operator removes n1 while its etcd runs, so once
   // that etcd has exited, rule 1b holds it stopped.
-  FakeClock clock;
-  FakeEtcdClient cluster;
-  FakePeers peers{&cluster};
-  REQUIRE(WriteWal(config.data_dir, id("n1"), cluster.View().cluster_id).ok());
-  for (const auto& [name, url] : {std::pair{"n1", kN1}, {"n2", kN2}, {"n3", kN3}}) {
-    cluster.AddStarted(id(name), name, {url}, {expected.FindByName(name)->client_urls.front()});
-    peers.SetRunning(url, true);
-  }
+  InitRig rig;
+  REQUIRE(WriteWal(rig.config.data_dir, rig.Id("n1"), rig.cluster.View().cluster_id).ok());
+  rig.cluster.AddStarted(rig.Id("n1"), "n1", {kN1}, {rig.ClientUrl("n1")});
+  rig.PeersRun();
+  FakeClock& clock = rig.clock;
   FakeProcessLauncher launcher(clock);
   launcher.Plan(FakeRun::ExitAfter(seconds(5), ExitStatus::Exited(1)));
 
@@ -83,16 +54,14 @@ TEST_CASE("quorate run: a removal seen while etcd ran holds it stopped, alive an
     probe(++stray_stops == 1 ? "before the first decision" : "before a re-decision");
     return Status::Ok();
   };
-  seams.init.peers = &peers;
-  seams.init.etcd_clients = cluster.Factory();
-  seams.init.is_own_address = [](const PeerUrl& url) -> Result<bool> { return url.host == "127.0.0.1"; };
-  seams.init.etcd_version = [](const std::string&) -> Result<EtcdVersion> { return EtcdVersion{3, 4, 23}; };
+  seams.init = rig.Options();
   seams.init.serve_agent = [](std::function<AgentState()>) { return std::shared_ptr<void>(); };
-  seams.upkeep.etcd_clients = cluster.Factory();
-  seams.run_upkeep = [](Upkeep&) { return std::shared_ptr<void>(); };  // no rounds: /readyz is not this test's
+  seams.upkeep.etcd_clients = rig.cluster.Factory();
+  // No rounds: what /readyz says of a running etcd is upkeep's (upkeep_test.cc).
+  seams.run_upkeep = [](Upkeep&) { return std::shared_ptr<void>(); };
   const auto start = clock.Now();
   clock.At(start + seconds(2), [&] { probe("etcd running"); });
-  clock.At(start + seconds(3), [&] { REQUIRE(cluster.MemberRemove(id("n1")).ok()); });
+  clock.At(start + seconds(3), [&] { REQUIRE(rig.cluster.MemberRemove(rig.Id("n1")).ok()); });
   // RunNode's metrics end with it: read while it runs.
   std::string rendered;
   clock.At(start + seconds(20), [&] {
@@ -101,8 +70,7 @@ TEST_CASE("quorate run: a removal seen while etcd ran holds it stopped, alive an
   });
   clock.At(start + seconds(40), [] { ::raise(SIGTERM); });
 
-  Status ended = RunNode(config, {}, std::move(seams));
-  std::filesystem::remove_all(dir);
+  Status ended = RunNode(rig.config, {}, std::move(seams));
 
   CHECK(ended.ok());
   CHECK(launcher.starts().size() == 1);
