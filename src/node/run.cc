@@ -106,8 +106,9 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   auto tls = TlsRenewer::Create(config, clock);
   if (!tls.ok()) return tls.status();
   Metrics metrics;
-  // Read by the probes from the status server's thread; the supervisor and upkeep exist only once
-  // the first decision is made, and the life says when the probes may ask them.
+  // Read by the probes from the status server's thread. The supervisor (told of a stop or a CA
+  // rotation's restart) and upkeep (asked by /readyz while etcd runs) exist only once the first
+  // decision is made; until then these point at nothing.
   RunLife life;
   std::atomic<Supervisor*> supervising{nullptr};
   std::atomic<Upkeep*> upkeeping{nullptr};
