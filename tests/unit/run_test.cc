@@ -95,5 +95,53 @@ TEST_CASE("quorate run: a removal seen while etcd ran holds it stopped, alive an
   CHECK(Contains(rendered, "quorate_decisions_total{decision=\"restart\"} 1\n"));
 }
 
+TEST_CASE("quorate upkeep: the member its bucket names, alive and not ready before any round, until told to stop") {
+  InitRig rig;
+  rig.AgentsAgree();
+  auto decided = rig.Run();  // init writes the bucket, as before etcd's container starts
+  REQUIRE_MESSAGE(decided.ok(), decided.status().message());
+
+  StatusChecks checks;
+  Upkeep* looked_after = nullptr;
+  std::vector<Probed> probed;
+  UpkeepNodeSeams seams;
+  seams.clock = &rig.clock;
+  seams.serve_status = [&](Metrics&, StatusChecks asked) -> Result<std::shared_ptr<void>> {
+    checks = std::move(asked);
+    return std::shared_ptr<void>();
+  };
+  seams.upkeep.etcd_clients = rig.cluster.Factory();
+  seams.run_upkeep = [&](Upkeep& upkeep) {
+    looked_after = &upkeep;
+    return std::shared_ptr<void>();
+  };
+  seams.wait_for_stop = [&] {
+    probed.push_back({"upkeep started", checks.live(), checks.ready()});
+    return Status::Ok();
+  };
+  CHECK(UpkeepNode(rig.config, std::move(seams)).ok());
+  CHECK(looked_after != nullptr);
+  REQUIRE(probed.size() == 1);
+  CHECK(probed[0].live.ok());  // etcd is another container's to watch
+  CHECK(probed[0].ready.IsUnavailable());
+}
+
+TEST_CASE("quorate upkeep: a --name its bucket does not name is bad input, and nothing is served") {
+  InitRig rig;
+  rig.AgentsAgree();
+  REQUIRE(rig.Run().ok());
+  rig.config.name = "n9";
+  bool served = false;
+  UpkeepNodeSeams seams;
+  seams.clock = &rig.clock;
+  seams.serve_status = [&](Metrics&, StatusChecks) -> Result<std::shared_ptr<void>> {
+    served = true;
+    return std::shared_ptr<void>();
+  };
+  seams.wait_for_stop = [] { return Status::Ok(); };
+  CHECK(UpkeepNode(rig.config, std::move(seams)).IsInvalidArgument());
+  CHECK_FALSE(served);
+}
+
 }  // namespace
 }  // namespace quorate
