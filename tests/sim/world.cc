@@ -363,13 +363,16 @@ bool World::Decided(Node& n, const Result<InitOutcome>& outcome) {
 }
 
 // The seams `quorate run` and `quorate upkeep` share on node n: the simulated clock and etcd
-// clients; no status server (the simulation asks no probe); upkeep's rounds on a task of the
-// process. That task is never told to stop: the driver ends the process, that task with it, as soon
-// as its first task (RunNode's or UpkeepNode's caller) returns.
+// clients; the probes kept for a failure's report, in place of a status server; upkeep's rounds on
+// a task of the process. That task is never told to stop: the driver ends the process, that task
+// with it, as soon as its first task (RunNode's or UpkeepNode's caller) returns.
 NodeSeams World::NodeSeamsOf(Node& n, Proc& p) {
   NodeSeams seams;
   seams.clock = clock_.get();
-  seams.serve_status = [](Metrics&, StatusChecks) -> Result<std::shared_ptr<void>> { return std::shared_ptr<void>(); };
+  seams.serve_status = [&p](Metrics&, StatusChecks checks) -> Result<std::shared_ptr<void>> {
+    p.probes = std::move(checks);
+    return std::shared_ptr<void>(&p, [](void* served) { static_cast<Proc*>(served)->probes.reset(); });
+  };
   seams.upkeep.etcd_clients = ClientFactory(n.index, p.gen, /*maintainer=*/true);
   if (scale_in_) {
     // Rule M7's source, as the k8s provider reads it: the StatefulSet's spec.replicas.
@@ -1789,11 +1792,20 @@ std::string World::Describe() {
                          m.started() ? "" : ",unstarted");
     }
   }
+  // A probe's answer as the status server would give it.
+  auto answer = [](const Status& s) { return s.ok() ? std::string("200") : "503 " + s.message(); };
   for (auto& n : nodes) {
     out += fmt::format("\n  {}: quorate {}, etcd {}{}, data {}; last: {}", n->name, n->proc ? "up" : "down",
                        n->etcd.running ? "running as " + IdToHex(n->etcd.id) : "stopped",
                        n->etcd.running && !InQuorum(n->index) ? " (no quorum)" : "",
                        HoldsData(*n) ? IdToHex(n->data_member) : "none", n->last_message);
+    // Read with every task parked at the driver, none inside the code the probes ask. /readyz of a
+    // running etcd is what upkeep's loop records from its rounds, which UpkeepLoop does not do: said
+    // only while etcd is down, when it is the life's own answer.
+    if (n->proc && n->proc->probes) {
+      out += fmt::format("\n      /healthz {}", answer(n->proc->probes->live()));
+      if (!n->proc->etcd_running) out += fmt::format("; /readyz {}", answer(n->proc->probes->ready()));
+    }
   }
   return out;
 }

@@ -105,6 +105,8 @@ struct Proc {
   std::vector<Task*> tasks;
   std::unique_ptr<ProcessLauncher> launcher;
   bool etcd_running = false;  // between the supervisor's on_start and on_exit (init mode: etcd's launch and exit)
+  // What /healthz and /readyz would ask, while the real code serves them: read for a failure's report.
+  std::optional<StatusChecks> probes;
   bool etcd_ran = false;
   // Regular files this process synced (by path), and its renames whose directory it has not synced.
   std::set<std::string> synced;
