@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <mutex>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -18,6 +17,7 @@
 #include "node/init.h"
 #include "node/restore.h"
 #include "node/rotation.h"
+#include "node/run_life.h"
 #include "node/signal_watcher.h"
 #include "node/stray_etcd.h"
 #include "node/supervisor.h"
@@ -37,10 +37,36 @@ std::vector<std::string> EtcdArgv(const Config& c, const InitOutcome& outcome, c
   return argv;
 }
 
-// The status endpoints on --status-listen; none when it is empty.
-Result<std::unique_ptr<StatusServer>> ServeStatus(const Config& config, Metrics& metrics, StatusChecks checks) {
-  if (config.status_listen.empty()) return std::unique_ptr<StatusServer>();
-  return StatusServer::Start(config.status_listen, metrics, std::move(checks));
+// The real ones where `seams` gives none.
+void FillRealSeams(const Config& config, NodeSeams& seams) {
+  if (seams.clock == nullptr) seams.clock = &RealClock();
+  if (!seams.serve_status) {
+    // The status endpoints on --status-listen; none when it is empty.
+    seams.serve_status = [&config](Metrics& metrics, StatusChecks checks) -> Result<std::shared_ptr<void>> {
+      if (config.status_listen.empty()) return std::shared_ptr<void>();
+      auto server = StatusServer::Start(config.status_listen, metrics, std::move(checks));
+      if (!server.ok()) return server.status();
+      return std::shared_ptr<void>(std::move(*server));
+    };
+  }
+  if (!seams.run_upkeep) {
+    seams.run_upkeep = [](Upkeep& upkeep) {
+      upkeep.Start();
+      return std::shared_ptr<void>(&upkeep, [](void* started) { static_cast<Upkeep*>(started)->Stop(); });
+    };
+  }
+}
+
+void FillRealSeams(const Config& config, RunSeams& seams) {
+  FillRealSeams(config, static_cast<NodeSeams&>(seams));
+  if (!seams.find_etcd) {
+    seams.find_etcd = [](const std::string& etcd_path) { return FindProgram(etcd_path).status(); };
+  }
+  if (!seams.stop_stray_etcd) {
+    seams.stop_stray_etcd = [clock = seams.clock](const std::string& data_dir) {
+      return StopStrayEtcd(data_dir, std::chrono::seconds(10), *clock);
+    };
+  }
 }
 
 // Blocks until SIGTERM or SIGINT arrives.
@@ -59,11 +85,13 @@ Status WaitForStopSignal() {
 
 }  // namespace
 
-Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_args) {
+Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_args, RunSeams seams) {
+  FillRealSeams(config, seams);
+  Clock& clock = *seams.clock;
   // What the operator typed is checked, and the status port bound, before anything is written or
   // moved: a bad --etcd or --status-listen is bad input and leaves the disk as it was.
-  if (auto etcd = FindProgram(config.etcd_path); !etcd.ok()) {
-    return Status::InvalidArgument(fmt::format("--etcd: {}; give the path of the etcd binary", etcd.status().message()));
+  if (Status etcd = seams.find_etcd(config.etcd_path); !etcd.ok()) {
+    return Status::InvalidArgument(fmt::format("--etcd: {}; give the path of the etcd binary", etcd.message()));
   }
   // The backup store and keys are the operator's input too: checked before anything is written.
   std::unique_ptr<BackupSchedule> backups;
@@ -75,53 +103,43 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     backups = std::make_unique<BackupSchedule>(config, std::move(*settings), std::move(*store));
   }
   // The CA's files are the operator's input too (rule T6 of §13).
-  auto tls = TlsRenewer::Create(config, RealClock());
+  auto tls = TlsRenewer::Create(config, clock);
   if (!tls.ok()) return tls.status();
   Metrics metrics;
-  // Why init asked to keep etcd stopped for now (this member was removed, or a step to retry); empty
-  // while it may run. quorate is then alive and waiting, only not ready: a liveness probe must not
-  // restart it, which would turn a removal into a rejoin.
-  std::mutex held_mu;
-  std::string held;
-  // Set once they exist: until then quorate is deciding how to start etcd, alive and not ready.
+  // Read by the probes from the status server's thread. The supervisor (told of a stop or a CA
+  // rotation's restart) and upkeep (asked by /readyz while etcd runs) exist only once the first
+  // decision is made; until then these point at nothing.
+  RunLife life;
   std::atomic<Supervisor*> supervising{nullptr};
   std::atomic<Upkeep*> upkeeping{nullptr};
-  // True while init decides again before a restart: alive for the same reason as the first decision
-  // (it may wait for peers or a quorum up to --timeout, far longer than a liveness probe's patience,
-  // and a restart of quorate then would cut a membership change short).
-  std::atomic<bool> redeciding{false};
   StatusChecks checks;
-  checks.live = [&] {
-    std::lock_guard lock(held_mu);
-    Supervisor* s = supervising.load();
-    return !held.empty() || redeciding || s == nullptr ? Status::Ok() : s->Alive();
-  };
-  checks.ready = [&] {
-    std::lock_guard lock(held_mu);
-    if (!held.empty()) return Status::Unavailable(held);
-    Upkeep* u = upkeeping.load();
-    return u == nullptr ? Status::Unavailable("deciding how to start etcd") : u->Ready();
-  };
+  checks.live = [&] { return life.Live(); };
+  checks.ready = [&] { return life.Ready([&] { return upkeeping.load()->Ready(); }); };
   if (backups) metrics.AddSection([&] { return backups->RenderMetrics(); });
   if (*tls) {
     metrics.AddSection([&] { return (*tls)->RenderMetrics(); });
     checks.ready_detail = [&] { return (*tls)->Warnings(); };
   }
-  auto status_server = ServeStatus(config, metrics, checks);
+  auto status_server = seams.serve_status(metrics, checks);
   if (!status_server.ok()) return status_server.status();
 
-  if (Status s = StopStrayEtcd(config.data_dir); !s.ok()) return s;
+  if (Status s = seams.stop_stray_etcd(config.data_dir); !s.ok()) return s;
   if (!config.restore_from.empty()) {
     if (Status s = RestoreNode(config); !s.ok()) return s;
   }
   // One watcher from the start, so a stop signal also ends init's waits (for peers, for quorum),
   // and the supervisor then takes its signals from it.
   bool reap_orphans = ::getpid() == 1;
-  std::vector<int> watched = {SIGTERM, SIGINT};
-  if (reap_orphans) watched.push_back(SIGCHLD);
-  auto signals = SignalWatcher::Create(watched);
-  if (!signals.ok()) return signals.status();
-  SignalWatcher& watcher = **signals;
+  std::unique_ptr<SignalWatcher> own_signals;
+  if (seams.signals == nullptr) {
+    std::vector<int> watched = {SIGTERM, SIGINT};
+    if (reap_orphans) watched.push_back(SIGCHLD);
+    auto signals = SignalWatcher::Create(watched);
+    if (!signals.ok()) return signals.status();
+    own_signals = std::move(*signals);
+    seams.signals = own_signals.get();
+  }
+  SignalWatcher& watcher = *seams.signals;
   int stop_signal = 0;
   // The pipe also carries SIGCHLD when reaping orphans: only SIGTERM and SIGINT stop init's waits,
   // and the supervisor, which no longer sees them on the pipe, is told directly.
@@ -132,7 +150,8 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     if (Supervisor* s = supervising.load(); stop_signal != 0 && s != nullptr) s->Stop();
     return stop_signal != 0;
   };
-  InitOptions init_options;
+  InitOptions init_options = std::move(seams.init);
+  init_options.clock = &clock;
   init_options.agent_mode = InitOptions::AgentMode::kAlways;
   init_options.stop = {watcher.fd(), stop_requested};
   init_options.etcd_files_required = false;
@@ -144,14 +163,17 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   }
   InitJob job(config, init_options);
   auto outcome = job.Run();
+  if (seams.on_decided) seams.on_decided(outcome);
   if (!outcome.ok() && outcome.status().IsCancelled()) {
     spdlog::info("{}: {}; quorate exits", SignalName(stop_signal), outcome.status().message());
     return Status::Ok();
   }
   if (!outcome.ok()) return outcome.status();
   metrics.RecordDecision(outcome->decision.action);
+  life.Set(RunState::kStarting);
 
-  UpkeepOptions upkeep_options;
+  UpkeepOptions upkeep_options = std::move(seams.upkeep);
+  upkeep_options.clock = &clock;
   upkeep_options.tls = tls->get();
   Upkeep upkeep(config, metrics, upkeep_options);
   // The CA rotation restarts etcd through the supervisor, which exists further down.
@@ -168,17 +190,23 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   options.spec.argv = argv;
   options.spec.env = EtcdEnvironmentFor(argv);
   options.reap_orphans = reap_orphans;
+  options.launcher = seams.launcher;
+  options.clock = &clock;
   options.signals = &watcher;
   options.on_start = [&](const ChildProcess& child) {
     job.SetRunning(true);
     upkeep.SetEtcdRunning(true);
+    life.Set(RunState::kRunning);
+    if (seams.on_etcd_running) seams.on_etcd_running(true);
     spdlog::info("etcd started (pid {}): {}", child.pid(), fmt::join(argv, " "));
   };
   options.on_exit = [&](const SupervisorExit& exit) {
     job.SetRunning(false);
     upkeep.SetEtcdRunning(false);
-    if (exit.requested) return;
     std::string how = exit.status ? exit.status->ToString() : exit.start_error.message();
+    life.Set(RunState::kExited, how);
+    if (seams.on_etcd_running) seams.on_etcd_running(false);
+    if (exit.requested) return;
     if (exit.restart_requested) {
       spdlog::info("etcd stopped ({}) for the restart quorate asked; starting it again", how);
       return;
@@ -190,16 +218,17 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   };
   // Decide again before every restart: the data dir may have been lost or the membership changed.
   options.before_restart = [&](LaunchSpec& spec) {
+    // A hold stays one while init is asked again: /readyz goes on saying why etcd is kept stopped.
+    if (life.state() != RunState::kHeld) life.Set(RunState::kRedeciding);
     // Our etcd has exited and been reaped, so whatever holds the data dir's WAL now is a stray: one
     // an older quorate left still starting up when this one began (it held no lock to be seen then),
     // or one started by hand while ours was down. Left there, every restart fails on its lock.
-    redeciding = true;
-    Status before = StopStrayEtcd(config.data_dir);
+    Status before = seams.stop_stray_etcd(config.data_dir);
     // A leaf that expired while etcd was down comes back renewed (rule T2), or the restart is held.
     if (before.ok() && *tls) before = (*tls)->BeforeStart();
     auto again = before.ok() ? job.Run() : Result<InitOutcome>(before);
+    if (seams.on_decided) seams.on_decided(again);
     if (!again.ok() && again.status().IsCancelled()) {
-      redeciding = false;
       // The supervisor was told to stop; deferring the restart lets it see that and return.
       spdlog::info("{}: {}; quorate exits", SignalName(stop_signal), again.status().message());
       return Status::Unavailable(again.status().message());
@@ -208,17 +237,14 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     // not answering, a timeout, a full disk) holds etcd stopped and is asked again with the
     // supervisor's backoff, so an etcd whose data is fine comes back once it can.
     bool hold = !again.ok() && !again.status().IsInvalidArgument();
-    {
-      std::lock_guard lock(held_mu);
-      std::string now_held = hold ? again.status().message() : "";
-      if (!now_held.empty() && now_held != held) {
-        spdlog::info("decision: wait: {}", now_held);
+    if (hold) {
+      // Said once per reason: a hold asked again after every backoff is one decision.
+      if (life.Set(RunState::kHeld, again.status().message())) {
+        spdlog::info("decision: wait: {}", again.status().message());
         metrics.RecordDecision(Action::kWait);
       }
-      held = now_held;
-      redeciding = false;  // under the lock: a hold takes over with no gap a probe could see
+      return Status::Unavailable(again.status().message());
     }
-    if (hold) return Status::Unavailable(again.status().message());
     if (!again.ok()) return again.status();
     metrics.IncEtcdRestarts();
     metrics.RecordDecision(again->decision.action);
@@ -227,27 +253,30 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     argv = rotation.EtcdArgv(EtcdArgv(config, *again, extra_etcd_args));
     spec.argv = argv;
     spec.env = EtcdEnvironmentFor(argv);
+    life.Set(RunState::kStarting);
     return Status::Ok();
   };
   Supervisor running(std::move(options));
   supervising = &running;
   upkeeping = &upkeep;
 
-  upkeep.Start();
+  std::shared_ptr<void> upkeep_running = seams.run_upkeep(upkeep);
   if (backups) {
     backups->SetSelf(outcome->self.client_urls);
     backups->Start();
   }
   Status result = running.Run();
   if (backups) backups->Stop();
-  upkeep.Stop();
+  upkeep_running.reset();
   // The status server asks these two; they end with this scope, so it stops asking first.
   status_server->reset();
   if (result.ok()) spdlog::info("etcd stopped; quorate exits");
   return result;
 }
 
-Status UpkeepNode(const Config& config) {
+Status UpkeepNode(const Config& config, UpkeepNodeSeams seams) {
+  FillRealSeams(config, seams);
+  if (!seams.wait_for_stop) seams.wait_for_stop = WaitForStopSignal;
   auto bucket = LoadBucket(config.state_dir);
   if (!bucket.ok()) {
     return Status::FailedPrecondition(fmt::format(
@@ -261,10 +290,11 @@ Status UpkeepNode(const Config& config) {
   }
   spdlog::info("upkeep of {} beside its etcd: promoting it once a caught-up learner, keeping its peer URLs",
                self->name);
-  auto tls = TlsRenewer::Create(config, RealClock());
+  auto tls = TlsRenewer::Create(config, *seams.clock);
   if (!tls.ok()) return tls.status();
   Metrics metrics;
-  UpkeepOptions upkeep_options;
+  UpkeepOptions upkeep_options = std::move(seams.upkeep);
+  upkeep_options.clock = seams.clock;
   upkeep_options.tls = tls->get();
   Upkeep upkeep(config, metrics, upkeep_options);
   upkeep.SetSelf(*self, PeerClientUrls(config.state_dir, self->name));
@@ -275,12 +305,10 @@ Status UpkeepNode(const Config& config) {
     metrics.AddSection([&] { return (*tls)->RenderMetrics(); });
     checks.ready_detail = [&] { return (*tls)->Warnings(); };
   }
-  auto status_server = ServeStatus(config, metrics, checks);
+  auto status_server = seams.serve_status(metrics, checks);
   if (!status_server.ok()) return status_server.status();
-  upkeep.Start();
-  Status stopped = WaitForStopSignal();
-  upkeep.Stop();
-  return stopped;
+  std::shared_ptr<void> upkeep_running = seams.run_upkeep(upkeep);
+  return seams.wait_for_stop();
 }
 
 }  // namespace quorate

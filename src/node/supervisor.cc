@@ -38,16 +38,6 @@ SupervisorStats Supervisor::stats() const {
   return stats_;
 }
 
-Status Supervisor::Alive() const {
-  std::lock_guard lock(mu_);
-  // Before the first start the child is being launched (a failed first start ends Run() and
-  // quorate with it): a liveness probe that failed then would restart quorate mid-start.
-  if (stats_.pid != 0 || stats_.starts == 0) return Status::Ok();
-  std::string program = options_.spec.argv.empty() ? "the child" : options_.spec.argv[0];
-  return Status::Unavailable(program + " is not running; it last ended with " +
-                             (stats_.last_exit ? stats_.last_exit->ToString() : "a failed start"));
-}
-
 void Supervisor::Reap() {
   if (!options_.reap_orphans) return;
   int reaped = ReapOrphans();

@@ -88,9 +88,6 @@ class Supervisor {
   // child runs (the next start already reads what changed); a stop wins over it.
   void RequestRestart();
   SupervisorStats stats() const;
-  // Ok while the child runs or is first being started; otherwise Unavailable saying so and how it
-  // last ended. For /healthz.
-  Status Alive() const;
 
  private:
   // Waits until the child exits (nullopt child: never), `deadline` passes, or, when

@@ -1,5 +1,5 @@
 // The deterministic simulator of issue 14: N quorate nodes in one process, each running the real
-// init job (gather → plan → apply), supervisor and upkeep through their seams, against etcds
+// `quorate run` (RunNode: init job, supervisor, upkeep) through its seams, against etcds
 // modelled at the level quorate observes them, a simulated network and a simulated clock. One seed
 // decides everything (start times, faults, delays, which thread runs next), so a seed replays bit
 // for bit; docs/DESIGN.md "Simulation" lists the invariants checked at every step.

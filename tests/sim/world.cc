@@ -16,7 +16,7 @@
 #include "core/maintenance.h"
 #include "etcd/etcd_wal.h"
 #include "node/init.h"
-#include "node/supervisor.h"
+#include "node/run.h"
 #include "quorate/fs.h"
 #include "quorate/log.h"
 #include "testing/fake_wal.h"
@@ -362,84 +362,75 @@ bool World::Decided(Node& n, const Result<InitOutcome>& outcome) {
   return true;
 }
 
-void World::MakeUpkeep(Node& n, Proc& p, const Member& self) {
-  p.metrics = std::make_unique<Metrics>();
-  UpkeepOptions options;
-  options.clock = clock_.get();
-  options.etcd_clients = ClientFactory(n.index, p.gen, /*maintainer=*/true);
+// The seams `quorate run` and `quorate upkeep` share on node n: the simulated clock and etcd
+// clients; the probes kept for a failure's report, in place of a status server; upkeep's rounds on
+// a task of the process. That task is never told to stop: the driver ends the process, that task
+// with it, as soon as its first task (RunNode's or UpkeepNode's caller) returns.
+NodeSeams World::NodeSeamsOf(Node& n, Proc& p) {
+  NodeSeams seams;
+  seams.clock = clock_.get();
+  seams.serve_status = [&p](Metrics&, StatusChecks checks) -> Result<std::shared_ptr<void>> {
+    p.probes = std::move(checks);
+    return std::shared_ptr<void>(&p, [](void* served) { static_cast<Proc*>(served)->probes.reset(); });
+  };
+  seams.upkeep.etcd_clients = ClientFactory(n.index, p.gen, /*maintainer=*/true);
   if (scale_in_) {
     // Rule M7's source, as the k8s provider reads it: the StatefulSet's spec.replicas.
-    options.scale_target = [this]() -> Result<std::optional<size_t>> {
+    seams.upkeep.scale_target = [this]() -> Result<std::optional<size_t>> {
       if (!Sleep(rng_.Between(milliseconds(1), milliseconds(20)))) return Status::Unavailable("sim: killed");
       return std::optional<size_t>(replicas_);
     };
   }
-  p.upkeep = std::make_unique<Upkeep>(n.config, *p.metrics, options);
-  p.upkeep->SetSelf(self, PeerClientUrls(n.config.state_dir, self.name));
+  seams.run_upkeep = [this, &n, &p](Upkeep& upkeep) {
+    Spawn(&p, n.index, [this, &p, &upkeep] { UpkeepLoop(p, upkeep); });
+    return std::shared_ptr<void>();
+  };
+  return seams;
 }
 
-// `quorate run` (node/run.cc) wired onto the seams: the init job, then the supervisor restarting
-// etcd with a re-decision before every restart, and upkeep while etcd runs. RunNode itself takes no
-// seams (it builds the real clock, peers, agent, status server and signal handling), so its wiring
-// is repeated here, callback for callback.
+// Records what a re-decision before a restart answered, as Decided does the first.
+void World::Redecided(Node& n, Proc& p, const Result<InitOutcome>& again) {
+  ThrowIfKilled();
+  n.last_reason = again.ok() ? Reason::kNone : again.status().reason();
+  if (n.last_reason == Reason::kNoQuorumCommits) Mark("a removal no quorum commits");
+  if (!again.ok() && again.status().IsCancelled()) return;
+  if (!again.ok()) {
+    n.last_message = again.status().message();
+    if (n.last_wait == WaitKind::kRemoved) n.held_removed_gen = p.gen;
+    Decision(n.index, fmt::format("hold ({})", static_cast<int>(again.status().code())));
+    if (again.status().IsInvalidArgument()) Fail(Check::kBadInput, n.name + ": a re-decision refused its input: " + n.last_message);
+    return;
+  }
+  Decision(n.index, ActionName(again->decision.action));
+}
+
+// `quorate run` itself (node/run.cc's RunNode) on the seams: NodeSeamsOf's, the simulated etcd
+// launcher, peers and agent; a stop signal nobody sends; no stray etcd (its etcds are the
+// simulation's, each ended with its process).
 void World::QuorateMain(Node& n, Proc& p) {
   auto peers = MakeSimPeers(*this, n.index);
-  InitOptions init_options = InitSeams(n, p, *peers);
-  init_options.agent_mode = InitOptions::AgentMode::kAlways;
-  InitJob job(n.config, init_options);
-  auto outcome = job.Run();
-  if (!Decided(n, outcome)) return;
-  MakeUpkeep(n, p, outcome->self);
-  p.upkeep->SetEtcdRunning(false);
-  Spawn(&p, n.index, [this, &p] { UpkeepLoop(p); });
-
-  auto argv_of = [&](const InitOutcome& o) {
-    std::vector<std::string> argv = {n.config.etcd_path};
-    argv.insert(argv.end(), o.etcd_flags.begin(), o.etcd_flags.end());
-    return argv;
-  };
-  SupervisorOptions options;
-  options.spec.argv = argv_of(*outcome);
-  options.reap_orphans = false;
-  options.launcher = p.launcher.get();
-  options.clock = clock_.get();
-  options.signals = SharedWatcher();
-  options.on_start = [&](const ChildProcess&) {
-    job.SetRunning(true);
-    p.upkeep->SetEtcdRunning(true);
-    p.etcd_running = true;
-    p.etcd_ran = true;
-  };
-  options.on_exit = [&](const SupervisorExit&) {
-    job.SetRunning(false);
-    p.upkeep->SetEtcdRunning(false);
-    p.etcd_running = false;
-  };
-  options.before_restart = [&](LaunchSpec& spec) -> Status {
-    auto again = job.Run();
-    ThrowIfKilled();
-    n.last_reason = again.ok() ? Reason::kNone : again.status().reason();
-    if (n.last_reason == Reason::kNoQuorumCommits) Mark("a removal no quorum commits");
-    if (!again.ok() && again.status().IsCancelled()) return Status::Unavailable(again.status().message());
-    bool hold = !again.ok() && !again.status().IsInvalidArgument();
-    if (!again.ok()) {
-      n.last_message = again.status().message();
-      if (n.last_wait == WaitKind::kRemoved) n.held_removed_gen = p.gen;
-      Decision(n.index, fmt::format("hold ({})", static_cast<int>(again.status().code())));
+  RunSeams seams;
+  static_cast<NodeSeams&>(seams) = NodeSeamsOf(n, p);
+  seams.launcher = p.launcher.get();
+  seams.signals = SharedWatcher();
+  seams.find_etcd = [](const std::string&) { return Status::Ok(); };
+  seams.stop_stray_etcd = [](const std::string&) { return Status::Ok(); };
+  seams.init = InitSeams(n, p, *peers);
+  bool first = true;
+  seams.on_decided = [&](const Result<InitOutcome>& outcome) {
+    if (first) {
+      first = false;
+      (void)Decided(n, outcome);
+    } else {
+      Redecided(n, p, outcome);
     }
-    if (hold) return Status::Unavailable(again.status().message());
-    if (!again.ok()) {
-      Fail(Check::kBadInput, n.name + ": a re-decision refused its input: " + n.last_message);
-      return again.status();
-    }
-    Decision(n.index, ActionName(again->decision.action));
-    p.upkeep->SetSelf(again->self, PeerClientUrls(n.config.state_dir, again->self.name));
-    spec.argv = argv_of(*again);
-    return Status::Ok();
   };
-  Supervisor supervisor(std::move(options));
-  Status ended = supervisor.Run();
-  n.last_message = "the supervisor ended: " + ended.message();
+  seams.on_etcd_running = [&p](bool running) {
+    p.etcd_running = running;
+    p.etcd_ran = p.etcd_ran || running;
+  };
+  Status ended = RunNode(n.config, {}, std::move(seams));
+  n.last_message = "quorate run ended: " + ended.message();
 }
 
 // Init mode (an init container, or a systemd unit's ExecStartPre): `quorate init` decides, writes
@@ -464,28 +455,32 @@ void World::PodMain(Node& n, Proc& p) {
     Fail(Check::kUpkeepBucket, n.name + ": quorate init exited without a member bucket naming this node, which quorate upkeep needs");
     return;
   }
-  MakeUpkeep(n, p, *self);
   auto child = p.launcher->Start(spec);
   if (!child.ok()) {
     n.last_message = "etcd did not start: " + child.status().message();
     return;
   }
   p.etcd_running = p.etcd_ran = true;
-  p.upkeep->SetEtcdRunning(true);
-  Spawn(&p, n.index, [this, &p] { UpkeepLoop(p); });
-  pollfd exit{(*child)->exit_fd(), POLLIN, 0};
-  (void)clock_->Poll({&exit, 1}, Clock::kNever);
-  p.etcd_running = false;
-  n.last_message = "etcd exited, so the unit starts again";
+  // `quorate upkeep` itself until etcd exits, when the whole unit starts again.
+  UpkeepNodeSeams seams;
+  static_cast<NodeSeams&>(seams) = NodeSeamsOf(n, p);
+  seams.wait_for_stop = [&] {
+    pollfd exit{(*child)->exit_fd(), POLLIN, 0};
+    (void)clock_->Poll({&exit, 1}, Clock::kNever);
+    p.etcd_running = false;
+    return Status::Ok();
+  };
+  Status ended = UpkeepNode(n.config, std::move(seams));
+  n.last_message = ended.ok() ? "etcd exited, so the unit starts again" : "quorate upkeep ended: " + ended.message();
 }
 
 // Upkeep::Start's loop, a round each interval while etcd runs, as a task of the process; after
 // readiness, the leader's maintenance (§12) as Upkeep::Loop calls it, in maintenance seeds only.
-void World::UpkeepLoop(Proc& p) {
+void World::UpkeepLoop(Proc& p, Upkeep& upkeep) {
   while (true) {
     Sleep(seconds(1));
-    if (p.etcd_running) (void)p.upkeep->Tick();
-    if (maintenance_) p.upkeep->Maintain();
+    if (p.etcd_running) (void)upkeep.Tick();
+    if (maintenance_) upkeep.Maintain();
   }
 }
 
@@ -1797,11 +1792,20 @@ std::string World::Describe() {
                          m.started() ? "" : ",unstarted");
     }
   }
+  // A probe's answer as the status server would give it.
+  auto answer = [](const Status& s) { return s.ok() ? std::string("200") : "503 " + s.message(); };
   for (auto& n : nodes) {
     out += fmt::format("\n  {}: quorate {}, etcd {}{}, data {}; last: {}", n->name, n->proc ? "up" : "down",
                        n->etcd.running ? "running as " + IdToHex(n->etcd.id) : "stopped",
                        n->etcd.running && !InQuorum(n->index) ? " (no quorum)" : "",
                        HoldsData(*n) ? IdToHex(n->data_member) : "none", n->last_message);
+    // Read with every task parked at the driver, none inside the code the probes ask. /readyz of a
+    // running etcd is what upkeep's loop records from its rounds, which UpkeepLoop does not do: said
+    // only while etcd is down, when it is the life's own answer.
+    if (n->proc && n->proc->probes) {
+      out += fmt::format("\n      /healthz {}", answer(n->proc->probes->live()));
+      if (!n->proc->etcd_running) out += fmt::format("; /readyz {}", answer(n->proc->probes->ready()));
+    }
   }
   return out;
 }

@@ -27,6 +27,7 @@
 #include "node/init.h"
 #include "node/peers.h"
 #include "node/process.h"
+#include "node/run.h"
 #include "node/signal_watcher.h"
 #include "node/upkeep.h"
 #include "quorate/clock.h"
@@ -103,9 +104,9 @@ struct Proc {
   int gen = 0;  // how many quorate processes this node had before this one
   std::vector<Task*> tasks;
   std::unique_ptr<ProcessLauncher> launcher;
-  std::unique_ptr<Metrics> metrics;
-  std::unique_ptr<Upkeep> upkeep;
-  bool etcd_running = false;  // between the supervisor's on_start and on_exit
+  bool etcd_running = false;  // between the supervisor's on_start and on_exit (init mode: etcd's launch and exit)
+  // What /healthz and /readyz would ask, while the real code serves them: read for a failure's report.
+  std::optional<StatusChecks> probes;
   bool etcd_ran = false;
   // Regular files this process synced (by path), and its renames whose directory it has not synced.
   std::set<std::string> synced;
@@ -309,10 +310,11 @@ class World {
   void StartProc(int node);
   InitOptions InitSeams(Node& n, Proc& p, Peers& peers);
   bool Decided(Node& n, const Result<InitOutcome>& outcome);
-  void MakeUpkeep(Node& n, Proc& p, const Member& self);
+  void Redecided(Node& n, Proc& p, const Result<InitOutcome>& again);
+  NodeSeams NodeSeamsOf(Node& n, Proc& p);
   void QuorateMain(Node& n, Proc& p);
   void PodMain(Node& n, Proc& p);
-  void UpkeepLoop(Proc& p);
+  void UpkeepLoop(Proc& p, Upkeep& upkeep);
   // The node's quorate starts again after `down`, or after a moment when none is given.
   void CrashProc(int node, bool lose_volume, const std::string& why, std::optional<Duration> down = std::nullopt);
   void EndProc(int node);

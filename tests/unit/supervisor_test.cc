@@ -77,26 +77,6 @@ TEST_CASE("a first crash is restarted at once, repeated ones after a backoff dou
   CHECK(starts.back().spec.env == rig.options.spec.env);
 }
 
-TEST_CASE("Alive says whether the child runs and how it last ended, and is Ok before the first start") {
-  FakeRig rig;
-  rig.launcher.Plan(FakeRun::ExitAfter(seconds(1), ExitStatus::Exited(2)));
-  std::vector<Status> seen;
-  Supervisor* sup = nullptr;
-  rig.clock.At(rig.clock.Now() + milliseconds(500), [&] { seen.push_back(sup->Alive()); });
-  rig.options.on_exit = [&](const SupervisorExit&) {
-    seen.push_back(sup->Alive());
-    sup->Stop();
-  };
-  Supervisor supervisor(rig.options);
-  sup = &supervisor;
-  CHECK(supervisor.Alive().ok());
-  REQUIRE(supervisor.Run().ok());
-  REQUIRE(seen.size() == 2);
-  CHECK(seen[0].ok());
-  CHECK(seen[1].IsUnavailable());
-  CHECK(seen[1].message() == "etcd is not running; it last ended with exit code 2");
-}
-
 TEST_CASE("a crash after a run of 60s or more counts as a first crash: restarted at once") {
   FakeRig rig;
   for (int i = 0; i < 3; ++i) rig.launcher.Plan(FakeRun::ExitAfter(seconds(1), ExitStatus::Exited(1)));
@@ -275,7 +255,6 @@ TEST_CASE("a stop while a restart is deferred ends Run at once, starting nothing
   REQUIRE(supervisor.Run().ok());
   CHECK(asked == 2);
   CHECK(rig.launcher.starts().size() == 1);
-  CHECK_FALSE(supervisor.Alive().ok());
 }
 
 TEST_CASE("RequestRestart stops the child with SIGTERM and starts it again at once, through before_restart") {
