@@ -499,7 +499,17 @@ Status SnapshotCheck::Write(std::string_view bytes) {
   if (next_ != nullptr) {
     if (Status s = next_->Write(bytes); !s.ok()) return s;
   }
-  // Everything but the last 32 bytes is the database.
+  // Everything but the last 32 bytes is the database. A piece of 32 bytes or more is hashed where it
+  // lies, all but its own last 32 (held back as the tail): copying the whole stream through the
+  // tail cost a pass over the database.
+  if (bytes.size() >= kSnapshotHashBytes) {
+    const size_t n = bytes.size() - kSnapshotHashBytes;
+    EVP_DigestUpdate(hasher_->ctx, tail_.data(), tail_.size());
+    EVP_DigestUpdate(hasher_->ctx, bytes.data(), n);
+    db_bytes_ += tail_.size() + n;
+    tail_.assign(bytes.substr(n));
+    return Status::Ok();
+  }
   tail_.append(bytes);
   if (tail_.size() > kSnapshotHashBytes) {
     size_t n = tail_.size() - kSnapshotHashBytes;
