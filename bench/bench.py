@@ -790,9 +790,10 @@ class Check:
         got = restore_bench.run(self.b, mb, self.runs, versions)
         for v in versions:
             ratio = median(got[v]["ratio"])
+            before = f"; baseline build {median(got[v]['baseline_ratio']):.2f}x" if got[v].get("baseline_ratio") else ""
             self.say(f"restore of {mb} MB on 3 empty nodes (etcd {v}), quorate run --restore-from within 0.5x "
                      f"the same restore by hand", f"median {ratio:.2f}x (quorate {got[v]['quorate']} s / by hand "
-                     f"{got[v]['hand']} s)" if ratio else f"failed ({got[v]})", ratio is not None and ratio <= 0.5)
+                     f"{got[v]['hand']} s{before})" if ratio else f"failed ({got[v]})", ratio is not None and ratio <= 0.5)
 
     def discovery(self):
         out = os.path.join(self.b.work, "cloud.json")
@@ -1028,6 +1029,8 @@ def main():
                          "(all by default)")
     ap.add_argument("--restore-mb", type=int, default=256, help="the database restore measures, in MB")
     ap.add_argument("--restore-versions", default="3.4,3.5", help="the etcd versions restore measures")
+    ap.add_argument("--restore-baseline", default=None,
+                    help="restore: another quorate build measured beside the two ways in the same run (before/after)")
     ap.add_argument("--check", action="store_true",
                     help="one line per DESIGN §9 target, met or not, in a few minutes; writes nothing but --out/check.json")
     args = ap.parse_args()

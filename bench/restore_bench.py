@@ -10,8 +10,9 @@ alternates:
       --initial-cluster, --initial-advertise-peer-urls and a new --initial-cluster-token, then etcd
       started on it;
   (b) `quorate run --restore-from <backup>` on each of them at once, with a new token;
-each timed from the start to the first put the new cluster accepts. quorate's node-1 log keeps its
-steps' times (with --keep, in the work dir).
+each timed from the start to the first put the new cluster accepts; and, with --restore-baseline
+BIN, (c) the same as (b) with another build of quorate (an earlier commit's, for a before and after
+taken in the same run). quorate's logs keep its steps' times (with --keep, in the work dir).
 """
 import os
 import shlex
@@ -69,28 +70,34 @@ def by_hand(b, version, snap, token):
     return b.wait(lambda: bench_mod.writable(list(NODES)), b.args.timeout, f"restore by hand ({version}): writable") - t0
 
 
-def by_quorate(b, version, url, token):
+def by_quorate(b, version, url, token, quorate, tag):
     import bench as bench_mod
     ic = b.static_cluster(len(NODES))
     t0 = time.monotonic()
     for i in NODES:
-        b.spawn(i, b.quorate_args(i, token) + ["--initial-cluster", ic, "--restore-from", url,
-                                               "--etcd", os.path.join(BIN[version], "etcd")], f"restore-quorate-{version}")
+        argv = b.quorate_args(i, token) + ["--initial-cluster", ic, "--restore-from", url,
+                                           "--etcd", os.path.join(BIN[version], "etcd")]
+        b.spawn(i, [quorate] + argv[1:], f"restore-{tag}-{version}")
     return b.wait(lambda: bench_mod.writable(list(NODES)), b.args.timeout, f"restore by quorate ({version}): writable") - t0
 
 
 def run(b, megabytes, runs, versions):
-    """{version: {"hand": [s...], "quorate": [s...], "ratio": [...], "load": [...]}} of `runs` rounds."""
+    """{version: {"hand": [s...], "quorate": [s...], "ratio": [...], "load": [...]}} of `runs` rounds,
+    with "baseline" and "baseline_ratio" too where --restore-baseline names a build."""
     import bench as bench_mod
     work = os.path.join(b.work, "restore")
     os.makedirs(work, exist_ok=True)
     snap, url = save(b, megabytes, work)
+    baseline = getattr(b.args, "restore_baseline", None)
     out = {v: {"hand": [], "quorate": [], "ratio": [], "load": []} for v in versions}
     for r in range(runs):
         for v in versions:
-            ways = [("hand", lambda t: by_hand(b, v, snap, t)), ("quorate", lambda t: by_quorate(b, v, url, t))]
-            if r % 2:
-                ways.reverse()
+            ways = [("hand", lambda t: by_hand(b, v, snap, t)),
+                    ("quorate", lambda t: by_quorate(b, v, url, t, b.args.quorate, "quorate"))]
+            if baseline:
+                ways.append(("baseline", lambda t: by_quorate(b, v, url, t, baseline, "baseline")))
+            # Rotated by round, so that no way always goes first (warmer caches, the load of the moment).
+            ways = ways[r % len(ways):] + ways[:r % len(ways)]
             got = {}
             for name, way in ways:
                 b.reset()
@@ -103,10 +110,15 @@ def run(b, megabytes, runs, versions):
                     got[name] = None
                 finally:
                     b.kill_all()
-            out[v]["hand"].append(got["hand"])
-            out[v]["quorate"].append(got["quorate"])
+            for name in got:
+                out[v].setdefault(name, []).append(got[name])
             ratio = round(got["quorate"] / got["hand"], 2) if got["hand"] and got["quorate"] else None
             out[v]["ratio"].append(ratio)
+            shown = ""
+            if baseline:
+                before = round(got["baseline"] / got["hand"], 2) if got["hand"] and got["baseline"] else None
+                out[v].setdefault("baseline_ratio", []).append(before)
+                shown = f", baseline {got['baseline']} s, ratio {before}"
             print(f"restore {megabytes} MB, etcd {v}, round {r + 1}/{runs}: by hand {got['hand']} s, quorate "
-                  f"{got['quorate']} s, ratio {ratio} (load {out[v]['load'][-1]:.1f})", flush=True)
+                  f"{got['quorate']} s, ratio {ratio}{shown} (load {out[v]['load'][-1]:.1f})", flush=True)
     return out
