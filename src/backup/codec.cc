@@ -207,8 +207,21 @@ class GzipCompressor : public Sink {
 };
 
 // Reading a backup back is inflate-bound (a restore spends most of its own time here): ISA-L's
-// inflate does it in about a third of zlib's CPU on etcd's data. It checks the gzip header, the
-// CRC-32 and the length in the trailer as zlib does; one member, nothing after it.
+// inflate takes well under half of zlib's CPU on etcd's data (`backup verify` of 256 MB, inflate and
+// hash: 0.69 s against 1.40 s). It checks the gzip header, the CRC-32 and the length in the trailer
+// as zlib does; one member, nothing after it.
+const char* InflateError(int rc) {
+  switch (rc) {
+    case ISAL_INVALID_BLOCK: return "an invalid deflate block";
+    case ISAL_INVALID_SYMBOL: return "an invalid deflate symbol";
+    case ISAL_INVALID_LOOKBACK: return "a distance back past the start";
+    case ISAL_INVALID_WRAPPER: return "no gzip header";
+    case ISAL_UNSUPPORTED_METHOD: return "a compression method other than deflate";
+    case ISAL_INCORRECT_CHECKSUM: return "its CRC-32 or length does not match";
+    default: return "inflate failed";
+  }
+}
+
 class GzipDecompressor : public Sink {
  public:
   explicit GzipDecompressor(Sink& next) : next_(next), state_(std::make_unique<inflate_state>()) {
@@ -226,9 +239,7 @@ class GzipDecompressor : public Sink {
       state_->avail_out = static_cast<uint32_t>(out_.size());
       int rc = isal_inflate(state_.get());
       if (rc < 0) {
-        return Status::DataLoss(fmt::format("not a gzip stream, or a damaged one ({})",
-                                            rc == ISAL_INCORRECT_CHECKSUM ? "its CRC-32 or length does not match"
-                                                                          : fmt::format("ISA-L inflate error {}", rc)));
+        return Status::DataLoss(fmt::format("not a gzip stream, or a damaged one ({})", InflateError(rc)));
       }
       const size_t n = out_.size() - state_->avail_out;
       if (n > 0) {
