@@ -782,6 +782,19 @@ class Check:
                  f"{max(rss[small]):.1f} MB at {small} MB, {max(rss[big]):.1f} MB at {big} MB",
                  max(rss[big]) < 30 and growth < 2)
 
+    def restore(self):
+        """--restore-from of a --restore-mb backup on 3 empty nodes against the same restore by hand
+        (etcd's snapshot restore on each node, then etcd), per etcd version, to the first put."""
+        import restore_bench
+        mb, versions = self.b.args.restore_mb, self.b.args.restore_versions.split(",")
+        got = restore_bench.run(self.b, mb, self.runs, versions)
+        for v in versions:
+            ratio = median(got[v]["ratio"])
+            before = f"; baseline build {median(got[v]['baseline_ratio']):.2f}x" if got[v].get("baseline_ratio") else ""
+            self.say(f"restore of {mb} MB on 3 empty nodes (etcd {v}), quorate run --restore-from within 0.5x "
+                     f"the same restore by hand", f"median {ratio:.2f}x (quorate {got[v]['quorate']} s / by hand "
+                     f"{got[v]['hand']} s{before})" if ratio else f"failed ({got[v]})", ratio is not None and ratio <= 0.5)
+
     def discovery(self):
         out = os.path.join(self.b.work, "cloud.json")
         here = os.path.dirname(os.path.abspath(__file__))
@@ -810,6 +823,8 @@ class Check:
             self.full_restart([n for n in sizes if n in (3, 5)] or [3])
         if "backup" in parts:
             self.backup()
+        if "restore" in parts:
+            self.restore()
         if "discovery" in parts:
             self.discovery()
         summary = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
@@ -899,6 +914,14 @@ def table(report):
         what = f"quorate run, N={n}" if way == "quorate" else f"etcd alone (same flags), N={n}"
         lines.append(f"| {what} | {median(xs):.2f} s | {max(xs):.2f} s | " + ", ".join(f"{x:.2f}" for x in xs) + " |"
                      if xs else f"| {what} | timeout | | |")
+    restore = report.get("restore") or {}
+    if restore:
+        lines += ["", f"| restore of {restore['megabytes']} MB on 3 empty nodes → a put succeeds | by hand (median) | "
+                  "quorate run --restore-from (median) | ratio (median) | ratios | load |", "|---|---|---|---|---|---|"]
+    for v, got in (restore.get("rounds") or {}).items():
+        lines.append(f"| etcd {v} | {median(got['hand']) or 0:.2f} s | {median(got['quorate']) or 0:.2f} s | "
+                     f"{median(got['ratio']) or 0:.2f}x | {', '.join(str(x) for x in got['ratio'])} | "
+                     f"{min(got['load']):.1f}-{max(got['load']):.1f} |")
     fp = report["footprint"]
     if not fp:
         return "\n".join(lines).strip()
@@ -1002,7 +1025,12 @@ def main():
     ap.add_argument("--etcd-flags", default="", help="etcd flags the full restarts add, to both ways (e.g. --pre-vote)")
     ap.add_argument("--only", default=None,
                     help="the parts to run (results of the others are left out): bootstrap,heal,restart,footprint by "
-                         "default; with --check, any of bootstrap,heal,restart,backup,discovery (all by default)")
+                         "default, or restore; with --check, any of bootstrap,heal,restart,backup,restore,discovery "
+                         "(all by default)")
+    ap.add_argument("--restore-mb", type=int, default=256, help="the database restore measures, in MB")
+    ap.add_argument("--restore-versions", default="3.4,3.5", help="the etcd versions restore measures")
+    ap.add_argument("--restore-baseline", default=None,
+                    help="restore: another quorate build measured beside the two ways in the same run (before/after)")
     ap.add_argument("--check", action="store_true",
                     help="one line per DESIGN §9 target, met or not, in a few minutes; writes nothing but --out/check.json")
     args = ap.parse_args()
@@ -1010,16 +1038,19 @@ def main():
     bench = Bench(args)
     if args.check:
         try:
-            summary = Check(bench, args.runs).run(args.sizes, (args.only or "bootstrap,heal,restart,backup,discovery").split(","))
+            summary = Check(bench, args.runs).run(args.sizes, (args.only or "bootstrap,heal,restart,backup,restore,discovery").split(","))
         finally:
             bench.kill_all()
-            shutil.rmtree(bench.work, ignore_errors=True)
+            if args.keep:
+                print(f"work dir kept: {bench.work}")
+            else:
+                shutil.rmtree(bench.work, ignore_errors=True)
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "check.json"), "w") as f:
             json.dump(summary, f, indent=1)
         return
     parts = (args.only or "bootstrap,heal,restart,footprint").split(",")
-    results, extras, heal, restart, footprint = {}, {}, {}, {}, {}
+    results, extras, heal, restart, footprint, restore = {}, {}, {}, {}, {}, {}
     try:
         bench.start_dns(args.sizes)
         bench.make_certs(max(args.sizes))
@@ -1032,6 +1063,9 @@ def main():
             restart = bench.restart()
         if "footprint" in parts:
             footprint = bench.footprint()
+        if "restore" in parts:
+            import restore_bench
+            restore = restore_bench.run(bench, args.restore_mb, args.runs, args.restore_versions.split(","))
     finally:
         bench.kill_all()
         bench.dns.kill() if hasattr(bench, "dns") else None
@@ -1060,6 +1094,7 @@ def main():
         "heal": heal,
         "restart": restart,
         "footprint": footprint,
+        "restore": {"megabytes": args.restore_mb, "rounds": restore} if restore else {},
     }
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "latest.json"), "w") as f:
