@@ -58,6 +58,7 @@ enum class Check {
   kTwoClusterIds,     // rule 5: two clusters from one discovery set
   kTorn,              // §3: a file renamed into place before its data was synced, torn by a power cut
   kVoterAdded,        // rule 2: MemberAdd of a voter
+  kStartedEmpty,      // rules 2, 4: etcd started with an empty data dir as a member that had started
   kBeyondSize,        // rule 2: MemberAdd to a cluster at --cluster-size
   kRemovedLive,       // rule 9: MemberRemove of a member whose etcd runs at a live instance
   kRemoveQuorum,      // §4: MemberRemove leaving fewer voters up than a quorum

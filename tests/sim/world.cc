@@ -796,8 +796,15 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
   int inc = LiveIncarnation(r->cluster_id);
   if (inc < 0) return "no such cluster runs";
   const auto& members = clusters_[inc].members;
-  if (std::none_of(members.begin(), members.end(), [&](const ClusterMember& m) { return m.id == self->id; })) {
-    return "the member was removed from the cluster";
+  auto committed = std::find_if(members.begin(), members.end(), [&](const ClusterMember& m) { return m.id == self->id; });
+  if (committed == members.end()) return "the member was removed from the cluster";
+  // Invariant: an empty data dir never takes up a member that has started. Its log and its vote went
+  // with its data, so raft would count it as the voter it was, and it could vote twice in one term.
+  // Such a member is replaced (rule 4: removed, then a new one added), never joined as (rule 2).
+  if (committed->started()) {
+    Fail(Check::kStartedEmpty, fmt::format("{} starts etcd with an empty data dir as member {} of cluster {}, which "
+                                           "started before: its log and vote are lost (rule 4 replaces such a member)",
+                                           n.name, IdToHex(self->id), IdToHex(r->cluster_id)));
   }
   Event(fmt::format("{}: etcd joins cluster {} as {}", n.name, IdToHex(r->cluster_id), IdToHex(self->id)));
   WriteWal(n, self->id, r->cluster_id, inc);
@@ -1942,6 +1949,8 @@ const char* CheckName(Check check) {
       return "exception";
     case Check::kBadInput:
       return "bad-input";
+    case Check::kStartedEmpty:
+      return "started-empty";
     case Check::kUpkeepBucket:
       return "upkeep-bucket";
     case Check::kModel:
