@@ -95,7 +95,7 @@ const std::vector<std::string> kArgv = {"etcd", "--name=n1", "--peer-cert-file=/
 TEST_CASE("CA rotation: nothing asked, nothing done; etcd keeps the operator's files") {
   Rig rig;
   if (!rig.certs.ok()) return;
-  CaRotation rotation(rig.config, [&] { ++rig.restarts; });
+  CaRotationChange rotation(rig.config, [&] { ++rig.restarts; });
   rotation.Round(rig.etcd, rig.self);
   CHECK(rig.restarts == 0);
   CHECK(rotation.last().rule == "R1");
@@ -105,7 +105,7 @@ TEST_CASE("CA rotation: nothing asked, nothing done; etcd keeps the operator's f
 TEST_CASE("CA rotation: the first member restarts onto the bundle, says so once healthy, and the leaves swap live") {
   Rig rig;
   if (!rig.certs.ok()) return;
-  CaRotation rotation(rig.config, [&] { ++rig.restarts; });
+  CaRotationChange rotation(rig.config, [&] { ++rig.restarts; });
   REQUIRE(AskCaRotation(rig.etcd, rig.Id()).ok());
   rotation.Round(rig.etcd, rig.self);
   CHECK(rig.restarts == 1);
@@ -155,7 +155,7 @@ TEST_CASE("CA rotation: a killed quorate starts etcd on the phase it recorded; d
   if (!rig.certs.ok()) return;
   const std::string tls = rig.config.state_dir + "/tls/";
   {
-    CaRotation rotation(rig.config, [&] { ++rig.restarts; });
+    CaRotationChange rotation(rig.config, [&] { ++rig.restarts; });
     REQUIRE(AskCaRotation(rig.etcd, rig.Id()).ok());
     rig.Report("n2", 2);
     rig.Report("n3", 2);
@@ -166,13 +166,13 @@ TEST_CASE("CA rotation: a killed quorate starts etcd on the phase it recorded; d
   }
   // A node whose record was lost restarts in order again; a new quorate reads what the last one wrote.
   for (int phase : {1, 2, 3}) {
-    CaRotation rotation(rig.config, [&] { ++rig.restarts; });
+    CaRotationChange rotation(rig.config, [&] { ++rig.restarts; });
     for (int round = 0; round < 3; ++round) rotation.Round(rig.etcd, rig.self);
     CAPTURE(phase);
     rig.Report("n2", phase);
     rig.Report("n3", phase);
   }
-  CaRotation again(rig.config, [&] { ++rig.restarts; });
+  CaRotationChange again(rig.config, [&] { ++rig.restarts; });
   again.Round(rig.etcd, rig.self);
   CHECK(again.last().rule == "R4");
   CHECK(rig.restarts == 2);
@@ -192,7 +192,7 @@ TEST_CASE("CA rotation: a killed quorate starts etcd on the phase it recorded; d
 TEST_CASE("CA rotation: a next CA that is not the one asked, a next leaf the peers would refuse, or a second rotation under way, is refused") {
   Rig rig;
   if (!rig.certs.ok()) return;
-  CaRotation rotation(rig.config, [&] { ++rig.restarts; });
+  CaRotationChange rotation(rig.config, [&] { ++rig.restarts; });
   REQUIRE(AskCaRotation(rig.etcd, rig.Id()).ok());
   CHECK(AskCaRotation(rig.etcd, rig.Id()).ok());  // asked again: nothing changes
   Status other = AskCaRotation(rig.etcd, std::string(64, 'a'));
@@ -231,7 +231,7 @@ TEST_CASE("CA rotation: the intent and records are read as etcd holds them, and 
   CHECK(*id == std::string(64, 'b'));
   CHECK_FALSE(CaRotationIntentId("{\"id\":\"../x\"}").ok());
   CHECK_FALSE(CaRotationIntentId("not json").ok());
-  CHECK_FALSE(ParseCaRotationReport("{\"name\":\"n1\",\"id\":\"x\",\"phase\":9}").ok());
+  CHECK_FALSE(ParseRollingReport("{\"name\":\"n1\",\"id\":\"x\",\"phase\":9}", CaRotationSpec().plan).ok());
   CHECK(NextTlsPath("/etc/etcd/pki/ca.crt") == "/etc/etcd/pki/next/ca.crt");
   CHECK(NextTlsPath("ca.crt") == "next/ca.crt");
 }
