@@ -236,5 +236,140 @@ TEST_CASE("CA rotation: the intent and records are read as etcd holds them, and 
   CHECK(NextTlsPath("ca.crt") == "next/ca.crt");
 }
 
+// Node n1 of three on http peer URLs, its peer TLS files (ca and its leaf "peer", for 127.0.0.1) given,
+// for the move to TLS.
+struct HttpsRig {
+  TestCerts certs;
+  std::string dir;
+  Config config;
+  KeyedFake etcd;
+  Member self{"n1", {"http://127.0.0.1:2380"}, {"http://127.0.0.1:2379"}};
+  int restarts = 0;
+
+  HttpsRig() {
+    if (!certs.ok()) return;
+    char tmpl[] = "/tmp/quorate-https-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+    config.name = "n1";
+    config.state_dir = dir + "/state";
+    config.peer_tls = certs.Peer();
+    for (int i = 1; i <= 3; ++i) {
+      std::string n = std::to_string(i);
+      etcd.AddStarted(i, "n" + n, {"http://127.0.0." + n + ":2380"}, {"http://127.0.0." + n + ":2379"});
+    }
+  }
+  ~HttpsRig() {
+    if (!dir.empty()) std::filesystem::remove_all(dir);
+  }
+  void Report(const std::string& name, int phase) {
+    etcd.keys[kPeerHttpsMembersPrefix + name] =
+        R"({"name":")" + name + R"(","id":"port 2381","phase":)" + std::to_string(phase) + "}";
+  }
+  std::vector<std::string> Listed(MemberId id) const {
+    for (const auto& m : etcd.Members()) {
+      if (m.id == id) return m.peer_urls;
+    }
+    return {};
+  }
+};
+
+const std::vector<std::string> kHttpArgv = {"etcd", "--name=n1", "--initial-advertise-peer-urls=http://127.0.0.1:2380",
+                                            "--listen-peer-urls", "http://127.0.0.1:2380"};
+
+TEST_CASE("peer TLS: each member restarts onto both listeners in turn, is listed at https live, then drops http") {
+  HttpsRig rig;
+  if (!rig.certs.ok()) return;
+  RollingChanges changes(rig.config, [&] { ++rig.restarts; });
+  REQUIRE(AskPeerHttps(rig.etcd, 2381).ok());
+  CHECK(AskPeerHttps(rig.etcd, 2381).ok());  // asked again: nothing changes
+  Status other = AskPeerHttps(rig.etcd, 2390);
+  CHECK(other.code() == Status::Code::kFailedPrecondition);
+  // One rolling change at a time: each restarts members on its own count (R8).
+  Status ca = AskCaRotation(rig.etcd, std::string(64, 'c'));
+  CHECK(ca.code() == Status::Code::kFailedPrecondition);
+  CHECK(ca.message().find("peer TLS port 2381 is under way") != std::string::npos);
+
+  changes.Round(rig.etcd, rig.self);
+  CHECK(changes.https().last().action == RollingAction::kRestart);
+  CHECK(changes.ca().last().rule == "R1");
+  CHECK(rig.restarts == 1);
+  // Recorded before the restart it asked: etcd starts listening on both.
+  CHECK(LoadPeerHttps(rig.config.state_dir).phase == kHttpsPhaseBoth);
+  CHECK(LoadPeerHttps(rig.config.state_dir).port == 2381);
+  std::vector<std::string> argv = changes.EtcdArgv(kHttpArgv);
+  CHECK(argv[2] == "--initial-advertise-peer-urls=http://127.0.0.1:2380");
+  CHECK(argv[4] == "http://127.0.0.1:2380,https://127.0.0.1:2381");
+  CHECK(changes.AdvertisedPeerUrls(rig.self.peer_urls) == rig.self.peer_urls);
+
+  changes.Round(rig.etcd, rig.self);
+  CHECK(changes.https().last().action == RollingAction::kReport);
+  changes.Round(rig.etcd, rig.self);
+  CHECK(changes.https().last().rule == "R6");
+
+  // Every member on both: n1 lists itself at https, no restart.
+  rig.Report("n2", kHttpsPhaseBoth);
+  rig.Report("n3", kHttpsPhaseBoth);
+  changes.Round(rig.etcd, rig.self);
+  CHECK(changes.https().last().action == RollingAction::kApply);
+  CHECK(rig.restarts == 1);
+  CHECK(rig.Listed(1) == std::vector<std::string>{"https://127.0.0.1:2381"});
+  CHECK(changes.AdvertisedPeerUrls(rig.self.peer_urls) == std::vector<std::string>{"https://127.0.0.1:2381"});
+  argv = changes.EtcdArgv(kHttpArgv);
+  CHECK(argv[2] == "--initial-advertise-peer-urls=https://127.0.0.1:2381");
+  CHECK(argv[4] == "https://127.0.0.1:2381,http://127.0.0.1:2380");
+  changes.Round(rig.etcd, rig.self);
+  CHECK(changes.https().last().action == RollingAction::kReport);
+
+  rig.Report("n2", kHttpsPhaseAdvertised);
+  rig.Report("n3", kHttpsPhaseAdvertised);
+  changes.Round(rig.etcd, rig.self);
+  CHECK(changes.https().last().action == RollingAction::kRestart);
+  CHECK(rig.restarts == 2);
+  CHECK(changes.EtcdArgv(kHttpArgv)[4] == "https://127.0.0.1:2381");
+  changes.Round(rig.etcd, rig.self);
+  rig.Report("n2", kHttpsPhaseHttps);
+  rig.Report("n3", kHttpsPhaseHttps);
+  auto view = ReadRolling(rig.etcd, PeerHttpsSpec());
+  REQUIRE(view.ok());
+  CHECK(view->done());
+  CHECK(FormatRolling(PeerHttpsSpec(), *view).find("peer TLS port 2381: done") == 0);
+  changes.Round(rig.etcd, rig.self);
+  CHECK(changes.https().last().rule == "R4");
+  CHECK(rig.restarts == 2);
+}
+
+TEST_CASE("peer TLS: without the peer TLS files, or with a leaf that does not name the host, a node waits and says why") {
+  HttpsRig rig;
+  if (!rig.certs.ok()) return;
+  REQUIRE(AskPeerHttps(rig.etcd, 2381).ok());
+  {
+    Config plain = rig.config;
+    plain.peer_tls = {};
+    PeerHttpsChange change(plain, [&] { ++rig.restarts; });
+    change.Round(rig.etcd, rig.self);
+    CHECK(change.last().rule == "R5");
+    CHECK(change.last().reason.find("--peer-cert-file") != std::string::npos);
+  }
+  PeerHttpsChange change(rig.config, [&] { ++rig.restarts; });
+  Member moved = rig.self;
+  moved.peer_urls = {"http://10.0.0.9:2380"};
+  change.Round(rig.etcd, moved);
+  CHECK(change.last().rule == "R5");
+  CHECK(change.last().reason.find("10.0.0.9") != std::string::npos);
+  CHECK(rig.restarts == 0);
+  CHECK(LoadPeerHttps(rig.config.state_dir).phase == 0);
+}
+
+TEST_CASE("peer TLS: the intent is read as etcd holds it, and refused when malformed") {
+  auto id = PeerHttpsIntentId(PeerHttpsIntentValue(2381));
+  REQUIRE(id.ok());
+  CHECK(*id == "port 2381");
+  CHECK_FALSE(PeerHttpsIntentId("{\"port\":70000}").ok());
+  CHECK_FALSE(PeerHttpsIntentId("{\"port\":\"2381\"}").ok());
+  CHECK_FALSE(PeerHttpsIntentId("not json").ok());
+  CHECK_FALSE(ParseRollingReport("{\"name\":\"n1\",\"id\":\"port 2381\",\"phase\":4}", PeerHttpsSpec().plan).ok());
+}
+
 }  // namespace
 }  // namespace quorate
