@@ -110,21 +110,38 @@ def stamp(line):
     return datetime.datetime.strptime(m.group(1).replace("T", " "), "%Y-%m-%d %H:%M:%S.%f").timestamp() if m else None
 
 
-def restart_spans(c, since):
-    """(start, end, node, phase) of each etcd restart the rotation asked: from the decision to the node's
-    report of that phase, which it makes once its etcd answers as a voter with a leader, caught up (the
-    gate's own check, rule R3; /readyz's round may come a second later)."""
+def restart_spans(c, since, change="CA rotation"):
+    """(start, end, node, phase) of each etcd restart the rolling change asked: from the decision to the
+    node's report of that phase, which it makes once its etcd answers as a voter with a leader, caught up
+    (the gate's own check, rule R3; /readyz's round may come a second later)."""
     out = []
     for n in c.nodes:
         start = phase = None
         for line in log_since(n, since.get(n.name, 0)).splitlines():
-            m = re.search(r"CA rotation: restarting etcd for phase (\w+)", line)
+            m = re.search(change + r": restarting etcd for phase (\w+)", line)
             if m and stamp(line):
                 start, phase = stamp(line), m.group(1)
-            if start and f"CA rotation: report {phase} (rule R3)" in line and stamp(line):
+            if start and f"{change}: report {phase} (rule R3)" in line and stamp(line):
                 out.append((start, stamp(line), n.name, phase))
                 start = None
     return sorted(out)
+
+
+def restart_killed(node, extra):
+    """Starts `quorate run` again on a node whose quorate was SIGKILLed, until its etcd starts."""
+    at = log_size(node)
+    node.run(extra=extra)
+    wait_until(lambda: node.quorate.poll() is not None or "etcd started" in log_since(node, at), 60,
+               f"{node.name}'s etcd started again, or its quorate exited")
+    if node.quorate.poll() is not None:
+        # The etcd the killed quorate was stopping may still hold its WAL's lock while it shuts down
+        # (1-3 s on 3.5): StopStrayEtcd then sees the lock and no holder (src/node/stray_etcd.cc reads
+        # the lock, then /proc, and the holder exits in between) and quorate exits 1 saying so. Only
+        # that is let through, and quorate is started once more, as its service manager would.
+        said = log_since(node, at)
+        check("is locked by an etcd quorate cannot see" in said, f"{node.name}'s quorate exited at start:\n{said[-2000:]}")
+        log(f"{node.name}'s quorate met the killed one's etcd still shutting down; started once more")
+        node.run(extra=extra)
 
 
 def tls_status(c):
@@ -244,19 +261,7 @@ def test():
     os.kill(n1.quorate.pid, signal.SIGKILL)
     n1.quorate.wait()
     log("n1's quorate killed after its restart decision; starting it again")
-    at = log_size(n1)
-    n1.run(extra=pki.peer_args(pkidir, n1))
-    wait_until(lambda: n1.quorate.poll() is not None or "etcd started" in log_since(n1, at), 60,
-               "n1's etcd started again, or its quorate exited")
-    if n1.quorate.poll() is not None:
-        # The etcd the killed quorate was stopping may still hold its WAL's lock while it shuts down
-        # (1-3 s on 3.5): StopStrayEtcd then sees the lock and no holder (src/node/stray_etcd.cc reads
-        # the lock, then /proc, and the holder exits in between) and quorate exits 1 saying so. Only
-        # that is let through, and quorate is started once more, as its service manager would.
-        said = log_since(n1, at)
-        check("is locked by an etcd quorate cannot see" in said, f"n1's quorate exited at start:\n{said[-2000:]}")
-        log("n1's quorate met the killed one's etcd still shutting down; started once more")
-        n1.run(extra=pki.peer_args(pkidir, n1))
+    restart_killed(n1, pki.peer_args(pkidir, n1))
     wait_done(c, 180)
     wait_healthy(c)
     log(f"rotation 2:\n{tls_status(c)}")

@@ -63,13 +63,13 @@ def peer_args(pki, node):
             "--peer-client-cert-auth"]
 
 
-def handshake(node, ca, crt=None, key=None, prefix=()):
-    """True when etcd's peer listener of `node` completes a TLS handshake trusting only `ca` (a path),
-    presenting crt/key when given (peer client-cert-auth refuses a client cert it does not trust)."""
+def handshake(node, ca, crt=None, key=None, prefix=(), port=2380):
+    """True when etcd's peer listener of `node` (on `port`) completes a TLS handshake trusting only `ca` (a
+    path), presenting crt/key when given (peer client-cert-auth refuses a client cert it does not trust)."""
     argv = ["curl", "--http1.1", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "3", "--cacert", ca]
     if crt:
         argv += ["--cert", crt, "--key", key]
-    r = run(argv + [f"https://{node.ip}:2380/members"], prefix=prefix, check_rc=None, timeout=10)
+    r = run(argv + [f"https://{node.ip}:{port}/members"], prefix=prefix, check_rc=None, timeout=10)
     if r.returncode != 0 or r.stdout.strip() != "200":
         log(f"handshake with {node.name}: {r.returncode} {r.stdout} {r.stderr.strip()}")
     return r.returncode == 0 and r.stdout.strip() == "200"
