@@ -685,7 +685,13 @@ Result<InitOutcome> InitJob::Carry(const Local& local, const PlanInput& input, D
       spdlog::warn("etcd versions or https peer URLs not recorded in the member bucket: {}", s.message());
     }
   }
-  EtcdLaunch launch = MakeEtcdLaunch(c, self, local.token, decision.initial_cluster, decision.initial_cluster_state);
+  // During the move to TLS (§14) etcd listens on both twins, not only the one the membership lists.
+  Config launch_config = c;
+  if (local.https.phase > 0 && local.https.phase < kHttpsPhaseHttps && c.listen_peer_urls.empty()) {
+    launch_config.listen_peer_urls = ListenFor(PeerUrlsAtPhase(local.twins, local.https.port, local.https.phase));
+  }
+  EtcdLaunch launch =
+      MakeEtcdLaunch(launch_config, self, local.token, decision.initial_cluster, decision.initial_cluster_state);
   out.bucket_path = c.state_dir + "/" + kBucketFile;
   out.etcd_config_path = c.state_dir + "/" + kEtcdConfigFile;
   out.etcd_env_path = c.state_dir + "/" + kEtcdEnvFile;

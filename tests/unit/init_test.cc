@@ -1033,6 +1033,18 @@ TEST_CASE("init: moving to TLS with its data lost, the member listed under its n
   CHECK(Contains(rig.EtcdConfig(), "initial-advertise-peer-urls: " + Https(kN1)));
 }
 
+TEST_CASE("init: listed at https part way through the move to TLS, etcd still listens on both twins") {
+  InitRig rig;
+  MovingToHttps(rig, kHttpsPhaseAdvertised);
+  REQUIRE(MakeDirs(rig.config.data_dir + "/member/wal").ok());
+  std::ofstream(rig.config.data_dir + "/member/wal/0.wal") << "not read by the planner's restart rule";
+  rig.config.initial_advertise_peer_urls = {kN1};
+  auto out = rig.Run();
+  REQUIRE_MESSAGE(out.ok(), out.status().message());
+  CHECK(out->self.peer_urls == std::vector<std::string>{Https(kN1)});
+  CHECK(Contains(rig.EtcdConfig(), "listen-peer-urls: " + Https(kN1) + "," + kN1));
+}
+
 TEST_CASE("init: moved to TLS, a restart on the old http flags advertises https, and the bucket lists every member there") {
   InitRig rig;
   MovingToHttps(rig, kHttpsPhaseHttps);
