@@ -70,7 +70,7 @@ struct RollingDecision {
 RollingDecision DecideRolling(const RollingPlan& plan, const RollingFacts& facts);
 const char* RollingActionName(RollingAction action);
 
-// The move of the peers from plaintext to TLS (DESIGN §14, rules H1-H4): its phases, and a member's
+// The move of the peers from plaintext to TLS (DESIGN §14, rules H1-H5): its phases, and a member's
 // peer URLs at each. An http URL's https twin is the same host at `https_port`; an https URL is its
 // own twin (flags already moved by the operator stay as they are).
 inline constexpr int kHttpsPhaseBoth = 1;        // restart: listen on http and https

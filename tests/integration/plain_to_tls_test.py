@@ -12,6 +12,7 @@ certificates), real etcd, a writer and a quorum sampler:
 import json
 import os
 import signal
+import time
 
 import pki
 from ca_rotation_test import QuorumWatch, Writer, restart_spans, restart_killed
@@ -70,6 +71,7 @@ def test():
     q = QuorumWatch(c)
     w.start()
     q.start()
+    began = time.time()
     out = run([QUORATE, "tls", "to-https", "--endpoints", c.endpoints(), "--peer-https-port", str(PORT)],
               check_rc=0).stdout
     log(f"to-https:\n{out}")
@@ -81,11 +83,12 @@ def test():
     restart_killed(n2, pki.peer_args(pkidir, n2))
     wait_until(lambda: ": done" in peer_tls_status(c) and on_https_only(c), 90,
                "every member listed at https and listening on https only")
+    took = time.time() - began
     wait_healthy(c)
     w.finish()
     q.finish()
     spans = restart_spans(c, offsets, change="peer TLS")
-    log(f"restarts: {[(s[2], s[3], round(s[1] - s[0], 2)) for s in spans]}")
+    log(f"the move took {took:.1f}s; restarts: {[(s[2], s[3], round(s[1] - s[0], 2)) for s in spans]}")
     check(len(spans) == 6, f"want 2 restarts per member, got {spans}")
     for a, b in zip(spans, spans[1:]):
         check(a[1] <= b[0], f"two members restarted at once: {a} and {b}")
