@@ -38,17 +38,19 @@ std::string Pem(const std::string& what) {
   return "-----BEGIN CERTIFICATE-----\n" + what + "\n-----END CERTIFICATE-----\n";
 }
 
-// A node n1 of three, its peer files in dir/pki (other-ca and its leaf "stranger": the old CA) and in
-// dir/pki/next (ca and its leaf "peer", for 127.0.0.1: the new one), made by openssl.
+// A node n1 of three, its peer files in dir/pki (other-ca and its leaf "stranger", for 127.0.0.1: the
+// old CA) and in dir/pki/next (ca and its leaf "peer", for 127.0.0.1: the new one), made by openssl; its
+// peers on `scheme` (https for a CA rotation, http before the move to TLS).
 struct Rig {
   TestCerts certs;
   std::string dir;
   Config config;
   KeyedFake etcd;
-  Member self{"n1", {"https://127.0.0.1:2380"}, {"http://10.0.0.1:2379"}};
+  Member self{"n1", {}, {"http://10.0.0.1:2379"}};
   int restarts = 0;
 
-  Rig() {
+  explicit Rig(const std::string& scheme = "https") {
+    self.peer_urls = {scheme + "://127.0.0.1:2380"};
     if (!certs.ok()) return;
     char tmpl[] = "/tmp/quorate-rotation-XXXXXX";
     REQUIRE(mkdtemp(tmpl) != nullptr);
@@ -64,7 +66,7 @@ struct Rig {
     Copy("peer.key", "next/peer.key");
     for (int i = 1; i <= 3; ++i) {
       std::string n = std::to_string(i);
-      etcd.AddStarted(i, "n" + n, {"https://10.0.0." + n + ":2380"}, {"http://10.0.0." + n + ":2379"});
+      etcd.AddStarted(i, "n" + n, {scheme + "://10.0.0." + n + ":2380"}, {"http://10.0.0." + n + ":2379"});
     }
   }
   ~Rig() {
@@ -86,6 +88,17 @@ struct Rig {
   void Report(const std::string& name, int phase) {
     etcd.keys[kCaRotationMembersPrefix + name] =
         R"({"name":")" + name + R"(","id":")" + Id() + R"(","phase":)" + std::to_string(phase) + "}";
+  }
+  // A member's record of the move to TLS at port 2381.
+  void ReportMove(const std::string& name, int phase) {
+    etcd.keys[kPeerHttpsMembersPrefix + name] =
+        R"({"name":")" + name + R"(","id":"port 2381","phase":)" + std::to_string(phase) + "}";
+  }
+  std::vector<std::string> Listed(MemberId id) const {
+    for (const auto& m : etcd.Members()) {
+      if (m.id == id) return m.peer_urls;
+    }
+    return {};
   }
 };
 
@@ -236,49 +249,11 @@ TEST_CASE("CA rotation: the intent and records are read as etcd holds them, and 
   CHECK(NextTlsPath("ca.crt") == "next/ca.crt");
 }
 
-// Node n1 of three on http peer URLs, its peer TLS files (ca and its leaf "peer", for 127.0.0.1) given,
-// for the move to TLS.
-struct HttpsRig {
-  TestCerts certs;
-  std::string dir;
-  Config config;
-  KeyedFake etcd;
-  Member self{"n1", {"http://127.0.0.1:2380"}, {"http://127.0.0.1:2379"}};
-  int restarts = 0;
-
-  HttpsRig() {
-    if (!certs.ok()) return;
-    char tmpl[] = "/tmp/quorate-https-XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    dir = tmpl;
-    config.name = "n1";
-    config.state_dir = dir + "/state";
-    config.peer_tls = certs.Peer();
-    for (int i = 1; i <= 3; ++i) {
-      std::string n = std::to_string(i);
-      etcd.AddStarted(i, "n" + n, {"http://127.0.0." + n + ":2380"}, {"http://127.0.0." + n + ":2379"});
-    }
-  }
-  ~HttpsRig() {
-    if (!dir.empty()) std::filesystem::remove_all(dir);
-  }
-  void Report(const std::string& name, int phase) {
-    etcd.keys[kPeerHttpsMembersPrefix + name] =
-        R"({"name":")" + name + R"(","id":"port 2381","phase":)" + std::to_string(phase) + "}";
-  }
-  std::vector<std::string> Listed(MemberId id) const {
-    for (const auto& m : etcd.Members()) {
-      if (m.id == id) return m.peer_urls;
-    }
-    return {};
-  }
-};
-
 const std::vector<std::string> kHttpArgv = {"etcd", "--name=n1", "--initial-advertise-peer-urls=http://127.0.0.1:2380",
                                             "--listen-peer-urls", "http://127.0.0.1:2380"};
 
 TEST_CASE("peer TLS: each member restarts onto both listeners in turn, is listed at https live, then drops http") {
-  HttpsRig rig;
+  Rig rig("http");
   if (!rig.certs.ok()) return;
   RollingChanges changes(rig.config, [&] { ++rig.restarts; });
   REQUIRE(AskPeerHttps(rig.etcd, 2381).ok());
@@ -308,8 +283,8 @@ TEST_CASE("peer TLS: each member restarts onto both listeners in turn, is listed
   CHECK(changes.https().last().rule == "R6");
 
   // Every member on both: n1 lists itself at https, no restart.
-  rig.Report("n2", kHttpsPhaseBoth);
-  rig.Report("n3", kHttpsPhaseBoth);
+  rig.ReportMove("n2", kHttpsPhaseBoth);
+  rig.ReportMove("n3", kHttpsPhaseBoth);
   changes.Round(rig.etcd, rig.self);
   CHECK(changes.https().last().action == RollingAction::kApply);
   CHECK(rig.restarts == 1);
@@ -321,15 +296,15 @@ TEST_CASE("peer TLS: each member restarts onto both listeners in turn, is listed
   changes.Round(rig.etcd, rig.self);
   CHECK(changes.https().last().action == RollingAction::kReport);
 
-  rig.Report("n2", kHttpsPhaseAdvertised);
-  rig.Report("n3", kHttpsPhaseAdvertised);
+  rig.ReportMove("n2", kHttpsPhaseAdvertised);
+  rig.ReportMove("n3", kHttpsPhaseAdvertised);
   changes.Round(rig.etcd, rig.self);
   CHECK(changes.https().last().action == RollingAction::kRestart);
   CHECK(rig.restarts == 2);
   CHECK(changes.EtcdArgv(kHttpArgv)[4] == "https://127.0.0.1:2381");
   changes.Round(rig.etcd, rig.self);
-  rig.Report("n2", kHttpsPhaseHttps);
-  rig.Report("n3", kHttpsPhaseHttps);
+  rig.ReportMove("n2", kHttpsPhaseHttps);
+  rig.ReportMove("n3", kHttpsPhaseHttps);
   auto view = ReadRolling(rig.etcd, PeerHttpsSpec());
   REQUIRE(view.ok());
   CHECK(view->done());
@@ -340,7 +315,7 @@ TEST_CASE("peer TLS: each member restarts onto both listeners in turn, is listed
 }
 
 TEST_CASE("peer TLS: without the peer TLS files, or with a leaf that does not name the host, a node waits and says why") {
-  HttpsRig rig;
+  Rig rig("http");
   if (!rig.certs.ok()) return;
   REQUIRE(AskPeerHttps(rig.etcd, 2381).ok());
   {
