@@ -299,16 +299,28 @@ int TlsToHttps(const Config& config, const Words&) {
   auto client = MakeEtcdClient({config.endpoints, config.etcdctl_tls, std::chrono::seconds(5)});
   auto listing = client->MemberList();
   if (!listing.ok()) return Fail(listing.status());
-  // On a port one of them already listens on for peers, the https listener would not bind.
+  auto asked = ReadRolling(*client, PeerHttpsSpec());
+  if (!asked.ok()) return Fail(asked.status());
+  bool any_http = false;
   for (const ClusterMember& m : listing->members) {
     for (const std::string& u : m.peer_urls) {
       auto url = ParseUrl(u);
-      if (url.ok() && url->scheme == "http" && url->port == config.peer_https_port) {
+      if (!url.ok() || url->scheme != "http") continue;
+      any_http = true;
+      // On a port one of them already listens on for peers, the https listener would not bind.
+      if (url->port == config.peer_https_port) {
         return Fail(Status::InvalidArgument(fmt::format(
             "--peer-https-port {}: member {} listens for peers there over http ({}); give another port",
             config.peer_https_port, m.name.empty() ? IdToHex(m.id) : m.name, u)));
       }
     }
+  }
+  // Asked again once done, the answer is the same; a new move of a cluster on https would only
+  // restart every member twice.
+  if (!any_http && asked->id != PeerHttpsId(config.peer_https_port)) {
+    return Fail(Status::InvalidArgument(fmt::format(
+        "--endpoints: every member of cluster {} is listed at https peer URLs already; nothing to move",
+        IdToHex(listing->cluster_id))));
   }
   if (Status s = AskPeerHttps(*client, config.peer_https_port); !s.ok()) return Fail(s);
   spdlog::info("move of the peers to https on port {} asked: every node's quorate carries it out",

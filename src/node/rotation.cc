@@ -167,8 +167,10 @@ Result<std::string> PeerHttpsIntentId(const std::string& value) {
   if (port < kMinHttpsPort || port > kMaxHttpsPort) {
     return Status::InvalidArgument(fmt::format("{}: port {} is not a TCP port", kPeerHttpsIntentKey, port));
   }
-  return fmt::format("port {}", port);
+  return PeerHttpsId(port);
 }
+
+std::string PeerHttpsId(int https_port) { return fmt::format("port {}", https_port); }
 
 Result<RollingReport> ParseRollingReport(const std::string& value, const RollingPlan& plan) {
   auto doc = nlohmann::json::parse(value, nullptr, false);
@@ -273,9 +275,9 @@ Status AskCaRotation(EtcdClient& client, const std::string& id) {
 
 Status AskPeerHttps(EtcdClient& client, int https_port) {
   const std::string value = PeerHttpsIntentValue(https_port);
-  auto id = PeerHttpsIntentId(value);
-  if (!id.ok()) return id.status();
-  return AskRolling(client, PeerHttpsSpec(), CaRotationSpec(), *id, value);
+  // The port as etcd will read it back: one no intent can hold is refused here, not by every node.
+  if (auto id = PeerHttpsIntentId(value); !id.ok()) return id.status();
+  return AskRolling(client, PeerHttpsSpec(), CaRotationSpec(), PeerHttpsId(https_port), value);
 }
 
 RollingLocal LoadRollingLocal(const std::string& state_dir, const RollingSpec& spec) {

@@ -51,7 +51,8 @@ Result<std::string> CaFingerprint(const std::string& ca_file);
 std::string CaRotationIntentValue(const std::string& id);
 Result<std::string> CaRotationIntentId(const std::string& value);
 std::string PeerHttpsIntentValue(int https_port);
-Result<std::string> PeerHttpsIntentId(const std::string& value);  // "port 2381"
+Result<std::string> PeerHttpsIntentId(const std::string& value);
+std::string PeerHttpsId(int https_port);  // the move's ID: "port 2381"
 struct RollingReport {
   std::string name;
   std::string id;

@@ -1,5 +1,5 @@
 """Issue 24, item 3: a running cluster's peers moved from plaintext to TLS with no downtime (docs/DESIGN.md
-§14, rules H1-H4), 3 nodes under `quorate run` on http peer URLs with their peer TLS files given (openssl
+§14, rules H1-H5), 3 nodes under `quorate run` on http peer URLs with their peer TLS files given (openssl
 certificates), real etcd, a writer and a quorum sampler:
 1. Bad input to `quorate tls to-https` (no port, the http peer port): exit 2, one line, no intent written.
 2. `quorate tls to-https --peer-https-port 2381`; n2's quorate is SIGKILLed just after it decided its first
@@ -8,7 +8,8 @@ certificates), real etcd, a writer and a quorum sampler:
    each etcd was restarted exactly twice (both, https), never two at once; a majority always answered and
    the writer never failed for longer than one member's restart.
 3. n1's quorate is stopped and started again with its old (http) flags: it restarts on its data at https,
-   upkeep leaves the membership at https, and its member bucket lists every member at https."""
+   upkeep leaves the membership at https, and its member bucket lists every member at https. Asked again,
+   to-https answers the same; another port for a cluster on https is bad input (exit 2)."""
 import json
 import os
 import signal
@@ -93,6 +94,11 @@ def test():
     urls = [u for m in json.loads(bucket)["members"].values() for u in m["peerURLs"]]
     check(urls and all(u.startswith("https://") and u.endswith(f":{PORT}") for u in urls),
           f"n1's bucket does not list every member at https: {urls}")
+
+    # Asked again, the same answer; another move of a cluster on https, refused as bad input.
+    run([QUORATE, "tls", "to-https", "--endpoints", c.endpoints(), "--peer-https-port", str(PORT)], check_rc=0)
+    r = run([QUORATE, "tls", "to-https", "--endpoints", c.endpoints(), "--peer-https-port", "2390"], check_rc=2)
+    check(r.stderr.count("\n") == 1 and "nothing to move" in r.stderr, f"a move of an https cluster: {r.stderr}")
 
 
 if __name__ == "__main__":
