@@ -289,11 +289,55 @@ int TlsRotateCa(const Config& config, const Words&) {
   return 0;
 }
 
+// DESIGN §14: asks every node's quorate to move its member's peers from http to https at
+// --peer-https-port, on the peer TLS files each quorate is given; prints where each member is.
+int TlsToHttps(const Config& config, const Words&) {
+  if (config.peer_https_port == 0) {
+    return Fail(Status::InvalidArgument(
+        "--peer-https-port: give the port each member's https peer URL is to have (not its http one)"));
+  }
+  auto client = MakeEtcdClient({config.endpoints, config.etcdctl_tls, std::chrono::seconds(5)});
+  auto listing = client->MemberList();
+  if (!listing.ok()) return Fail(listing.status());
+  auto asked = ReadRolling(*client, PeerHttpsSpec());
+  if (!asked.ok()) return Fail(asked.status());
+  bool any_http = false;
+  for (const ClusterMember& m : listing->members) {
+    for (const std::string& u : m.peer_urls) {
+      auto url = ParseUrl(u);
+      if (!url.ok() || url->scheme != "http") continue;
+      any_http = true;
+      // On a port one of them already listens on for peers, the https listener would not bind.
+      if (url->port == config.peer_https_port) {
+        return Fail(Status::InvalidArgument(fmt::format(
+            "--peer-https-port {}: member {} listens for peers there over http ({}); give another port",
+            config.peer_https_port, m.name.empty() ? IdToHex(m.id) : m.name, u)));
+      }
+    }
+  }
+  // Asked again once done, the answer is the same; a new move of a cluster on https would only
+  // restart every member twice.
+  if (!any_http && asked->id != PeerHttpsId(config.peer_https_port)) {
+    return Fail(Status::InvalidArgument(fmt::format(
+        "--endpoints: every member of cluster {} is listed at https peer URLs already; nothing to move",
+        IdToHex(listing->cluster_id))));
+  }
+  if (Status s = AskPeerHttps(*client, config.peer_https_port); !s.ok()) return Fail(s);
+  spdlog::info("move of the peers to https on port {} asked: every node's quorate carries it out",
+               config.peer_https_port);
+  auto view = ReadRolling(*client, PeerHttpsSpec());
+  if (!view.ok()) return Fail(view.status());
+  std::cout << FormatRolling(PeerHttpsSpec(), *view);
+  return 0;
+}
+
 int TlsStatus(const Config& config, const Words&) {
   auto client = MakeEtcdClient({config.endpoints, config.etcdctl_tls, std::chrono::seconds(5)});
-  auto view = ReadCaRotation(*client);
-  if (!view.ok()) return Fail(view.status());
-  std::cout << FormatCaRotation(*view);
+  for (const RollingSpec& spec : {CaRotationSpec(), PeerHttpsSpec()}) {
+    auto view = ReadRolling(*client, spec);
+    if (!view.ok()) return Fail(view.status());
+    std::cout << FormatRolling(spec, *view);
+  }
   return 0;
 }
 
@@ -441,7 +485,13 @@ const std::vector<Command>& Commands() {
        "serves its new leaf, then trusts the new CA only (a second rolling restart); the new CA and leaves are "
        "read from next/ beside each file",
        Concat({kCommon, {"endpoints", "cacert", "cert", "key", "peer-trusted-ca-file"}}), TlsRotateCa},
-      {"tls", "status", "where the CA rotation is: its ID and each member's phase",
+      {"tls", "to-https",
+       "move a running cluster's peers from plaintext to TLS with no downtime: every node's quorate listens on "
+       "http and https (a rolling restart), lists its member at https://<host>:<--peer-https-port>, then listens on "
+       "https only (a second rolling restart); each needs its peer TLS files (--peer-cert-file, --peer-key-file, "
+       "--peer-trusted-ca-file) given to quorate run",
+       Concat({kCommon, {"endpoints", "cacert", "cert", "key", "peer-https-port"}}), TlsToHttps},
+      {"tls", "status", "where the CA rotation and the move to TLS are: each one's ID and each member's phase",
        Concat({kCommon, {"endpoints", "cacert", "cert", "key"}}), TlsStatus},
       {"backup", "save",
        "stream a snapshot of the cluster at --endpoints into --backup-to (compressed, encrypted with the first "

@@ -575,6 +575,9 @@ const std::vector<OptionDef>& AllOptions() {
       Row("cacert", "ETCDCTL_CACERT", "CA bundle to verify etcd", TlsFile(&C::etcdctl_tls, &TlsFiles::trusted_ca_file)),
       Row("cert", "ETCDCTL_CERT", "client certificate for etcd", TlsFile(&C::etcdctl_tls, &TlsFiles::cert_file)),
       Row("key", "ETCDCTL_KEY", "client key for etcd", TlsFile(&C::etcdctl_tls, &TlsFiles::key_file)),
+      Row("peer-https-port", "QUORATE_PEER_HTTPS_PORT",
+          "the port of each member's https peer URL (same host as its http one) after tls to-https",
+          Whole(&C::peer_https_port, 1, 65535)),
       BoolRow("ignore-not-found", "QUORATE_IGNORE_NOT_FOUND",
               "a MEMBER that is not in the cluster is reported and skipped (exit 0) instead of being bad input, so "
               "a removal that stopped half-way can simply be run again",

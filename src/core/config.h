@@ -48,6 +48,7 @@ struct Config {
   std::vector<std::string> endpoints;
   TlsFiles etcdctl_tls;  // --cacert, --cert, --key
   bool ignore_not_found = false;  // member remove: skip a MEMBER the cluster does not list
+  int peer_https_port = 0;        // tls to-https: the port every member's peer https URL gets
 
   // Backups and restore (docs/DESIGN.md §11).
   std::string backup_to;                      // store URL: file:///dir, s3://, gs:// or azblob://

@@ -135,4 +135,58 @@ RollingDecision DecideRolling(const RollingPlan& plan, const RollingFacts& f) {
                             phase.name));
 }
 
+RollingPlan PeerHttpsPlan() {
+  RollingPlan plan;
+  plan.change = "peer TLS";
+  plan.initial = "http";
+  // etcd reads its listen URLs only at start; a member's advertised peer URLs change live
+  // (MemberUpdate), and a peer dials the new one once it has the CA (since `both`).
+  plan.phases = {{"both", true}, {"advertised", false}, {"https", true}};
+  return plan;
+}
+
+namespace {
+
+// The https twin of an http URL: the same host at `port`.
+std::string HttpsTwin(const std::string& url, int port) {
+  auto parsed = ParseUrl(url);
+  if (!parsed.ok() || parsed->scheme != "http") return url;
+  const std::string& host = parsed->host;
+  return fmt::format("https://{}:{}", host.find(':') != std::string::npos ? "[" + host + "]" : host, port);
+}
+
+void AddOnce(std::vector<std::string>& out, const std::string& url) {
+  if (std::find(out.begin(), out.end(), url) == out.end()) out.push_back(url);
+}
+
+}  // namespace
+
+std::vector<std::string> PeerUrlsAtPhase(const std::vector<std::string>& urls, int https_port, int phase) {
+  if (phase <= 0) return urls;
+  std::vector<std::string> out;
+  if (phase < kHttpsPhaseHttps) {
+    // The listed one first: a probe that finds it answering looks no further.
+    for (const auto& u : AdvertisedPeerUrlsAtPhase(urls, https_port, phase)) AddOnce(out, u);
+  }
+  for (const auto& u : urls) {
+    if (phase < kHttpsPhaseHttps) AddOnce(out, u);
+    AddOnce(out, HttpsTwin(u, https_port));
+  }
+  return out;
+}
+
+std::vector<std::string> AdvertisedPeerUrlsAtPhase(const std::vector<std::string>& urls, int https_port, int phase) {
+  if (phase < kHttpsPhaseAdvertised) {
+    // Before `advertised` an https twin is not listed yet: the http URLs it came from are.
+    std::vector<std::string> http;
+    for (const auto& u : urls) {
+      if (u.rfind("http://", 0) == 0) http.push_back(u);
+    }
+    return http.empty() ? urls : http;
+  }
+  std::vector<std::string> out;
+  for (const auto& u : urls) AddOnce(out, HttpsTwin(u, https_port));
+  return out;
+}
+
 }  // namespace quorate

@@ -70,4 +70,19 @@ struct RollingDecision {
 RollingDecision DecideRolling(const RollingPlan& plan, const RollingFacts& facts);
 const char* RollingActionName(RollingAction action);
 
+// The move of the peers from plaintext to TLS (DESIGN §14, rules H1-H5): its phases, and a member's
+// peer URLs at each. An http URL's https twin is the same host at `https_port`; an https URL is its
+// own twin (flags already moved by the operator stay as they are).
+inline constexpr int kHttpsPhaseBoth = 1;        // restart: listen on http and https
+inline constexpr int kHttpsPhaseAdvertised = 2;  // live: the membership lists the https URL
+inline constexpr int kHttpsPhaseHttps = 3;       // restart: listen on https only
+RollingPlan PeerHttpsPlan();
+// Where a member at `phase` listens, and so may be reached: the URLs themselves at 0; both twins
+// during the move, the one the membership lists first (http at `both`, https from `advertised`);
+// the https twins once done. No URL twice.
+std::vector<std::string> PeerUrlsAtPhase(const std::vector<std::string>& urls, int https_port, int phase);
+// What the membership lists for a member at `phase`: its http URLs until `advertised`, their https
+// twins from then on.
+std::vector<std::string> AdvertisedPeerUrlsAtPhase(const std::vector<std::string>& urls, int https_port, int phase);
+
 }  // namespace quorate

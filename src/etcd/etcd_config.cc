@@ -16,6 +16,8 @@ bool IsIpLiteral(const std::string& host) {
   return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
 }
 
+}  // namespace
+
 // etcd refuses host names in listen URLs; a name is what a StatefulSet advertises.
 std::vector<std::string> ListenFor(const std::vector<std::string>& advertised) {
   std::vector<std::string> out;
@@ -26,6 +28,8 @@ std::vector<std::string> ListenFor(const std::vector<std::string>& advertised) {
   }
   return out;
 }
+
+namespace {
 
 // Settings etcd's config file takes as YAML booleans, not strings.
 const std::set<std::string> kBooleanSettings = {"pre-vote"};

@@ -18,6 +18,10 @@ struct EtcdLaunch {
   TlsFiles peer_tls;
 };
 
+// Where etcd listens for URLs it advertises: the same where they name an IP address, 0.0.0.0 on the
+// same port where they name a host.
+std::vector<std::string> ListenFor(const std::vector<std::string>& advertised);
+
 // `self` carries the peer and client URLs to advertise; listen URLs default to the advertised ones
 // when those name an IP address, and to 0.0.0.0 on the same port when they name a host.
 EtcdLaunch MakeEtcdLaunch(const Config& config, const Member& self, const std::string& token,

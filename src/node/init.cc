@@ -16,6 +16,7 @@
 #include "etcd/etcd_version.h"
 #include "etcd/etcd_wal.h"
 #include "node/etcd_binary.h"
+#include "node/rotation.h"
 #include "quorate/fs.h"
 #include "quorate/log.h"
 #include "store/sealed_bucket.h"
@@ -209,6 +210,28 @@ Result<std::optional<MemberSet>> ReadSealed(const Config& c, bool can_discover, 
   }
 }
 
+// During the move to TLS (§14) this member's phase is recorded before the MemberUpdate that follows
+// it, so for a moment the membership may list it at the other twin than its phase says (and a
+// restore of the state dir may put it further apart). The planner finds a member by its peer URLs:
+// it is given the ones the views list under its name, when they are its own twins.
+void AdoptListedTwins(PlanInput& input, const std::vector<std::string>& twins) {
+  if (twins.empty()) return;
+  for (const auto& p : input.peers) {
+    if (!p.cluster) continue;
+    for (const auto& m : p.cluster->members) {
+      if (m.name != input.self.name || m.peer_urls.empty() || SameUrlSet(m.peer_urls, input.self.peer_urls)) continue;
+      bool own = std::all_of(m.peer_urls.begin(), m.peer_urls.end(), [&](const std::string& u) {
+        return std::find(twins.begin(), twins.end(), u) != twins.end();
+      });
+      if (!own) continue;
+      spdlog::info("{} is listed at {}, its own twins in the move to TLS: taken as this member", input.self.name,
+                   Join(m.peer_urls));
+      input.self.peer_urls = m.peer_urls;
+      return;
+    }
+  }
+}
+
 // The members a new bucket records: the discovered set, and this node beside it when it joins from
 // outside it (rule 2), since a restart (rule 1) and `quorate upkeep` take their own member from there.
 Result<MemberSet> BucketMembers(const MemberSet& expected, const Member& self) {
@@ -253,6 +276,9 @@ struct InitJob::Local {
   MemberSet expected;
   // Discovery listed a whole scaling group just now (rule 9); never for a stored or sealed set.
   bool whole_group = false;
+  // This node's phase of the move to TLS (§14), and its peer URLs' http and https twins (none at 0).
+  PeerHttpsState https;
+  std::vector<std::string> twins;
 };
 
 InitJob::InitJob(Config config, InitOptions options)
@@ -282,6 +308,15 @@ void InitJob::SetRunning(bool running) {
 Result<InitJob::Local> InitJob::GatherLocal(Clock::TimePoint deadline) {
   const Config& c = config_;
   Local local;
+  local.https = LoadPeerHttps(c.state_dir);
+  // etcd would be started listening on https with no certificate to serve there.
+  if (local.https.phase > 0 &&
+      (c.peer_tls.cert_file.empty() || c.peer_tls.key_file.empty() || c.peer_tls.trusted_ca_file.empty())) {
+    return Status::InvalidArgument(fmt::format(
+        "{}/tls/peer-https.json: this member is at phase {} of the move to TLS; give --peer-trusted-ca-file, "
+        "--peer-cert-file and --peer-key-file",
+        c.state_dir, PeerHttpsPlan().PhaseName(local.https.phase)));
+  }
   local.has_data = HasEtcdData(c.data_dir);
   // With --bucket the sealed member set may stand in for discovery entirely.
   std::unique_ptr<DiscoveryProvider> provider;
@@ -370,6 +405,17 @@ Result<InitJob::Local> InitJob::GatherLocal(Clock::TimePoint deadline) {
       if (m.name == local.self.name) m = local.self;
     }
   }
+  // The move to TLS (§14): this member as the membership lists it at its phase, every other where it
+  // listens (during the move both twins, the one it is listed at first, so a probe finds it at once;
+  // the https ones once done): the flags and discovery keep the http URLs the cluster started with.
+  if (local.https.phase > 0) {
+    local.twins = PeerUrlsAtPhase(local.self.peer_urls, local.https.port, kHttpsPhaseBoth);
+    local.self.peer_urls = AdvertisedPeerUrlsAtPhase(local.self.peer_urls, local.https.port, local.https.phase);
+    for (auto& m : discovered) {
+      m.peer_urls = m.name == local.self.name ? local.self.peer_urls
+                                              : PeerUrlsAtPhase(m.peer_urls, local.https.port, local.https.phase);
+    }
+  }
   auto expected = MemberSet::Create(discovered, local.token);
   if (!expected.ok()) return expected.status().Prefixed(provider ? provider->Describe() : c.bucket);
   local.expected = std::move(*expected);
@@ -422,7 +468,8 @@ Status InitJob::ServeAgent(const Local& local, const PlanInput& input) {
   return Status::Ok();
 }
 
-Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Clock::TimePoint deadline) {
+Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, const std::vector<std::string>& twins,
+                                 Clock::TimePoint deadline) {
   // Nodes started together serve their agents a moment apart: the first asks again soon, doubling up
   // to the poll interval, so a bootstrap does not lose a whole interval to a peer a few ms late.
   Backoff backoff(clock_, kFirstAskAgain, kDiscoveryPollInterval, deadline, options_.stop.fd);
@@ -481,6 +528,7 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, Cl
         spdlog::debug("no member list read with quorum, so no removal is concluded: {}", listing.status().message());
       }
     }
+    AdoptListedTwins(input, twins);
     Decision decision = Plan(input);
     if (options_.on_decision) options_.on_decision(decision);
     bool provisional = decision.look_again;
@@ -611,6 +659,19 @@ Result<InitOutcome> InitJob::Carry(const Local& local, const PlanInput& input, D
   } else {
     bucket = local.stored;
   }
+  // Done moving to TLS (§14): the bucket lists every member at its https peer URLs from now on.
+  bool moved_to_https = false;
+  if (local.has_data && local.stored && local.https.phase == kHttpsPhaseHttps) {
+    std::vector<Member> members = bucket->members.members();
+    for (auto& m : members) {
+      auto https = PeerUrlsAtPhase(m.peer_urls, local.https.port, local.https.phase);
+      moved_to_https |= https != m.peer_urls;
+      m.peer_urls = std::move(https);
+    }
+    auto translated = MemberSet::Create(std::move(members), bucket->members.token());
+    if (!translated.ok()) return translated.status().Prefixed(c.state_dir + "/" + kBucketFile);
+    bucket->members = std::move(*translated);
+  }
   if (out.etcd_version) bucket->cluster.etcd_version = out.etcd_version;
   bucket->cluster.cluster_version = out.cluster_version;
   // Saved when new or when a version moved: a restart with nothing new writes nothing. A record of
@@ -618,13 +679,19 @@ Result<InitOutcome> InitJob::Carry(const Local& local, const PlanInput& input, D
   // and the next start records them.
   if (!local.has_data || !local.stored) {
     if (Status s = SaveBucket(c.state_dir, *bucket); !s.ok()) return s;
-  } else if (local.stored->cluster.etcd_version != bucket->cluster.etcd_version ||
+  } else if (moved_to_https || local.stored->cluster.etcd_version != bucket->cluster.etcd_version ||
              local.stored->cluster.cluster_version != bucket->cluster.cluster_version) {
     if (Status s = SaveBucket(c.state_dir, *bucket); !s.ok()) {
-      spdlog::warn("etcd versions not recorded in the member bucket: {}", s.message());
+      spdlog::warn("etcd versions or https peer URLs not recorded in the member bucket: {}", s.message());
     }
   }
-  EtcdLaunch launch = MakeEtcdLaunch(c, self, local.token, decision.initial_cluster, decision.initial_cluster_state);
+  // During the move to TLS (§14) etcd listens on both twins, not only the one the membership lists.
+  Config launch_config = c;
+  if (local.https.phase > 0 && local.https.phase < kHttpsPhaseHttps && c.listen_peer_urls.empty()) {
+    launch_config.listen_peer_urls = ListenFor(PeerUrlsAtPhase(local.twins, local.https.port, local.https.phase));
+  }
+  EtcdLaunch launch =
+      MakeEtcdLaunch(launch_config, self, local.token, decision.initial_cluster, decision.initial_cluster_state);
   out.bucket_path = c.state_dir + "/" + kBucketFile;
   out.etcd_config_path = c.state_dir + "/" + kEtcdConfigFile;
   out.etcd_env_path = c.state_dir + "/" + kEtcdEnvFile;
@@ -678,7 +745,7 @@ Result<InitOutcome> InitJob::Run() {
 
   Backoff stale(clock_, kDiscoveryPollInterval, kDiscoveryPollInterval, deadline, options_.stop.fd);
   while (true) {
-    auto decision = Decide(input, local->expected, deadline);
+    auto decision = Decide(input, local->expected, local->twins, deadline);
     if (!decision.ok()) return decision.status();
     spdlog::info("decision: {}: {}", ActionName(decision->action), decision->reason);
     auto carried = Carry(*local, input, std::move(*decision), deadline);

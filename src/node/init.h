@@ -96,7 +96,10 @@ class InitJob {
   struct Local;
   Result<Local> GatherLocal(Clock::TimePoint deadline);
   Status ServeAgent(const Local& local, const PlanInput& input);
-  Result<Decision> Decide(PlanInput& input, const MemberSet& expected, Clock::TimePoint deadline);
+  // `twins`: this member's peer URLs' http and https twins during the move to TLS (§14), under which
+  // the views may list it; none otherwise.
+  Result<Decision> Decide(PlanInput& input, const MemberSet& expected, const std::vector<std::string>& twins,
+                          Clock::TimePoint deadline);
   std::vector<MemberId> StillOutsideGroup(std::vector<MemberId> silent, const PlanInput& input);
   Result<InitOutcome> Carry(const Local& local, const PlanInput& input, Decision decision,
                             Clock::TimePoint deadline);

@@ -15,12 +15,13 @@
 namespace quorate {
 namespace {
 
-constexpr const char* kLocalFile = "ca-rotation.json";
 constexpr const char* kCaFile = "peer-ca.crt";
 constexpr const char* kCertFile = "peer.crt";
 constexpr const char* kKeyFile = "peer.key";
 constexpr int kPhaseLeaves = 2;
 constexpr int kPhaseNew = 3;
+constexpr int kMinHttpsPort = 1;
+constexpr int kMaxHttpsPort = 65535;
 
 // The rotation's ID. (Not the S3 signer's helper: a CA rotation has nothing to do with a store.)
 std::string Sha256Hex(const std::string& data) {
@@ -39,6 +40,59 @@ std::string Joined(const std::string& a, const std::string& b) {
   return out + b;
 }
 
+// The flag's value in `argv`, in either spelling; empty when it is not there.
+std::string GetFlag(const std::vector<std::string>& argv, const std::string& flag) {
+  const std::string eq = "--" + flag + "=";
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i].rfind(eq, 0) == 0) return argv[i].substr(eq.size());
+    if (argv[i] == "--" + flag && i + 1 < argv.size()) return argv[i + 1];
+  }
+  return "";
+}
+
+std::vector<std::string> SplitUrls(const std::string& list) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (begin <= list.size()) {
+    size_t comma = list.find(',', begin);
+    if (comma == std::string::npos) comma = list.size();
+    if (comma > begin) out.push_back(list.substr(begin, comma - begin));
+    begin = comma + 1;
+  }
+  return out;
+}
+
+// The https port of a move to TLS from its ID ("port 2381"); 0 when it is not one.
+int PortOf(const std::string& id) {
+  if (id.rfind("port ", 0) != 0) return 0;
+  const std::string digits = id.substr(5);
+  if (digits.empty() || digits.size() > 5 || digits.find_first_not_of("0123456789") != std::string::npos) return 0;
+  int port = std::stoi(digits);
+  return port >= kMinHttpsPort && port <= kMaxHttpsPort ? port : 0;
+}
+
+// The peer TLS files a change needs, each named by its flag; empty when all are given.
+std::string MissingPeerTls(const TlsFiles& tls, const std::string& change) {
+  if (!tls.trusted_ca_file.empty() && !tls.cert_file.empty() && !tls.key_file.empty()) return "";
+  return fmt::format("{} is of the peer TLS: give --peer-trusted-ca-file, --peer-cert-file and --peer-key-file",
+                     change);
+}
+
+// Why `leaf_file` is not a leaf the CA in `ca_file` (`ca_what`, for the message) issued naming `urls`'s
+// hosts (the peers would refuse it); empty when it is.
+std::string LeafProblem(const std::string& ca_file, const std::string& ca_what, const std::string& leaf_file,
+                        const std::vector<std::string>& urls, const std::string& fix) {
+  auto ca = ReadCertFile(ca_file);
+  auto leaf = ReadCertFile(leaf_file);
+  if (!ca.ok()) return ca.status().message();
+  if (!leaf.ok()) return leaf.status().message();
+  if (leaf->issuer != ca->subject) {
+    return fmt::format("{} is issued by {}, not by {} {}: {}", leaf_file, leaf->issuer, ca_what, ca->subject, fix);
+  }
+  if (Status names = CheckNames(*leaf, urls, leaf_file); !names.ok()) return names.message();
+  return "";
+}
+
 // The flag's value in `argv` replaced by `value`, for both spellings etcd takes (--f=v, --f v).
 void SetFlag(std::vector<std::string>& argv, const std::string& flag, const std::string& value) {
   const std::string eq = "--" + flag + "=";
@@ -50,13 +104,27 @@ void SetFlag(std::vector<std::string>& argv, const std::string& flag, const std:
 
 }  // namespace
 
-RollingPlan CaRotationPlan() {
-  RollingPlan plan;
-  plan.change = "CA rotation";
-  plan.initial = "old";
+RollingSpec CaRotationSpec() {
+  RollingSpec spec;
+  spec.plan.change = "CA rotation";
+  spec.plan.initial = "old";
   // etcd reads its trusted CA file only at start, its leaves at every handshake.
-  plan.phases = {{"bundle", true}, {"leaves", false}, {"new", true}};
-  return plan;
+  spec.plan.phases = {{"bundle", true}, {"leaves", false}, {"new", true}};
+  spec.intent_key = kCaRotationIntentKey;
+  spec.members_prefix = kCaRotationMembersPrefix;
+  spec.local_file = "ca-rotation.json";
+  spec.intent_id = CaRotationIntentId;
+  return spec;
+}
+
+RollingSpec PeerHttpsSpec() {
+  RollingSpec spec;
+  spec.plan = PeerHttpsPlan();
+  spec.intent_key = kPeerHttpsIntentKey;
+  spec.members_prefix = kPeerHttpsMembersPrefix;
+  spec.local_file = "peer-https.json";
+  spec.intent_id = PeerHttpsIntentId;
+  return spec;
 }
 
 std::string NextTlsPath(const std::string& path) {
@@ -88,81 +156,133 @@ Result<std::string> CaRotationIntentId(const std::string& value) {
   return id;
 }
 
-Result<CaRotationReport> ParseCaRotationReport(const std::string& value) {
+std::string PeerHttpsIntentValue(int https_port) { return JsonText(nlohmann::json{{"port", https_port}}); }
+
+Result<std::string> PeerHttpsIntentId(const std::string& value) {
   auto doc = nlohmann::json::parse(value, nullptr, false);
-  CaRotationReport r;
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("port") || !doc["port"].is_number_integer()) {
+    return Status::InvalidArgument(fmt::format("{} is not a move to TLS", kPeerHttpsIntentKey));
+  }
+  int port = doc["port"];
+  if (port < kMinHttpsPort || port > kMaxHttpsPort) {
+    return Status::InvalidArgument(fmt::format("{}: port {} is not a TCP port", kPeerHttpsIntentKey, port));
+  }
+  return PeerHttpsId(port);
+}
+
+std::string PeerHttpsId(int https_port) { return fmt::format("port {}", https_port); }
+
+Result<RollingReport> ParseRollingReport(const std::string& value, const RollingPlan& plan) {
+  auto doc = nlohmann::json::parse(value, nullptr, false);
+  RollingReport r;
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("id") || !doc["id"].is_string() ||
       !doc.contains("phase") || !doc["phase"].is_number_integer() || !doc.contains("name") ||
       !doc["name"].is_string()) {
-    return Status::InvalidArgument("not a CA rotation record");
+    return Status::InvalidArgument(fmt::format("not a {} record", plan.change));
   }
   r.name = doc["name"];
   r.id = doc["id"];
   r.phase = doc["phase"];
-  if (r.phase < 0 || r.phase > kPhaseNew) return Status::InvalidArgument("a CA rotation record with no such phase");
+  if (r.phase < 0 || r.phase > plan.last()) {
+    return Status::InvalidArgument(fmt::format("a {} record with no such phase", plan.change));
+  }
   return r;
 }
 
-bool CaRotationView::done() const {
+bool RollingView::done() const {
   if (id.empty()) return true;
-  return std::all_of(members.begin(), members.end(), [](const auto& m) { return m.second >= kPhaseNew; });
+  return std::all_of(members.begin(), members.end(), [&](const auto& m) { return m.second >= last; });
 }
 
-Result<CaRotationView> ReadCaRotation(EtcdClient& client) {
-  CaRotationView view;
-  auto intent = client.Get(kCaRotationIntentKey);
-  if (!intent.ok()) return intent.status();
-  if (!intent->has_value()) return view;
-  auto id = CaRotationIntentId(**intent);
-  if (!id.ok()) return id.status();
-  view.id = *id;
-  auto records = client.GetPrefix(kCaRotationMembersPrefix);
+namespace {
+
+// Each member's phase of change `id` as its records in etcd say; a record under another member's key
+// or of another intent does not count.
+Result<std::map<std::string, int>> ReadReports(EtcdClient& client, const RollingSpec& spec, const std::string& id) {
+  auto records = client.GetPrefix(spec.members_prefix);
   if (!records.ok()) return records.status();
-  auto listing = client.MemberList();
-  if (!listing.ok()) return listing.status();
   std::map<std::string, int> reported;
   for (const KeyValue& kv : *records) {
-    auto r = ParseCaRotationReport(kv.value);
-    if (r.ok() && r->id == view.id && kv.key == kCaRotationMembersPrefix + r->name) reported[r->name] = r->phase;
+    auto r = ParseRollingReport(kv.value, spec.plan);
+    if (r.ok() && r->id == id && kv.key == spec.members_prefix + r->name) reported[r->name] = r->phase;
   }
+  return reported;
+}
+
+}  // namespace
+
+Result<RollingView> ReadRolling(EtcdClient& client, const RollingSpec& spec) {
+  RollingView view;
+  view.last = spec.plan.last();
+  auto intent = client.Get(spec.intent_key);
+  if (!intent.ok()) return intent.status();
+  if (!intent->has_value()) return view;
+  auto id = spec.intent_id(**intent);
+  if (!id.ok()) return id.status();
+  view.id = *id;
+  auto reported = ReadReports(client, spec, view.id);
+  if (!reported.ok()) return reported.status();
+  auto listing = client.MemberList();
+  if (!listing.ok()) return listing.status();
   for (const ClusterMember& m : listing->members) {
-    auto it = reported.find(m.name);
-    view.members.emplace_back(m.name.empty() ? IdToHex(m.id) : m.name, it == reported.end() ? 0 : it->second);
+    auto it = reported->find(m.name);
+    view.members.emplace_back(m.name.empty() ? IdToHex(m.id) : m.name, it == reported->end() ? 0 : it->second);
   }
   return view;
 }
 
-Status AskCaRotation(EtcdClient& client, const std::string& id) {
-  auto view = ReadCaRotation(client);
+std::string FormatRolling(const RollingSpec& spec, const RollingView& view) {
+  if (view.id.empty()) return spec.plan.change + ": none asked\n";
+  std::string out =
+      fmt::format("{} {}: {}\n", spec.plan.change, view.id.substr(0, 12), view.done() ? "done" : "under way");
+  for (const auto& [name, phase] : view.members) out += fmt::format("{}\t{}\n", name, spec.plan.PhaseName(phase));
+  return out;
+}
+
+Result<RollingView> ReadCaRotation(EtcdClient& client) { return ReadRolling(client, CaRotationSpec()); }
+
+std::string FormatCaRotation(const RollingView& view) { return FormatRolling(CaRotationSpec(), view); }
+
+namespace {
+
+// Asks for change `spec` with intent `value` of ID `id`, unless it or the other change is under way.
+Status AskRolling(EtcdClient& client, const RollingSpec& spec, const RollingSpec& other, const std::string& id,
+                  const std::string& value) {
+  auto view = ReadRolling(client, spec);
   if (!view.ok()) return view.status();
   if (view->id == id) return Status::Ok();
   if (!view->done()) {
     return Status::FailedPrecondition(fmt::format(
-        "the CA rotation {} is under way; let it finish (quorate tls status) before asking for another",
+        "the {} {} is under way; let it finish (quorate tls status) before asking for another", spec.plan.change,
         view->id.substr(0, 12)));
   }
-  return client.Put(kCaRotationIntentKey, CaRotationIntentValue(id));
+  auto others = ReadRolling(client, other);
+  if (!others.ok()) return others.status();
+  if (!others->done()) {
+    return Status::FailedPrecondition(fmt::format(
+        "the {} {} is under way; let it finish (quorate tls status) before asking for the {}: each restarts "
+        "members one at a time on its own count",
+        other.plan.change, others->id.substr(0, 12), spec.plan.change));
+  }
+  return client.Put(spec.intent_key, value);
 }
 
-std::string FormatCaRotation(const CaRotationView& view) {
-  if (view.id.empty()) return "CA rotation: none asked\n";
-  RollingPlan plan = CaRotationPlan();
-  std::string out = fmt::format("CA rotation {}: {}\n", view.id.substr(0, 12), view.done() ? "done" : "under way");
-  for (const auto& [name, phase] : view.members) out += fmt::format("{}\t{}\n", name, plan.PhaseName(phase));
-  return out;
+}  // namespace
+
+Status AskCaRotation(EtcdClient& client, const std::string& id) {
+  return AskRolling(client, CaRotationSpec(), PeerHttpsSpec(), id, CaRotationIntentValue(id));
 }
 
-CaRotation::CaRotation(const Config& config, std::function<void()> restart_etcd)
-    : config_(config), restart_etcd_(std::move(restart_etcd)), plan_(CaRotationPlan()), dir_(config.state_dir + "/tls") {}
-
-RollingDecision CaRotation::last() const {
-  std::lock_guard lock(mu_);
-  return last_;
+Status AskPeerHttps(EtcdClient& client, int https_port) {
+  const std::string value = PeerHttpsIntentValue(https_port);
+  // The port as etcd will read it back: one no intent can hold is refused here, not by every node.
+  if (auto id = PeerHttpsIntentId(value); !id.ok()) return id.status();
+  return AskRolling(client, PeerHttpsSpec(), CaRotationSpec(), PeerHttpsId(https_port), value);
 }
 
-CaRotation::Local CaRotation::LoadLocal() const {
-  Local local;
-  auto text = ReadFile(dir_ + "/" + kLocalFile);
+RollingLocal LoadRollingLocal(const std::string& state_dir, const RollingSpec& spec) {
+  RollingLocal local;
+  auto text = ReadFile(state_dir + "/tls/" + spec.local_file);
   if (!text.ok()) return local;
   auto doc = nlohmann::json::parse(*text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object() || !doc.value("id", nlohmann::json()).is_string() ||
@@ -170,22 +290,139 @@ CaRotation::Local CaRotation::LoadLocal() const {
     return local;
   }
   local.id = doc["id"];
-  local.phase = std::clamp(doc["phase"].get<int>(), 0, kPhaseNew);
+  local.phase = std::clamp(doc["phase"].get<int>(), 0, spec.plan.last());
   return local;
 }
 
-Status CaRotation::SaveLocal(const Local& local) const {
+PeerHttpsState LoadPeerHttps(const std::string& state_dir) {
+  RollingLocal local = LoadRollingLocal(state_dir, PeerHttpsSpec());
+  PeerHttpsState state;
+  state.port = PortOf(local.id);
+  // A record without a port it could move to is no move: etcd keeps the operator's URLs.
+  state.phase = state.port == 0 ? 0 : local.phase;
+  return state;
+}
+
+RollingChange::RollingChange(const Config& config, RollingSpec spec, std::function<void()> restart_etcd)
+    : config_(config), spec_(std::move(spec)), dir_(config.state_dir + "/tls"), restart_etcd_(std::move(restart_etcd)) {}
+
+RollingDecision RollingChange::last() const {
+  std::lock_guard lock(mu_);
+  return last_;
+}
+
+Status RollingChange::SaveLocal(const RollingLocal& local) const {
   if (Status s = MakeDirs(dir_); !s.ok()) return s;
-  return WriteFileAtomic(dir_ + "/" + kLocalFile,
+  return WriteFileAtomic(dir_ + "/" + spec_.local_file,
                          JsonText(nlohmann::json{{"id", local.id}, {"phase", local.phase}}) + "\n", 0600);
 }
 
-std::string CaRotation::MaterialProblem(const std::string& id, const Local& local,
-                                        const std::vector<std::string>& peer_urls) const {
-  const TlsFiles& tls = config_.peer_tls;
-  if (tls.trusted_ca_file.empty() || tls.cert_file.empty() || tls.key_file.empty()) {
-    return "a CA rotation is of the peer TLS: give --peer-trusted-ca-file, --peer-cert-file and --peer-key-file";
+void RollingChange::Round(EtcdClient& client, const Member& self) {
+  const RollingPlan& plan = spec_.plan;
+  const std::string& self_name = self.name;
+  auto intent = client.Get(spec_.intent_key);
+  if (!intent.ok()) {
+    spdlog::debug("{}: no round: {}", plan.change, intent.status().message());
+    return;
   }
+  const RollingLocal local = LoadLocal();
+  RollingFacts f;
+  f.self = self_name;
+  f.intent = intent->has_value();
+  std::string id;
+  if (f.intent) {
+    auto parsed = spec_.intent_id(**intent);
+    if (!parsed.ok()) {
+      f.intent = false;
+      f.material_problem = parsed.status().message();
+    } else {
+      id = *parsed;
+    }
+  }
+  f.local = f.intent && local.id == id ? local.phase : (f.intent ? 0 : local.phase);
+  // Done here and said so: the members' records are no longer this node's business, and a round a
+  // second would only ask every member's status for nothing.
+  if (f.intent && id == done_id_ && f.local == plan.last()) return;
+  if (f.intent) {
+    f.material_problem = MaterialProblem(id, local, self);
+    auto reported = ReadReports(client, spec_, id);
+    auto listing = client.MemberList();
+    if (!reported.ok() || !listing.ok()) {
+      spdlog::debug("{}: no round: {}", plan.change, (!reported.ok() ? reported.status() : listing.status()).message());
+      return;
+    }
+    for (const ClusterMember& m : listing->members) {
+      RollingMember rm;
+      rm.id = m.id;
+      rm.name = m.name;
+      rm.is_learner = m.is_learner;
+      if (auto it = reported->find(m.name); it != reported->end()) rm.reported = it->second;
+      if (!m.client_urls.empty()) {
+        auto st = client.EndpointStatusOf(m.client_urls.front());
+        if (st.ok()) {
+          rm.answered = true;
+          rm.has_leader = st->leader != 0;
+          rm.alarmed = !st->errors.empty();
+          rm.raft_index = st->raft_index;
+          rm.applied_index = st->raft_applied_index;
+        }
+      }
+      f.members.push_back(rm);
+    }
+  }
+  RollingDecision d = DecideRolling(plan, f);
+  {
+    std::lock_guard lock(mu_);
+    last_ = d;
+  }
+  if (d.action == RollingAction::kNone && f.intent && d.phase == plan.last()) {
+    auto me = std::find_if(f.members.begin(), f.members.end(), [&](const auto& m) { return m.name == self_name; });
+    bool everyone = std::all_of(f.members.begin(), f.members.end(), [&](const auto& m) { return m.reported == plan.last(); });
+    if (me != f.members.end() && everyone) done_id_ = id;
+  }
+  std::string said = fmt::format("{}: {} {} (rule {}): {}", plan.change, RollingActionName(d.action),
+                                 plan.PhaseName(d.phase), d.rule, d.reason);
+  if (said != said_) spdlog::info("{}", said);
+  said_ = said;
+
+  switch (d.action) {
+    case RollingAction::kNone:
+    case RollingAction::kWait:
+      return;
+    case RollingAction::kReport: {
+      nlohmann::json record = {{"name", self_name}, {"id", id}, {"phase", d.phase}};
+      Status s = client.Put(spec_.members_prefix + self_name, JsonText(record));
+      if (!s.ok()) spdlog::warn("{}: phase {} not said: {}", plan.change, plan.PhaseName(d.phase), s.message());
+      return;
+    }
+    case RollingAction::kApply:
+    case RollingAction::kRestart: {
+      // The files first, then the record, then the restart: a quorate killed in between starts etcd
+      // on the record, which never names files not yet written.
+      Status s = Prepare(d.phase);
+      if (s.ok()) s = SaveLocal({id, d.phase});
+      if (!s.ok()) {
+        spdlog::warn("{}: phase {} not taken: {}", plan.change, plan.PhaseName(d.phase), s.message());
+        return;
+      }
+      if (d.action == RollingAction::kRestart) {
+        spdlog::info("{}: restarting etcd for phase {}", plan.change, plan.PhaseName(d.phase));
+        restart_etcd_();
+      } else {
+        TakeLive(client, self, {id, d.phase});
+      }
+      return;
+    }
+  }
+}
+
+CaRotationChange::CaRotationChange(const Config& config, std::function<void()> restart_etcd)
+    : RollingChange(config, CaRotationSpec(), std::move(restart_etcd)) {}
+
+std::string CaRotationChange::MaterialProblem(const std::string& id, const RollingLocal& local,
+                                              const Member& self) const {
+  const TlsFiles& tls = config_.peer_tls;
+  if (std::string missing = MissingPeerTls(tls, "a CA rotation"); !missing.empty()) return missing;
   // A rotation started on top of an earlier one that is not finished, or whose CA the operator has not
   // put in place of the old: the "old" half of the bundle would not be what etcd trusts now.
   if (local.id != id && local.phase > 0) {
@@ -214,20 +451,11 @@ std::string CaRotation::MaterialProblem(const std::string& id, const Local& loca
   }
   // A leaf the peers will refuse would cut this node off at the leaves' phase: checked before any
   // restart. (The key matching the certificate is etcd's to check at start.)
-  const std::string next_leaf = NextTlsPath(tls.cert_file);
-  auto ca = ReadCertFile(NextTlsPath(tls.trusted_ca_file));
-  auto leaf = ReadCertFile(next_leaf);
-  if (!ca.ok()) return ca.status().message();
-  if (!leaf.ok()) return leaf.status().message();
-  if (leaf->issuer != ca->subject) {
-    return fmt::format("{} is issued by {}, not by the new CA {}: issue it from the new CA", next_leaf, leaf->issuer,
-                       ca->subject);
-  }
-  if (Status names = CheckNames(*leaf, peer_urls, next_leaf); !names.ok()) return names.message();
-  return "";
+  return LeafProblem(NextTlsPath(tls.trusted_ca_file), "the new CA", NextTlsPath(tls.cert_file), self.peer_urls,
+                     "issue it from the new CA");
 }
 
-Status CaRotation::WriteMaterial(int phase) const {
+Status CaRotationChange::Prepare(int phase) const {
   const TlsFiles& tls = config_.peer_tls;
   auto old_ca = ReadFile(tls.trusted_ca_file);
   auto new_ca = ReadFile(NextTlsPath(tls.trusted_ca_file));
@@ -254,17 +482,22 @@ Status CaRotation::WriteMaterial(int phase) const {
   return Status::Ok();
 }
 
-std::vector<std::string> CaRotation::EtcdArgv(std::vector<std::string> argv) const {
-  const Local local = LoadLocal();
+void CaRotationChange::TakeLive(EtcdClient&, const Member&, const RollingLocal&) {
+  // Prepare put them in place; etcd reads them at its next handshake.
+  spdlog::info("CA rotation: the leaves of the new CA are in place for etcd's next handshakes");
+}
+
+std::vector<std::string> CaRotationChange::EtcdArgv(std::vector<std::string> argv) const {
+  const RollingLocal local = LoadLocal();
   if (local.phase == 0) return argv;
   if (local.phase == kPhaseNew) {
     auto current = CaFingerprint(config_.peer_tls.trusted_ca_file);
     if (current.ok() && *current == local.id) return argv;
   }
-  if (Status s = WriteMaterial(local.phase); !s.ok()) {
+  if (Status s = Prepare(local.phase); !s.ok()) {
     // What was written before the phase was recorded is still there; a file lost since makes etcd
     // say so at start, naming it.
-    spdlog::warn("CA rotation: the files of phase {} not written again: {}", plan_.PhaseName(local.phase),
+    spdlog::warn("CA rotation: the files of phase {} not written again: {}", spec_.plan.PhaseName(local.phase),
                  s.message());
   }
   SetFlag(argv, "peer-trusted-ca-file", dir_ + "/" + kCaFile);
@@ -273,108 +506,75 @@ std::vector<std::string> CaRotation::EtcdArgv(std::vector<std::string> argv) con
   return argv;
 }
 
-void CaRotation::Round(EtcdClient& client, const Member& self) {
-  const std::string& self_name = self.name;
-  auto intent = client.Get(kCaRotationIntentKey);
-  if (!intent.ok()) {
-    spdlog::debug("CA rotation: no round: {}", intent.status().message());
+PeerHttpsChange::PeerHttpsChange(const Config& config, std::function<void()> restart_etcd)
+    : RollingChange(config, PeerHttpsSpec(), std::move(restart_etcd)) {}
+
+std::string PeerHttpsChange::MaterialProblem(const std::string& id, const RollingLocal& local,
+                                             const Member& self) const {
+  const TlsFiles& tls = config_.peer_tls;
+  if (std::string missing = MissingPeerTls(tls, "the move to TLS"); !missing.empty()) return missing;
+  // One move at a time: etcd listens on what the record it is at says, for one port.
+  if (local.id != id && local.phase > 0 && local.phase < spec_.plan.last()) {
+    return fmt::format("this node is part way through the move to TLS {} ({}); ask for that one again",
+                       local.id, spec_.plan.PhaseName(local.phase));
+  }
+  if (auto key = ReadFile(tls.key_file); !key.ok()) return key.status().message();
+  // A leaf the peers refuse, or one that does not name the host they dial, would cut this node off at
+  // `https`: checked before the first restart.
+  const int port = PortOf(id);
+  return LeafProblem(tls.trusted_ca_file, "the CA of --peer-trusted-ca-file", tls.cert_file,
+                     AdvertisedPeerUrlsAtPhase(self.peer_urls, port, kHttpsPhaseHttps),
+                     "issue it from the CA of --peer-trusted-ca-file");
+}
+
+void PeerHttpsChange::TakeLive(EtcdClient& client, const Member& self, const RollingLocal& local) {
+  // The membership lists this member at its https twins from now on: the peers, which trust the CA
+  // since `both`, dial it there. Upkeep's round keeps it so (a failure here is made good there).
+  const std::vector<std::string> urls = AdvertisedPeerUrlsAtPhase(self.peer_urls, PortOf(local.id), local.phase);
+  auto listing = client.MemberList();
+  if (!listing.ok()) {
+    spdlog::warn("peer TLS: {} not yet listed at {}: {}", self.name, fmt::join(urls, ","),
+                 listing.status().message());
     return;
   }
-  const Local local = LoadLocal();
-  RollingFacts f;
-  f.self = self_name;
-  f.intent = intent->has_value();
-  std::string id;
-  if (f.intent) {
-    auto parsed = CaRotationIntentId(**intent);
-    if (!parsed.ok()) {
-      f.intent = false;
-      f.material_problem = parsed.status().message();
-    } else {
-      id = *parsed;
-    }
+  for (const ClusterMember& m : listing->members) {
+    if (m.name != self.name) continue;
+    Status s = client.MemberUpdate(m.id, urls);
+    spdlog::info("peer TLS: {} listed at {}: MemberUpdate {}", self.name, fmt::join(urls, ","),
+                 s.ok() ? "done" : "failed: " + s.message());
   }
-  f.local = f.intent && local.id == id ? local.phase : (f.intent ? 0 : local.phase);
-  // Done here and said so: the members' records are no longer this node's business, and a round a
-  // second would only ask every member's status for nothing.
-  if (f.intent && id == done_id_ && f.local == plan_.last()) return;
-  if (f.intent) {
-    f.material_problem = MaterialProblem(id, local, self.peer_urls);
-    auto records = client.GetPrefix(kCaRotationMembersPrefix);
-    auto listing = client.MemberList();
-    if (!records.ok() || !listing.ok()) {
-      spdlog::debug("CA rotation: no round: {}",
-                    (!records.ok() ? records.status() : listing.status()).message());
-      return;
-    }
-    std::map<std::string, int> reported;
-    for (const KeyValue& kv : *records) {
-      auto r = ParseCaRotationReport(kv.value);
-      if (r.ok() && r->id == id && kv.key == kCaRotationMembersPrefix + r->name) reported[r->name] = r->phase;
-    }
-    for (const ClusterMember& m : listing->members) {
-      RollingMember rm;
-      rm.id = m.id;
-      rm.name = m.name;
-      rm.is_learner = m.is_learner;
-      if (auto it = reported.find(m.name); it != reported.end()) rm.reported = it->second;
-      if (!m.client_urls.empty()) {
-        auto st = client.EndpointStatusOf(m.client_urls.front());
-        if (st.ok()) {
-          rm.answered = true;
-          rm.has_leader = st->leader != 0;
-          rm.alarmed = !st->errors.empty();
-          rm.raft_index = st->raft_index;
-          rm.applied_index = st->raft_applied_index;
-        }
-      }
-      f.members.push_back(rm);
-    }
-  }
-  RollingDecision d = DecideRolling(plan_, f);
-  {
-    std::lock_guard lock(mu_);
-    last_ = d;
-  }
-  if (d.action == RollingAction::kNone && f.intent && d.phase == plan_.last()) {
-    auto self = std::find_if(f.members.begin(), f.members.end(), [&](const auto& m) { return m.name == self_name; });
-    bool everyone = std::all_of(f.members.begin(), f.members.end(), [&](const auto& m) { return m.reported == plan_.last(); });
-    if (self != f.members.end() && everyone) done_id_ = id;
-  }
-  std::string said = fmt::format("CA rotation: {} {} (rule {}): {}", RollingActionName(d.action),
-                                 plan_.PhaseName(d.phase), d.rule, d.reason);
-  if (said != said_) spdlog::info("{}", said);
-  said_ = said;
+}
 
-  switch (d.action) {
-    case RollingAction::kNone:
-    case RollingAction::kWait:
-      return;
-    case RollingAction::kReport: {
-      nlohmann::json record = {{"name", self_name}, {"id", id}, {"phase", d.phase}};
-      Status s = client.Put(kCaRotationMembersPrefix + self_name, JsonText(record));
-      if (!s.ok()) spdlog::warn("CA rotation: phase {} not said: {}", plan_.PhaseName(d.phase), s.message());
-      return;
-    }
-    case RollingAction::kApply:
-    case RollingAction::kRestart: {
-      // The files first, then the record, then the restart: a quorate killed in between starts etcd
-      // on the record, which never names files not yet written.
-      Status s = WriteMaterial(d.phase);
-      if (s.ok()) s = SaveLocal({id, d.phase});
-      if (!s.ok()) {
-        spdlog::warn("CA rotation: phase {} not taken: {}", plan_.PhaseName(d.phase), s.message());
-        return;
-      }
-      if (d.action == RollingAction::kRestart) {
-        spdlog::info("CA rotation: restarting etcd for phase {}", plan_.PhaseName(d.phase));
-        restart_etcd_();
-      } else {
-        spdlog::info("CA rotation: the leaves of the new CA are in place for etcd's next handshakes");
-      }
-      return;
-    }
+std::vector<std::string> PeerHttpsChange::AdvertisedPeerUrls(const std::vector<std::string>& urls) const {
+  const PeerHttpsState state = LoadPeerHttps(config_.state_dir);
+  return AdvertisedPeerUrlsAtPhase(urls, state.port, state.phase);
+}
+
+std::vector<std::string> PeerHttpsChange::EtcdArgv(std::vector<std::string> argv) const {
+  const PeerHttpsState state = LoadPeerHttps(config_.state_dir);
+  if (state.phase == 0) return argv;
+  for (const char* flag : {"listen-peer-urls", "initial-advertise-peer-urls"}) {
+    const std::vector<std::string> urls = SplitUrls(GetFlag(argv, flag));
+    if (urls.empty()) continue;
+    const bool listen = std::string(flag) == "listen-peer-urls";
+    SetFlag(argv, flag,
+            fmt::format("{}", fmt::join(listen ? PeerUrlsAtPhase(urls, state.port, state.phase)
+                                               : AdvertisedPeerUrlsAtPhase(urls, state.port, state.phase),
+                                        ",")));
   }
+  return argv;
+}
+
+RollingChanges::RollingChanges(const Config& config, std::function<void()> restart_etcd)
+    : ca_(config, restart_etcd), https_(config, restart_etcd) {}
+
+std::vector<std::string> RollingChanges::EtcdArgv(std::vector<std::string> argv) const {
+  return ca_.EtcdArgv(https_.EtcdArgv(std::move(argv)));
+}
+
+void RollingChanges::Round(EtcdClient& client, const Member& self) {
+  ca_.Round(client, self);
+  https_.Round(client, self);
 }
 
 }  // namespace quorate

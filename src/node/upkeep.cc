@@ -128,11 +128,15 @@ Status Upkeep::Tick() {
                      fmt::join(endpoints_, ","), IdToHex(listing->cluster_id));
       }
     }
+    // The move to TLS changes them live (§14): what the flags said is carried as its phase says, or
+    // this would undo the move.
+    const std::vector<std::string> advertised =
+        rotation_ != nullptr ? rotation_->AdvertisedPeerUrls(self.peer_urls) : self.peer_urls;
     for (const auto& m : listing->members) {
-      if (m.id != status->member_id || SameUrlSet(m.peer_urls, self.peer_urls)) continue;
-      Status s = client->MemberUpdate(m.id, self.peer_urls);
+      if (m.id != status->member_id || SameUrlSet(m.peer_urls, advertised)) continue;
+      Status s = client->MemberUpdate(m.id, advertised);
       spdlog::info("peer URLs of {} changed from {} to {}: MemberUpdate {}", self.name, fmt::join(m.peer_urls, ","),
-                   fmt::join(self.peer_urls, ","), s.ok() ? "done" : "failed: " + s.message());
+                   fmt::join(advertised, ","), s.ok() ? "done" : "failed: " + s.message());
     }
   }
   if (status->is_learner) {

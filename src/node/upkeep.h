@@ -64,9 +64,10 @@ class Upkeep {
   // The leader's maintenance round (§12), at most every maintenance_interval; nothing on a member
   // that does not lead.
   void Maintain();
-  // The CA rotation (§14) to carry out, one round every rotation_interval while etcd runs; null:
-  // none (the init-container variant, where quorate cannot restart etcd). Set before Start().
-  void SetRotation(CaRotation* rotation) { rotation_ = rotation; }
+  // The rolling changes (§14) to carry out, one round every rotation_interval while etcd runs; null:
+  // none (the init-container variant, where quorate cannot restart etcd). Set before Start(). The
+  // peer URLs kept in the membership are then the ones its phase of the move to TLS says.
+  void SetRotation(RollingChanges* rotation) { rotation_ = rotation; }
   // What the last round found; Unavailable before the first.
   Status Ready() const;
 
@@ -102,7 +103,7 @@ class Upkeep {
   // Shared with the /metrics section it renders, which may outlive this object.
   std::shared_ptr<Maintainer> maintainer_;
   Clock::TimePoint last_maintenance_{};
-  CaRotation* rotation_ = nullptr;
+  RollingChanges* rotation_ = nullptr;
   Clock::TimePoint last_rotation_{};
   int stop_fd_ = -1;
   std::thread thread_;

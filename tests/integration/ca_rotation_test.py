@@ -17,7 +17,7 @@ import threading
 import time
 
 import pki
-from harness import (QUORATE, Cluster, Node, Sampler, check, log, log_since, log_size, main, require, run,
+from harness import (QUORATE, Cluster, Node, Sampler, check, log, log_since, log_size, main, run,
                      wait_healthy, wait_log, wait_until)
 
 STAMP = re.compile(r"^\[?(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d\.\d+)")
@@ -110,21 +110,67 @@ def stamp(line):
     return datetime.datetime.strptime(m.group(1).replace("T", " "), "%Y-%m-%d %H:%M:%S.%f").timestamp() if m else None
 
 
-def restart_spans(c, since):
-    """(start, end, node, phase) of each etcd restart the rotation asked: from the decision to the node's
-    report of that phase, which it makes once its etcd answers as a voter with a leader, caught up (the
-    gate's own check, rule R3; /readyz's round may come a second later)."""
+def restart_spans(c, since, change="CA rotation"):
+    """(start, end, node, phase) of each etcd restart the rolling change asked: from the decision to the
+    node's report of that phase, which it makes once its etcd answers as a voter with a leader, caught up
+    (the gate's own check, rule R3; /readyz's round may come a second later)."""
     out = []
     for n in c.nodes:
         start = phase = None
         for line in log_since(n, since.get(n.name, 0)).splitlines():
-            m = re.search(r"CA rotation: restarting etcd for phase (\w+)", line)
+            m = re.search(change + r": restarting etcd for phase (\w+)", line)
             if m and stamp(line):
                 start, phase = stamp(line), m.group(1)
-            if start and f"CA rotation: report {phase} (rule R3)" in line and stamp(line):
+            if start and f"{change}: report {phase} (rule R3)" in line and stamp(line):
                 out.append((start, stamp(line), n.name, phase))
                 start = None
     return sorted(out)
+
+
+def restart_killed(node, extra):
+    """Starts `quorate run` again on a node whose quorate was SIGKILLed, until its etcd starts."""
+    at = log_size(node)
+    node.run(extra=extra)
+    wait_until(lambda: node.quorate.poll() is not None or "etcd started" in log_since(node, at), 60,
+               f"{node.name}'s etcd started again, or its quorate exited")
+    if node.quorate.poll() is not None:
+        # The etcd the killed quorate was stopping may still hold its WAL's lock while it shuts down
+        # (1-3 s on 3.5): StopStrayEtcd then sees the lock and no holder (src/node/stray_etcd.cc reads
+        # the lock, then /proc, and the holder exits in between) and quorate exits 1 saying so. Only
+        # that is let through, and quorate is started once more, as its service manager would.
+        said = log_since(node, at)
+        check("is locked by an etcd quorate cannot see" in said, f"{node.name}'s quorate exited at start:\n{said[-2000:]}")
+        log(f"{node.name}'s quorate met the killed one's etcd still shutting down; started once more")
+        node.run(extra=extra)
+
+
+def watched(c):
+    """Where each node's log ends now, and a Writer and a QuorumWatch started on `c`."""
+    offsets = {n.name: log_size(n) for n in c.nodes}
+    w, q = Writer(c), QuorumWatch(c)
+    w.start()
+    q.start()
+    return offsets, w, q
+
+
+def check_rolling(c, spans, phases, w, q, unbounded=()):
+    """A rolling change's restarts (restart_spans) were one per member for each of `phases`, never two at
+    once; the writer `w` failed for no longer than the longest restart (but those of `unbounded`, (node,
+    phase) pairs) and a second; quorum watch `q` always saw a majority."""
+    log(f"restarts: {[(s[2], s[3], round(s[1] - s[0], 2)) for s in spans]}")
+    check(len(spans) == len(phases) * len(c.nodes), f"want {len(phases)} restarts per member, got {spans}")
+    for a, b in zip(spans, spans[1:]):
+        check(a[1] <= b[0], f"two members restarted at once: {a} and {b}")
+    for n in c.nodes:
+        done = [s[3] for s in spans if s[2] == n.name]
+        check(done == phases, f"{n.name} restarted for {done}")
+    longest_restart = max(s[1] - s[0] for s in spans if (s[2], s[3]) not in unbounded)
+    stall = w.longest_failing()
+    log(f"writer: {len(w.puts)} puts, {sum(1 for p in w.puts if not p[2])} failed, longest failing {stall:.2f}s; "
+        f"longest restart {longest_restart:.2f}s; quorum samples {q.samples}, short {q.short}")
+    check(stall <= longest_restart + 1.0, f"writes failed for {stall:.2f}s, longer than a restart ({longest_restart:.2f}s)")
+    check(q.samples > 10 and not q.short, f"a majority did not answer: {q.short}")
+    check(sum(1 for p in w.puts if p[2]) > 20, "the writer got few puts through")
 
 
 def tls_status(c):
@@ -164,18 +210,8 @@ def keep_leaves(c, pkidir, where):
 
 
 def test():
-    require("etcd")
-    require("etcdctl")
-    require("openssl")
-    require("curl")
     c = tls_cluster(3)
-    pkidir = os.path.join(c.dir, "pki")
-    ca1 = pki.make_ca(os.path.join(c.dir, "cas"), "ca1")
-    for n in c.nodes:
-        pki.install(pkidir, n, ca1)
-    for n in c.nodes:
-        n.run(extra=pki.peer_args(pkidir, n))
-    wait_healthy(c)
+    pkidir, ca1 = pki.run_cluster(c, "ca1")
     check(all(pki.handshake(n, ca1[0], *pki.node_files(pkidir, n)[1:]) for n in c.nodes), "peer TLS is not on")
 
     # Bad input: exit 2, one line naming the flag or the file, nothing written.
@@ -191,11 +227,7 @@ def test():
     for n in c.nodes:
         pki.install(pkidir, n, ca2, next_dir=True)
     old_leaves = keep_leaves(c, pkidir, os.path.join(c.dir, "old-leaves"))
-    offsets = {n.name: log_size(n) for n in c.nodes}
-    w = Writer(c)
-    q = QuorumWatch(c)
-    w.start()
-    q.start()
+    offsets, w, q = watched(c)
     began = time.time()
     out = rotate(c, pkidir, c.nodes[0])
     log(f"rotate-ca:\n{out}")
@@ -204,21 +236,8 @@ def test():
     wait_healthy(c)
     w.finish()
     q.finish()
-    spans = restart_spans(c, offsets)
-    log(f"rotation 1 took {took:.1f}s; restarts: {[(s[2], s[3], round(s[1] - s[0], 2)) for s in spans]}")
-    check(len(spans) == 6, f"want 2 restarts per member, got {spans}")
-    for a, b in zip(spans, spans[1:]):
-        check(a[1] <= b[0], f"two members restarted at once: {a} and {b}")
-    for n in c.nodes:
-        phases = [s[3] for s in spans if s[2] == n.name]
-        check(phases == ["bundle", "new"], f"{n.name} restarted for {phases}")
-    longest_restart = max(s[1] - s[0] for s in spans)
-    stall = w.longest_failing()
-    log(f"writer: {len(w.puts)} puts, {sum(1 for p in w.puts if not p[2])} failed, longest failing {stall:.2f}s; "
-        f"longest restart {longest_restart:.2f}s; quorum samples {q.samples}, short {q.short}")
-    check(stall <= longest_restart + 1.0, f"writes failed for {stall:.2f}s, longer than a restart ({longest_restart:.2f}s)")
-    check(q.samples > 10 and not q.short, f"a majority did not answer: {q.short}")
-    check(sum(1 for p in w.puts if p[2]) > 20, "the writer got few puts through")
+    log(f"rotation 1 took {took:.1f}s")
+    check_rolling(c, restart_spans(c, offsets), ["bundle", "new"], w, q)
     check_peers_on(c, pkidir, ca2, old_leaves)
 
     # 2. The operator puts the new files in place; a second rotation with n3 off.
@@ -244,19 +263,7 @@ def test():
     os.kill(n1.quorate.pid, signal.SIGKILL)
     n1.quorate.wait()
     log("n1's quorate killed after its restart decision; starting it again")
-    at = log_size(n1)
-    n1.run(extra=pki.peer_args(pkidir, n1))
-    wait_until(lambda: n1.quorate.poll() is not None or "etcd started" in log_since(n1, at), 60,
-               "n1's etcd started again, or its quorate exited")
-    if n1.quorate.poll() is not None:
-        # The etcd the killed quorate was stopping may still hold its WAL's lock while it shuts down
-        # (1-3 s on 3.5): StopStrayEtcd then sees the lock and no holder (src/node/stray_etcd.cc reads
-        # the lock, then /proc, and the holder exits in between) and quorate exits 1 saying so. Only
-        # that is let through, and quorate is started once more, as its service manager would.
-        said = log_since(n1, at)
-        check("is locked by an etcd quorate cannot see" in said, f"n1's quorate exited at start:\n{said[-2000:]}")
-        log("n1's quorate met the killed one's etcd still shutting down; started once more")
-        n1.run(extra=pki.peer_args(pkidir, n1))
+    restart_killed(n1, pki.peer_args(pkidir, n1))
     wait_done(c, 180)
     wait_healthy(c)
     log(f"rotation 2:\n{tls_status(c)}")

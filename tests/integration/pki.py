@@ -3,7 +3,7 @@ checks a peer's IP SANs), both client and server auth, as etcd's peer side uses 
 import os
 import shutil
 
-from harness import log, run
+from harness import log, require, run, wait_healthy
 
 
 def make_ca(directory, name):
@@ -63,13 +63,28 @@ def peer_args(pki, node):
             "--peer-client-cert-auth"]
 
 
-def handshake(node, ca, crt=None, key=None, prefix=()):
-    """True when etcd's peer listener of `node` completes a TLS handshake trusting only `ca` (a path),
-    presenting crt/key when given (peer client-cert-auth refuses a client cert it does not trust)."""
+def handshake(node, ca, crt=None, key=None, prefix=(), port=2380):
+    """True when etcd's peer listener of `node` (on `port`) completes a TLS handshake trusting only `ca` (a
+    path), presenting crt/key when given (peer client-cert-auth refuses a client cert it does not trust)."""
     argv = ["curl", "--http1.1", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "3", "--cacert", ca]
     if crt:
         argv += ["--cert", crt, "--key", key]
-    r = run(argv + [f"https://{node.ip}:2380/members"], prefix=prefix, check_rc=None, timeout=10)
+    r = run(argv + [f"https://{node.ip}:{port}/members"], prefix=prefix, check_rc=None, timeout=10)
     if r.returncode != 0 or r.stdout.strip() != "200":
         log(f"handshake with {node.name}: {r.returncode} {r.stdout} {r.stderr.strip()}")
     return r.returncode == 0 and r.stdout.strip() == "200"
+
+
+def run_cluster(c, ca_name):
+    """Makes CA `ca_name` and a peer leaf of it per node, starts every node's `quorate run` on those files
+    and waits until the cluster is healthy; returns (the pki dir, the CA's (crt, key))."""
+    for binary in ("etcd", "etcdctl", "openssl", "curl"):
+        require(binary)
+    pkidir = os.path.join(c.dir, "pki")
+    ca = make_ca(os.path.join(c.dir, "cas"), ca_name)
+    for n in c.nodes:
+        install(pkidir, n, ca)
+    for n in c.nodes:
+        n.run(extra=peer_args(pkidir, n))
+    wait_healthy(c)
+    return pkidir, ca

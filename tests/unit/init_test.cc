@@ -14,6 +14,7 @@
 
 #include "backup/backup.h"
 #include "core/bucket.h"
+#include "core/rolling.h"
 #include "etcd/etcd_config.h"
 #include "node/init.h"
 #include "quorate/fs.h"
@@ -889,6 +890,101 @@ TEST_CASE("init: a wake-up of the stop fd that is not a stop (SIGCHLD on the sam
   CHECK(out.status().code() == Status::Code::kDeadlineExceeded);
   CHECK(wakeups == 1);
   CHECK(rig.clock.Now() - start == rig.config.timeout);
+}
+
+// A URL's https twin at port 2381, as the move to TLS gives it.
+std::string Https(const std::string& http) { return "https://" + http.substr(7, http.size() - 7 - 5) + ":2381"; }
+
+// n1's quorate recorded `phase` of the move to TLS; its peer TLS files are given (init reads none).
+void MovingToHttps(InitRig& rig, int phase) {
+  REQUIRE(MakeDirs(rig.config.state_dir + "/tls").ok());
+  REQUIRE(WriteFileAtomic(rig.config.state_dir + "/tls/peer-https.json",
+                          "{\"id\":\"port 2381\",\"phase\":" + std::to_string(phase) + "}")
+              .ok());
+  rig.config.peer_tls = {"/pki/peer.crt", "/pki/peer.key", "/pki/ca.crt", true};
+}
+
+// n2 and n3 run etcd listed at their https twins, and answer only there.
+void PeersRunAtHttps(InitRig& rig) {
+  for (const auto& [name, url] : {std::pair{"n2", kN2}, {"n3", kN3}}) {
+    rig.cluster.AddStarted(rig.Id(name), name, {Https(url)}, {rig.ClientUrl(name)});
+    rig.peers.SetRunning(Https(url), true);
+  }
+}
+
+TEST_CASE("init: part way through the move to TLS, without the peer TLS files etcd is not started: bad input") {
+  InitRig rig;
+  MovingToHttps(rig, kHttpsPhaseBoth);
+  rig.config.peer_tls = {};
+  auto out = rig.Run();
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.status().IsInvalidArgument());
+  CHECK(Contains(out.status().message(), "phase both of the move to TLS"));
+  CHECK(Contains(out.status().message(), "--peer-cert-file"));
+  CHECK_FALSE(std::filesystem::exists(rig.config.state_dir + "/" + kBucketFile));
+}
+
+TEST_CASE("init: moving to TLS with its data lost, the member listed under its name at either twin is ours") {
+  // Without the twins, "a member named n1 with peer URLs not ours" would hold it for ever.
+  InitRig rig;
+  PeersRunAtHttps(rig);
+  std::string listed;
+  SUBCASE("done: listed at https, probed there") {
+    MovingToHttps(rig, kHttpsPhaseHttps);
+    listed = Https(kN1);
+  }
+  SUBCASE("advertised recorded, its MemberUpdate not yet made: still listed at http") {
+    MovingToHttps(rig, kHttpsPhaseAdvertised);
+    listed = kN1;
+  }
+  rig.cluster.AddStarted(rig.Id("n1"), "n1", {listed}, {rig.ClientUrl("n1")});
+  auto out = rig.Run();
+  REQUIRE_MESSAGE(out.ok(), out.status().message());
+  CHECK(out->decision.action == Action::kReplace);
+  CHECK(rig.cluster.Calls().at(0) == "MemberRemove " + IdToHex(rig.Id("n1")));
+  // Added back where the phase says the membership lists it.
+  std::vector<ClusterMember> ours;
+  for (const auto& m : rig.cluster.Members()) {
+    if (SharesUrl(m.peer_urls, {Https(kN1)})) ours.push_back(m);
+  }
+  REQUIRE(ours.size() == 1);
+  CHECK(ours[0].is_learner);
+  CHECK(Contains(rig.EtcdConfig(), "initial-advertise-peer-urls: " + Https(kN1)));
+}
+
+TEST_CASE("init: listed at https part way through the move to TLS, etcd still listens on both twins") {
+  InitRig rig;
+  MovingToHttps(rig, kHttpsPhaseAdvertised);
+  REQUIRE(MakeDirs(rig.config.data_dir + "/member/wal").ok());
+  std::ofstream(rig.config.data_dir + "/member/wal/0.wal") << "not read by the planner's restart rule";
+  rig.config.initial_advertise_peer_urls = {kN1};
+  auto out = rig.Run();
+  REQUIRE_MESSAGE(out.ok(), out.status().message());
+  CHECK(out->self.peer_urls == std::vector<std::string>{Https(kN1)});
+  CHECK(Contains(rig.EtcdConfig(), "listen-peer-urls: " + Https(kN1) + "," + kN1));
+}
+
+TEST_CASE("init: moved to TLS, a restart on the old http flags advertises https, and the bucket lists every member there") {
+  InitRig rig;
+  MovingToHttps(rig, kHttpsPhaseHttps);
+  REQUIRE(MakeDirs(rig.config.data_dir + "/member/wal").ok());
+  std::ofstream(rig.config.data_dir + "/member/wal/0.wal") << "not read by the planner's restart rule";
+  REQUIRE(SaveBucket(rig.config.state_dir, Bucket{rig.expected, {"new", ""}}).ok());
+  rig.config.initial_advertise_peer_urls = {kN1};
+  rig.cluster.AddStarted(rig.Id("n1"), "n1", {Https(kN1)}, {rig.ClientUrl("n1")});
+  PeersRunAtHttps(rig);
+  auto out = rig.Run();
+  REQUIRE_MESSAGE(out.ok(), out.status().message());
+  CHECK(out->decision.action == Action::kRestart);
+  CHECK(out->self.peer_urls == std::vector<std::string>{Https(kN1)});
+  auto bucket = LoadBucket(rig.config.state_dir);
+  REQUIRE(bucket.ok());
+  for (const auto& m : bucket->members.members()) {
+    CAPTURE(m.name);
+    REQUIRE(m.peer_urls.size() == 1);
+    CHECK(m.peer_urls[0] == Https(rig.expected.FindByName(m.name)->peer_urls[0]));
+  }
+  CHECK(rig.cluster.CountCalls("MemberUpdate") == 0);
 }
 
 }  // namespace

@@ -221,5 +221,63 @@ TEST_CASE("a whole rotation of three members, every node deciding on the same fa
   CHECK(restarts == 6);  // exactly two rolling restarts
 }
 
+
+TEST_CASE("H1: the move to TLS on the gate: both by a restart in name order, advertised live everywhere, https by a restart") {
+  const RollingPlan plan = PeerHttpsPlan();
+  CHECK(plan.PhaseName(0) == "http");
+  // n2 waits for n1, before it in name order, to come back listening on both.
+  RollingDecision d = DecideRolling(plan, Three(0, 0));
+  CHECK(d.action == RollingAction::kWait);
+  CHECK(d.rule == "R8");
+  RollingFacts f = Three(0, 0);
+  f.members[0].reported = kHttpsPhaseBoth;
+  d = DecideRolling(plan, f);
+  CHECK(d.action == RollingAction::kRestart);
+  CHECK(d.phase == kHttpsPhaseBoth);
+  // Every member listens on both: each lists itself at https at once, no restart.
+  d = DecideRolling(plan, Three(kHttpsPhaseBoth, kHttpsPhaseBoth));
+  CHECK(d.action == RollingAction::kApply);
+  CHECK(d.phase == kHttpsPhaseAdvertised);
+  CHECK(d.rule == "R7");
+  // No member drops http while another is not yet listed at https (a peer would still dial it there).
+  f = Three(kHttpsPhaseAdvertised, kHttpsPhaseAdvertised);
+  f.members[2].reported = kHttpsPhaseBoth;
+  d = DecideRolling(plan, f);
+  CHECK(d.action == RollingAction::kWait);
+  CHECK(d.rule == "R6");
+  f = Three(kHttpsPhaseAdvertised, kHttpsPhaseAdvertised);
+  f.members[0].reported = kHttpsPhaseHttps;
+  d = DecideRolling(plan, f);
+  CHECK(d.action == RollingAction::kRestart);
+  CHECK(d.phase == kHttpsPhaseHttps);
+  CHECK(plan.PhaseName(d.phase) == "https");
+}
+
+TEST_CASE("H3: a member's peer URLs at each phase of the move: where it listens and what the membership lists") {
+  const std::vector<std::string> http = {"http://10.0.0.1:2380"};
+  const std::string https = "https://10.0.0.1:2381";
+  CHECK(PeerUrlsAtPhase(http, 2381, 0) == http);
+  CHECK(PeerUrlsAtPhase(http, 2381, kHttpsPhaseBoth) == std::vector<std::string>{http[0], https});
+  CHECK(PeerUrlsAtPhase(http, 2381, kHttpsPhaseAdvertised) == std::vector<std::string>{https, http[0]});
+  CHECK(PeerUrlsAtPhase(http, 2381, kHttpsPhaseHttps) == std::vector<std::string>{https});
+  CHECK(AdvertisedPeerUrlsAtPhase(http, 2381, 0) == http);
+  CHECK(AdvertisedPeerUrlsAtPhase(http, 2381, kHttpsPhaseBoth) == http);
+  CHECK(AdvertisedPeerUrlsAtPhase(http, 2381, kHttpsPhaseAdvertised) == std::vector<std::string>{https});
+  CHECK(AdvertisedPeerUrlsAtPhase(http, 2381, kHttpsPhaseHttps) == std::vector<std::string>{https});
+  // Taken again on what they gave (etcd's listen flag rewritten before every start), nothing changes.
+  for (int phase = 0; phase <= kHttpsPhaseHttps; ++phase) {
+    CAPTURE(phase);
+    const auto listen = PeerUrlsAtPhase(http, 2381, phase);
+    CHECK(PeerUrlsAtPhase(listen, 2381, phase) == listen);
+    CHECK(AdvertisedPeerUrlsAtPhase(listen, 2381, phase) == AdvertisedPeerUrlsAtPhase(http, 2381, phase));
+  }
+  // Flags the operator already moved to https stay; an IPv6 host keeps its brackets; 0.0.0.0 listens on both.
+  CHECK(PeerUrlsAtPhase({https}, 2381, kHttpsPhaseBoth) == std::vector<std::string>{https});
+  CHECK(AdvertisedPeerUrlsAtPhase({"http://[fd00::1]:2380"}, 2381, kHttpsPhaseHttps) ==
+        std::vector<std::string>{"https://[fd00::1]:2381"});
+  CHECK(PeerUrlsAtPhase({"http://0.0.0.0:2380"}, 2381, kHttpsPhaseAdvertised) ==
+        std::vector<std::string>{"https://0.0.0.0:2381", "http://0.0.0.0:2380"});
+}
+
 }  // namespace
 }  // namespace quorate

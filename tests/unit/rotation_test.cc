@@ -38,17 +38,19 @@ std::string Pem(const std::string& what) {
   return "-----BEGIN CERTIFICATE-----\n" + what + "\n-----END CERTIFICATE-----\n";
 }
 
-// A node n1 of three, its peer files in dir/pki (other-ca and its leaf "stranger": the old CA) and in
-// dir/pki/next (ca and its leaf "peer", for 127.0.0.1: the new one), made by openssl.
+// A node n1 of three, its peer files in dir/pki (other-ca and its leaf "stranger", for 127.0.0.1: the
+// old CA) and in dir/pki/next (ca and its leaf "peer", for 127.0.0.1: the new one), made by openssl; its
+// peers on `scheme` (https for a CA rotation, http before the move to TLS).
 struct Rig {
   TestCerts certs;
   std::string dir;
   Config config;
   KeyedFake etcd;
-  Member self{"n1", {"https://127.0.0.1:2380"}, {"http://10.0.0.1:2379"}};
+  Member self{"n1", {}, {"http://10.0.0.1:2379"}};
   int restarts = 0;
 
-  Rig() {
+  explicit Rig(const std::string& scheme = "https") {
+    self.peer_urls = {scheme + "://127.0.0.1:2380"};
     if (!certs.ok()) return;
     char tmpl[] = "/tmp/quorate-rotation-XXXXXX";
     REQUIRE(mkdtemp(tmpl) != nullptr);
@@ -64,7 +66,7 @@ struct Rig {
     Copy("peer.key", "next/peer.key");
     for (int i = 1; i <= 3; ++i) {
       std::string n = std::to_string(i);
-      etcd.AddStarted(i, "n" + n, {"https://10.0.0." + n + ":2380"}, {"http://10.0.0." + n + ":2379"});
+      etcd.AddStarted(i, "n" + n, {scheme + "://10.0.0." + n + ":2380"}, {"http://10.0.0." + n + ":2379"});
     }
   }
   ~Rig() {
@@ -87,6 +89,17 @@ struct Rig {
     etcd.keys[kCaRotationMembersPrefix + name] =
         R"({"name":")" + name + R"(","id":")" + Id() + R"(","phase":)" + std::to_string(phase) + "}";
   }
+  // A member's record of the move to TLS at port 2381.
+  void ReportMove(const std::string& name, int phase) {
+    etcd.keys[kPeerHttpsMembersPrefix + name] =
+        R"({"name":")" + name + R"(","id":"port 2381","phase":)" + std::to_string(phase) + "}";
+  }
+  std::vector<std::string> Listed(MemberId id) const {
+    for (const auto& m : etcd.Members()) {
+      if (m.id == id) return m.peer_urls;
+    }
+    return {};
+  }
 };
 
 const std::vector<std::string> kArgv = {"etcd", "--name=n1", "--peer-cert-file=/pki/peer.crt",
@@ -95,7 +108,7 @@ const std::vector<std::string> kArgv = {"etcd", "--name=n1", "--peer-cert-file=/
 TEST_CASE("CA rotation: nothing asked, nothing done; etcd keeps the operator's files") {
   Rig rig;
   if (!rig.certs.ok()) return;
-  CaRotation rotation(rig.config, [&] { ++rig.restarts; });
+  CaRotationChange rotation(rig.config, [&] { ++rig.restarts; });
   rotation.Round(rig.etcd, rig.self);
   CHECK(rig.restarts == 0);
   CHECK(rotation.last().rule == "R1");
@@ -105,7 +118,7 @@ TEST_CASE("CA rotation: nothing asked, nothing done; etcd keeps the operator's f
 TEST_CASE("CA rotation: the first member restarts onto the bundle, says so once healthy, and the leaves swap live") {
   Rig rig;
   if (!rig.certs.ok()) return;
-  CaRotation rotation(rig.config, [&] { ++rig.restarts; });
+  CaRotationChange rotation(rig.config, [&] { ++rig.restarts; });
   REQUIRE(AskCaRotation(rig.etcd, rig.Id()).ok());
   rotation.Round(rig.etcd, rig.self);
   CHECK(rig.restarts == 1);
@@ -155,7 +168,7 @@ TEST_CASE("CA rotation: a killed quorate starts etcd on the phase it recorded; d
   if (!rig.certs.ok()) return;
   const std::string tls = rig.config.state_dir + "/tls/";
   {
-    CaRotation rotation(rig.config, [&] { ++rig.restarts; });
+    CaRotationChange rotation(rig.config, [&] { ++rig.restarts; });
     REQUIRE(AskCaRotation(rig.etcd, rig.Id()).ok());
     rig.Report("n2", 2);
     rig.Report("n3", 2);
@@ -166,13 +179,13 @@ TEST_CASE("CA rotation: a killed quorate starts etcd on the phase it recorded; d
   }
   // A node whose record was lost restarts in order again; a new quorate reads what the last one wrote.
   for (int phase : {1, 2, 3}) {
-    CaRotation rotation(rig.config, [&] { ++rig.restarts; });
+    CaRotationChange rotation(rig.config, [&] { ++rig.restarts; });
     for (int round = 0; round < 3; ++round) rotation.Round(rig.etcd, rig.self);
     CAPTURE(phase);
     rig.Report("n2", phase);
     rig.Report("n3", phase);
   }
-  CaRotation again(rig.config, [&] { ++rig.restarts; });
+  CaRotationChange again(rig.config, [&] { ++rig.restarts; });
   again.Round(rig.etcd, rig.self);
   CHECK(again.last().rule == "R4");
   CHECK(rig.restarts == 2);
@@ -192,7 +205,7 @@ TEST_CASE("CA rotation: a killed quorate starts etcd on the phase it recorded; d
 TEST_CASE("CA rotation: a next CA that is not the one asked, a next leaf the peers would refuse, or a second rotation under way, is refused") {
   Rig rig;
   if (!rig.certs.ok()) return;
-  CaRotation rotation(rig.config, [&] { ++rig.restarts; });
+  CaRotationChange rotation(rig.config, [&] { ++rig.restarts; });
   REQUIRE(AskCaRotation(rig.etcd, rig.Id()).ok());
   CHECK(AskCaRotation(rig.etcd, rig.Id()).ok());  // asked again: nothing changes
   Status other = AskCaRotation(rig.etcd, std::string(64, 'a'));
@@ -231,9 +244,106 @@ TEST_CASE("CA rotation: the intent and records are read as etcd holds them, and 
   CHECK(*id == std::string(64, 'b'));
   CHECK_FALSE(CaRotationIntentId("{\"id\":\"../x\"}").ok());
   CHECK_FALSE(CaRotationIntentId("not json").ok());
-  CHECK_FALSE(ParseCaRotationReport("{\"name\":\"n1\",\"id\":\"x\",\"phase\":9}").ok());
+  CHECK_FALSE(ParseRollingReport("{\"name\":\"n1\",\"id\":\"x\",\"phase\":9}", CaRotationSpec().plan).ok());
   CHECK(NextTlsPath("/etc/etcd/pki/ca.crt") == "/etc/etcd/pki/next/ca.crt");
   CHECK(NextTlsPath("ca.crt") == "next/ca.crt");
+}
+
+const std::vector<std::string> kHttpArgv = {"etcd", "--name=n1", "--initial-advertise-peer-urls=http://127.0.0.1:2380",
+                                            "--listen-peer-urls", "http://127.0.0.1:2380"};
+
+TEST_CASE("peer TLS: each member restarts onto both listeners in turn, is listed at https live, then drops http") {
+  Rig rig("http");
+  if (!rig.certs.ok()) return;
+  RollingChanges changes(rig.config, [&] { ++rig.restarts; });
+  REQUIRE(AskPeerHttps(rig.etcd, 2381).ok());
+  CHECK(AskPeerHttps(rig.etcd, 2381).ok());  // asked again: nothing changes
+  Status other = AskPeerHttps(rig.etcd, 2390);
+  CHECK(other.code() == Status::Code::kFailedPrecondition);
+  // One rolling change at a time: each restarts members on its own count (R8).
+  Status ca = AskCaRotation(rig.etcd, std::string(64, 'c'));
+  CHECK(ca.code() == Status::Code::kFailedPrecondition);
+  CHECK(ca.message().find("peer TLS port 2381 is under way") != std::string::npos);
+
+  changes.Round(rig.etcd, rig.self);
+  CHECK(changes.https().last().action == RollingAction::kRestart);
+  CHECK(changes.ca().last().rule == "R1");
+  CHECK(rig.restarts == 1);
+  // Recorded before the restart it asked: etcd starts listening on both.
+  CHECK(LoadPeerHttps(rig.config.state_dir).phase == kHttpsPhaseBoth);
+  CHECK(LoadPeerHttps(rig.config.state_dir).port == 2381);
+  std::vector<std::string> argv = changes.EtcdArgv(kHttpArgv);
+  CHECK(argv[2] == "--initial-advertise-peer-urls=http://127.0.0.1:2380");
+  CHECK(argv[4] == "http://127.0.0.1:2380,https://127.0.0.1:2381");
+  CHECK(changes.AdvertisedPeerUrls(rig.self.peer_urls) == rig.self.peer_urls);
+
+  changes.Round(rig.etcd, rig.self);
+  CHECK(changes.https().last().action == RollingAction::kReport);
+  changes.Round(rig.etcd, rig.self);
+  CHECK(changes.https().last().rule == "R6");
+
+  // Every member on both: n1 lists itself at https, no restart.
+  rig.ReportMove("n2", kHttpsPhaseBoth);
+  rig.ReportMove("n3", kHttpsPhaseBoth);
+  changes.Round(rig.etcd, rig.self);
+  CHECK(changes.https().last().action == RollingAction::kApply);
+  CHECK(rig.restarts == 1);
+  CHECK(rig.Listed(1) == std::vector<std::string>{"https://127.0.0.1:2381"});
+  CHECK(changes.AdvertisedPeerUrls(rig.self.peer_urls) == std::vector<std::string>{"https://127.0.0.1:2381"});
+  argv = changes.EtcdArgv(kHttpArgv);
+  CHECK(argv[2] == "--initial-advertise-peer-urls=https://127.0.0.1:2381");
+  CHECK(argv[4] == "https://127.0.0.1:2381,http://127.0.0.1:2380");
+  changes.Round(rig.etcd, rig.self);
+  CHECK(changes.https().last().action == RollingAction::kReport);
+
+  rig.ReportMove("n2", kHttpsPhaseAdvertised);
+  rig.ReportMove("n3", kHttpsPhaseAdvertised);
+  changes.Round(rig.etcd, rig.self);
+  CHECK(changes.https().last().action == RollingAction::kRestart);
+  CHECK(rig.restarts == 2);
+  CHECK(changes.EtcdArgv(kHttpArgv)[4] == "https://127.0.0.1:2381");
+  changes.Round(rig.etcd, rig.self);
+  rig.ReportMove("n2", kHttpsPhaseHttps);
+  rig.ReportMove("n3", kHttpsPhaseHttps);
+  auto view = ReadRolling(rig.etcd, PeerHttpsSpec());
+  REQUIRE(view.ok());
+  CHECK(view->done());
+  CHECK(FormatRolling(PeerHttpsSpec(), *view).find("peer TLS port 2381: done") == 0);
+  changes.Round(rig.etcd, rig.self);
+  CHECK(changes.https().last().rule == "R4");
+  CHECK(rig.restarts == 2);
+}
+
+TEST_CASE("peer TLS: without the peer TLS files, or with a leaf that does not name the host, a node waits and says why") {
+  Rig rig("http");
+  if (!rig.certs.ok()) return;
+  REQUIRE(AskPeerHttps(rig.etcd, 2381).ok());
+  {
+    Config plain = rig.config;
+    plain.peer_tls = {};
+    PeerHttpsChange change(plain, [&] { ++rig.restarts; });
+    change.Round(rig.etcd, rig.self);
+    CHECK(change.last().rule == "R5");
+    CHECK(change.last().reason.find("--peer-cert-file") != std::string::npos);
+  }
+  PeerHttpsChange change(rig.config, [&] { ++rig.restarts; });
+  Member moved = rig.self;
+  moved.peer_urls = {"http://10.0.0.9:2380"};
+  change.Round(rig.etcd, moved);
+  CHECK(change.last().rule == "R5");
+  CHECK(change.last().reason.find("10.0.0.9") != std::string::npos);
+  CHECK(rig.restarts == 0);
+  CHECK(LoadPeerHttps(rig.config.state_dir).phase == 0);
+}
+
+TEST_CASE("peer TLS: the intent is read as etcd holds it, and refused when malformed") {
+  auto id = PeerHttpsIntentId(PeerHttpsIntentValue(2381));
+  REQUIRE(id.ok());
+  CHECK(*id == "port 2381");
+  CHECK_FALSE(PeerHttpsIntentId("{\"port\":70000}").ok());
+  CHECK_FALSE(PeerHttpsIntentId("{\"port\":\"2381\"}").ok());
+  CHECK_FALSE(PeerHttpsIntentId("not json").ok());
+  CHECK_FALSE(ParseRollingReport("{\"name\":\"n1\",\"id\":\"port 2381\",\"phase\":4}", PeerHttpsSpec().plan).ok());
 }
 
 }  // namespace

@@ -2,9 +2,11 @@
 // peer URLs, and one client for many rounds.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <thread>
 
 #include "node/upkeep.h"
+#include "quorate/fs.h"
 #include "testing/fake_clock.h"
 #include "testing/fake_etcd.h"
 
@@ -84,6 +86,37 @@ TEST_CASE("upkeep: changed peer URLs are sent with exactly one MemberUpdate") {
   CHECK(rig.cluster.CountCalls("MemberUpdate") == 1);
   CHECK(rig.cluster.Calls().end() !=
         std::find(rig.cluster.Calls().begin(), rig.cluster.Calls().end(), "MemberUpdate 11 http://127.0.0.9:2380"));
+}
+
+TEST_CASE("upkeep: during the move to TLS the membership keeps the URL the member's phase says, not the flags'") {
+  UpkeepRig rig(/*learner=*/false);
+  char tmpl[] = "/tmp/quorate-upkeep-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  rig.config.state_dir = tmpl;
+  REQUIRE(MakeDirs(rig.config.state_dir + "/tls").ok());
+  auto phase = [&](int p) {
+    REQUIRE(WriteFileAtomic(rig.config.state_dir + "/tls/peer-https.json",
+                            "{\"id\":\"port 2381\",\"phase\":" + std::to_string(p) + "}")
+                .ok());
+  };
+  RollingChanges changes(rig.config, [] {});
+  Upkeep upkeep(rig.config, rig.metrics, rig.Options());
+  upkeep.SetRotation(&changes);
+  upkeep.SetSelf(rig.self, rig.peer_clients);  // the flags' http URL, as init gave it before the move
+  phase(kHttpsPhaseBoth);
+  CHECK(upkeep.Tick().ok());
+  CHECK(rig.cluster.CountCalls("MemberUpdate") == 0);
+  // Listed at https (the phase taken live): kept there, however often upkeep looks.
+  phase(kHttpsPhaseAdvertised);
+  REQUIRE(rig.cluster.MemberUpdate(kN1, {"https://127.0.0.1:2381"}).ok());
+  for (int i = 0; i < 3; ++i) CHECK(upkeep.Tick().ok());
+  CHECK(rig.cluster.CountCalls("MemberUpdate") == 1);
+  // Recorded but not yet listed (killed before its MemberUpdate): upkeep lists it.
+  REQUIRE(rig.cluster.MemberUpdate(kN1, rig.self.peer_urls).ok());
+  CHECK(upkeep.Tick().ok());
+  CHECK(rig.cluster.CountCalls("MemberUpdate") == 3);
+  CHECK(rig.cluster.Calls().back() == "MemberUpdate 11 https://127.0.0.1:2381");
+  std::filesystem::remove_all(rig.config.state_dir);
 }
 
 TEST_CASE("upkeep: the same peer URLs in another order are no change") {
