@@ -179,7 +179,5 @@ class RollingChanges {
   CaRotationChange ca_;
   PeerHttpsChange https_;
 };
-// run.cc's name for it, from when the CA rotation was the only rolling change.
-using CaRotation = RollingChanges;
 
 }  // namespace quorate

@@ -106,8 +106,8 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   auto tls = TlsRenewer::Create(config, clock);
   if (!tls.ok()) return tls.status();
   Metrics metrics;
-  // Read by the probes from the status server's thread. The supervisor (told of a stop or a CA
-  // rotation's restart) and upkeep (asked by /readyz while etcd runs) exist only once the first
+  // Read by the probes from the status server's thread. The supervisor (told of a stop or a rolling
+  // change's restart) and upkeep (asked by /readyz while etcd runs) exist only once the first
   // decision is made; until then these point at nothing.
   RunLife life;
   std::atomic<Supervisor*> supervising{nullptr};
@@ -176,16 +176,17 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   upkeep_options.clock = &clock;
   upkeep_options.tls = tls->get();
   Upkeep upkeep(config, metrics, upkeep_options);
-  // The CA rotation restarts etcd through the supervisor, which exists further down.
-  CaRotation rotation(config, [&] {
+  // The rolling changes (CA rotation, peers to https) restart etcd through the supervisor, which
+  // exists further down.
+  RollingChanges rolling(config, [&] {
     if (Supervisor* s = supervising.load(); s != nullptr) s->RequestRestart();
   });
-  upkeep.SetRotation(&rotation);
+  upkeep.SetRotation(&rolling);
   upkeep.SetSelf(outcome->self, PeerClientUrls(config.state_dir, outcome->self.name));
   upkeep.SetVersionChange(outcome->version_change);
   upkeep.SetEtcdRunning(false);
 
-  std::vector<std::string> argv = rotation.EtcdArgv(EtcdArgv(config, *outcome, extra_etcd_args));
+  std::vector<std::string> argv = rolling.EtcdArgv(EtcdArgv(config, *outcome, extra_etcd_args));
   SupervisorOptions options;
   options.spec.argv = argv;
   options.spec.env = EtcdEnvironmentFor(argv);
@@ -250,7 +251,7 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
     metrics.RecordDecision(again->decision.action);
     upkeep.SetSelf(again->self, PeerClientUrls(config.state_dir, again->self.name));
     upkeep.SetVersionChange(again->version_change);
-    argv = rotation.EtcdArgv(EtcdArgv(config, *again, extra_etcd_args));
+    argv = rolling.EtcdArgv(EtcdArgv(config, *again, extra_etcd_args));
     spec.argv = argv;
     spec.env = EtcdEnvironmentFor(argv);
     life.Set(RunState::kStarting);
