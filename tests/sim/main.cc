@@ -14,6 +14,8 @@
 //   --extra yes|no                                     a node beyond --cluster-size (default: the seed picks)
 //   --maintenance yes|no                               the leader's maintenance against a small quota, a
 //                                                      workload and scale-in (default: the seed picks)
+//   --learner-churn yes|no                             on a cloud, a learner's instance replaced before its
+//                                                      promotion, a voter's with it (default: the seed picks)
 //   --find CONDITION --seeds N [--start S] ...         the first seed that reaches CONDITION (World::Mark),
 //                                                      to keep as a regression; --list-conditions: those of a run
 //   --reached                                          with --seed: the conditions the run reached
@@ -48,6 +50,8 @@ struct Regression {
   const char* guards = "";
   // Rows kept before the model learnt maintenance run without it, as they were found.
   int maintenance = 0;
+  // The same for a learner's instance replaced before its promotion.
+  int learner_churn = 0;
 };
 
 // A seed that fails on a bug of quorate found and not fixed yet, with the check it fails.
@@ -181,6 +185,10 @@ constexpr Regression kRegressions[] = {
     // On a cloud: a departed member kept M3 waiting, rule 9's newcomer waited for a learner, and the
     // learner for the alarm; upkeep now promotes under NOSPACE.
     {154, 5, kInit, 1, 1, 0, "NOSPACE disarmed", 1},
+    // On a cloud, a learner's instance replaced before its promotion and a voter's with it: the
+    // newcomers find a departed learner and a departed voter, and rule 9 must take the learner first
+    // (the catalogue's rule9-departed-voter-first waits here for ever on a learner that never catches up).
+    {20, 5, kRun, 1, 1, 0, "a learner's and a voter's instances replaced at once", 0, 1},
 };
 
 // Bugs of quorate the simulator found and that are not fixed yet (docs/DESIGN.md §10, "Found and
@@ -198,7 +206,7 @@ int Usage() {
                "usage: quorate_sim (--seeds N [--start S] | --seed S | --regressions | --find CONDITION --seeds N)\n"
                "                   [--nodes 3|5] [--verbose] [--reached] [--replay-check] [--hashes FILE]\n"
                "                   [--etcd 3.4|3.5] [--mode run|init] [--cloud yes|no] [--strict yes|no]\n"
-               "                   [--extra yes|no] [--maintenance yes|no] [--all-failures]\n");
+               "                   [--extra yes|no] [--maintenance yes|no] [--learner-churn yes|no] [--all-failures]\n");
   return 2;
 }
 
@@ -216,6 +224,7 @@ RunOptions OptionsOf(const Regression& r) {
   options.strict = r.strict;
   options.extra = r.extra;
   options.maintenance = r.maintenance;
+  options.learner_churn = r.learner_churn;
   return options;
 }
 
@@ -227,6 +236,7 @@ std::string Flags(const RunOptions& o) {
   if (o.strict >= 0) out += o.strict == 1 ? " --strict yes" : " --strict no";
   if (o.extra >= 0) out += o.extra == 1 ? " --extra yes" : " --extra no";
   if (o.maintenance >= 0) out += o.maintenance == 1 ? " --maintenance yes" : " --maintenance no";
+  if (o.learner_churn >= 0) out += o.learner_churn == 1 ? " --learner-churn yes" : " --learner-churn no";
   return out;
 }
 
@@ -273,7 +283,7 @@ int main(int argc, char** argv) {
   int nodes = 3;
   int etcd_minor = 0;
   auto mode = quorate::sim::RunOptions::Mode::kSeedPicks;
-  int cloud = -1, strict = -1, extra = -1, maintenance = -1;
+  int cloud = -1, strict = -1, extra = -1, maintenance = -1, learner_churn = -1;
   bool verbose = false, replay_check = false, regressions = false, single = false, reached = false;
   bool all_failures = false;
   const char* hashes_path = nullptr;
@@ -287,7 +297,8 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     if (a == "--seeds" || a == "--start" || a == "--seed" || a == "--nodes" || a == "--hashes" || a == "--etcd" ||
-        a == "--mode" || a == "--cloud" || a == "--strict" || a == "--extra" || a == "--maintenance" || a == "--find") {
+        a == "--mode" || a == "--cloud" || a == "--strict" || a == "--extra" || a == "--maintenance" || a == "--find" ||
+        a == "--learner-churn") {
       const char* v = value();
       if (v == nullptr) return Usage();
       if (a == "--seeds") count = std::strtoull(v, nullptr, 10);
@@ -308,6 +319,7 @@ int main(int argc, char** argv) {
       if (a == "--strict" && !yes_no(v, &strict)) return Usage();
       if (a == "--extra" && !yes_no(v, &extra)) return Usage();
       if (a == "--maintenance" && !yes_no(v, &maintenance)) return Usage();
+      if (a == "--learner-churn" && !yes_no(v, &learner_churn)) return Usage();
       if (a == "--etcd") etcd_minor = std::string(v) == "3.4" ? 4 : std::string(v) == "3.5" ? 5 : -1;
     } else if (a == "--verbose") {
       verbose = true;
@@ -327,7 +339,7 @@ int main(int argc, char** argv) {
   if (regressions) return RunKept();
   std::vector<RunOptions> runs;
   for (uint64_t s = start; s < start + count; ++s) {
-    RunOptions options = OptionsOf({s, nodes, mode, cloud, strict, extra, "", maintenance});
+    RunOptions options = OptionsOf({s, nodes, mode, cloud, strict, extra, "", maintenance, learner_churn});
     options.verbose = verbose;
     options.etcd_minor = etcd_minor;
     runs.push_back(options);

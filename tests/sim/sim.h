@@ -40,6 +40,12 @@ struct RunOptions {
   // StatefulSet scale-in in two. -1: one seed in four, picked apart; 0: no maintenance round runs, so
   // a seed replays as it did before the model learnt maintenance (a round asks every member's status).
   int maintenance = -1;
+  // On a cloud, the instance of a learner just added is replaced before it is promoted, and in one
+  // such replacement of two a voter's instance goes with it: departed learner and departed voter at
+  // once, which rule 9 takes learner first (a departed voter taken first leaves the newcomer waiting
+  // for a learner that never catches up). -1: one cloud seed in two, picked apart; 0: off, as the
+  // seeds kept before the model learnt it ran.
+  int learner_churn = -1;
   // Where the nodes' data and state dirs go (one directory per run, removed after it).
   std::string scratch = "/dev/shm";
 };
@@ -97,6 +103,7 @@ struct RunResult {
   bool strict = true;
   bool extra = false;
   bool maintenance = false;
+  bool learner_churn = false;
   // The named conditions the run reached (World::Mark): what a kept regression seed must still reach.
   std::set<std::string> reached;
   // A node started `new` in rule 3's init-mode window (DESIGN §4 rule 3, §10): reported, not failed.

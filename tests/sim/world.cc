@@ -142,6 +142,8 @@ World::World(const RunOptions& options) : options_(options), rng_(options.seed *
            (options.extra == 1 || (options.extra < 0 && Rng(options.seed ^ 0x65787472616e6f64ULL).Below(4) == 0));
   maintenance_ = options.maintenance == 1 ||
                  (options.maintenance < 0 && Rng(options.seed ^ 0x6d61696e74656e61ULL).Below(4) == 0);
+  learner_churn_ = cloud_ && (options.learner_churn == 1 ||
+                             (options.learner_churn < 0 && Rng(options.seed ^ 0x6c6561726e636875ULL).Below(2) == 0));
   // A StatefulSet's pods are named <set>-<ordinal>, one set, every member listed: rule M7's ground.
   scale_in_ = maintenance_ && !cloud_ && !extra_ && Rng(options.seed ^ 0x7363616c65696e73ULL).Below(2) == 0;
   Rng workload(options.seed ^ 0x776f726b6c6f6164ULL);
@@ -1326,6 +1328,24 @@ void World::ScaleIn() {
 }
 
 void World::LearnerAdded(const std::vector<std::string>& peer_urls) {
+  if (learner_churn_ && FaultsOn() && rng_.Chance(0.5)) {
+    for (auto& n : nodes) {
+      if (!SharesUrl(peer_urls, {n->peer_url})) continue;
+      const bool with_voter = rng_.Chance(0.5);
+      const int other = static_cast<int>((n->index + 1 + rng_.Below(nodes.size() - 1)) % nodes.size());
+      At(now_ + rng_.Between(milliseconds(100), milliseconds(3000)), [this, i = n->index, other, with_voter] {
+        // Only while faults strike, and only the instance that holds the learner still.
+        if (!FaultsOn() || !nodes[i]->proc) return;
+        Mark("a learner's instance replaced before its promotion");
+        ReplaceInstance(i);
+        if (with_voter) {
+          Mark("a learner's and a voter's instances replaced at once");
+          ReplaceInstance(other);
+        }
+      });
+    }
+    return;
+  }
   if (!maintenance_ || !FaultsOn() || !rng_.Chance(0.5)) return;
   for (auto& n : nodes) {
     if (!SharesUrl(peer_urls, {n->peer_url})) continue;
@@ -1867,6 +1887,7 @@ RunResult World::Run() {
   if (!strict_) Mark("etcd's guards off");
   if (extra_) Mark("an extra node");
   result_.maintenance = maintenance_;
+  result_.learner_churn = learner_churn_;
   std::string why;
   while (failure_.empty()) {
     while (!events_.empty() && events_.begin()->first <= now_) {

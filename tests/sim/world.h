@@ -357,6 +357,7 @@ class World {
   bool strict_ = true;
   bool extra_ = false;
   bool maintenance_ = false;
+  bool learner_churn_ = false;
   bool scale_in_ = false;
   // The workload of maintenance seeds: writes each tick, and whether the StatefulSet's replicas
   // (rule M7's source) went down.
