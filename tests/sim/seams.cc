@@ -107,6 +107,7 @@ class SimClient : public EtcdClient {
   Status MemberRemove(MemberId id) override {
     auto t = Reach([&](SimCluster& c) {
       if (maintainer_) {
+        w_.CheckMaintainerLeads(from_, "MemberRemove " + IdToHex(id));
         w_.CheckMaintenanceRemoval(from_, c, id);
       } else {
         w_.CheckRemoveRequest(from_, c, id);
@@ -176,6 +177,8 @@ class SimClient : public EtcdClient {
     int k = w_.NodeByClientUrl(endpoint);
     bool reachable = k >= 0 && w_.Reach(from_, k);
     if (!w_.Sleep(reachable ? w_.rng().Between(milliseconds(1), milliseconds(20)) : timeout_)) return Killed();
+    const bool own = maintainer_ && from_ >= 0 && k == from_;
+    if (own) w_.nodes[from_]->maintainer_told_leader = false;
     if (k < 0 || !w_.Reach(from_, k) || !w_.Serves(k)) return Status::Unavailable(endpoint + ": connection refused");
     const Node& n = *w_.nodes[k];
     SimCluster* c = w_.ClusterOf(k);
@@ -186,6 +189,7 @@ class SimClient : public EtcdClient {
       st.leader = w_.nodes[leader]->etcd.id;
       st.raft_index = c->raft_index;
     }
+    if (own) w_.nodes[from_]->maintainer_told_leader = st.leader != 0 && st.leader == n.etcd.id;
     if (c != nullptr) {
       auto it = Find(*c, n.etcd.id);
       st.is_learner = it != c->members.end() && it->is_learner;
@@ -212,7 +216,10 @@ class SimClient : public EtcdClient {
   }
 
   Status AlarmDisarm(const EtcdAlarm& alarm) override {
-    auto t = Reach([&](SimCluster& c) { w_.CheckDisarmRequest(c); });
+    auto t = Reach([&](SimCluster& c) {
+      if (maintainer_) w_.CheckMaintainerLeads(from_, "to disarm NOSPACE");
+      w_.CheckDisarmRequest(c);
+    });
     if (!t.ok()) return t.status();
     SimCluster& c = *w_.ClusterOf(*t);
     if (std::erase(c.nospace, alarm.member_id) > 0) {
@@ -224,7 +231,9 @@ class SimClient : public EtcdClient {
 
   // Through raft, as etcd does it; answered once the backend freed the history (physical).
   Status Compact(int64_t revision) override {
-    auto t = Reach();
+    auto t = Reach([&](SimCluster&) {
+      if (maintainer_) w_.CheckMaintainerLeads(from_, fmt::format("to compact up to revision {}", revision));
+    });
     if (!t.ok()) return t.status();
     SimCluster& c = *w_.ClusterOf(*t);
     if (revision <= c.compacted) {
@@ -243,6 +252,7 @@ class SimClient : public EtcdClient {
     int k = w_.NodeByClientUrl(endpoint);
     if (!w_.Sleep(w_.rng().Between(milliseconds(1), milliseconds(20)))) return Killed();
     if (k < 0 || !w_.Reach(from_, k) || !w_.Serves(k)) return Status::Unavailable(endpoint + ": connection refused");
+    if (maintainer_) w_.CheckMaintainerLeads(from_, "to defragment " + endpoint);
     w_.CheckDefragRequest(from_, k);
     std::shared_ptr<Child> child = w_.nodes[k]->etcd.child;
     const Duration took = w_.StartDefrag(k);

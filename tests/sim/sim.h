@@ -78,6 +78,7 @@ enum class Check {
   kDefragNoMargin,      // §12: Defragment while the other voters up are no quorum
   kDisarmEarly,         // §12 M3: NOSPACE disarmed while a database still leaves no room for a write
   kMaintenanceRemoval,  // §12 M6, M7: a removal that leaves the voters, or those up, short of a quorum
+  kMaintenanceNotLeader,  // §12 M1: a maintenance request from a quorate whose etcd said it does not lead
   kNospaceStuck,        // liveness: a NOSPACE alarm stands 15 minutes after the faults stopped
 };
 const char* CheckName(Check check);

@@ -1091,10 +1091,15 @@ std::optional<ClusterView> World::ViewAnswered(int k) {
     Mark("an answer from a previous incarnation");
     return n.prev_view;
   }
-  if (n.replay_until > now_) {
+  if (n.replay_until > now_ && n.etcd.incarnation >= 0) {
+    // The log replays in its order: the bootstrap's members come first, one at a time, and none has
+    // started until the publishes after them. A member added later is replayed only after those
+    // publishes, so a view that lists none started holds initial members only (the answerer's own,
+    // if it joined later, is not among them).
+    const std::vector<ClusterMember>& initial = clusters_[n.etcd.incarnation].history.front().second;
     ClusterView partial{n.view->cluster_id, {}};
-    for (size_t m = 0; m < n.replay_members && m < n.view->members.size(); ++m) {
-      ClusterMember replayed = n.view->members[m];
+    for (size_t m = 0; m < n.replay_members && m < initial.size(); ++m) {
+      ClusterMember replayed = initial[m];
       replayed.name.clear();
       replayed.client_urls.clear();
       partial.members.push_back(std::move(replayed));
@@ -1620,6 +1625,13 @@ void World::CheckDefragRequest(int from, int k) {
   }
 }
 
+void World::CheckMaintainerLeads(int from, const std::string& what) {
+  if (from < 0 || nodes[from]->maintainer_told_leader) return;
+  Fail(Check::kMaintenanceNotLeader, fmt::format("{} asks {} while its own etcd's status last said another member leads "
+                                                 "(§12 M1: only the leader's quorate maintains, so two never race)",
+                                                 Asker(from), what));
+}
+
 void World::CheckDisarmRequest(const SimCluster& c) {
   const int inc = static_cast<int>(&c - clusters_.data());
   for (auto& n : nodes) {
@@ -2014,6 +2026,8 @@ const char* CheckName(Check check) {
       return "disarm-early";
     case Check::kMaintenanceRemoval:
       return "maintenance-removal";
+    case Check::kMaintenanceNotLeader:
+      return "maintenance-not-leader";
     case Check::kNospaceStuck:
       return "nospace-stuck";
   }

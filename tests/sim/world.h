@@ -160,6 +160,9 @@ struct Node {
   // When its upkeep's maintenance round last listed the members: the facts a removal or a
   // defragmentation it asks for rest on.
   TimePoint maintenance_look_at{};
+  // Whether its own etcd's status, as its maintenance round last read it, named that etcd the leader
+  // (§12 M1: only the leader's quorate maintains).
+  bool maintainer_told_leader = false;
   // WAL files its etcd wrote, by inode, where last seen: quorate may move them, never delete them.
   std::vector<std::pair<ino_t, std::string>> wals;
   TimePoint slow_until{}, frozen_until{}, odd_discovery_until{};
@@ -189,7 +192,7 @@ struct Node {
   std::optional<ClusterView> prev_view;
   TimePoint old_answers_until{};
   // etcd restarting on its data lists the members as it replays its WAL: until replay_until only
-  // the first replay_members, none started yet.
+  // the first replay_members of the bootstrap's, none started yet (ViewAnswered).
   TimePoint replay_until{};
   size_t replay_members = 0;
   // Its etcd's serializable member list lags the committed membership by this much until then.
@@ -265,6 +268,7 @@ class World {
   void MaintenanceLook(int from) { nodes[from]->maintenance_look_at = now_; }
   Duration StartDefrag(int node);
   void CheckDefragRequest(int from, int node);
+  void CheckMaintainerLeads(int from, const std::string& what);
   void CheckDisarmRequest(const SimCluster& c);
   void CheckMaintenanceRemoval(int from, const SimCluster& c, MemberId id);
   // A learner was added at these peer URLs: in one maintenance seed in two, its node dies for longer
