@@ -7,6 +7,7 @@ the writer never fails for longer than one member's restart; a majority always a
 client listener serves a leaf of the new client CA, takes a client leaf of it and refuses one of the old.
 Then the operator puts next/ in place and a node restarts on its own files."""
 import os
+import time
 
 import ca_rotation_test as rot
 import pki
@@ -78,9 +79,11 @@ def test():
         pki.install_client(pkidir, n, cca2, next_dir=True)
     old_peer_leaves = rot.keep_leaves(c, pkidir, os.path.join(c.dir, "old-leaves"))
     offsets, w, q = rot.watched(c)
+    began = time.time()
     out = rot.rotate(c, pkidir, c.nodes[0])
     log(f"rotate-ca:\n{out}")
     rot.wait_done(c, 180)
+    log(f"rotation took {time.time() - began:.1f}s")
     wait_healthy(c)
     w.finish()
     q.finish()
