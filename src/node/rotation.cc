@@ -419,6 +419,7 @@ namespace {
 // <state-dir>/tls, and the URLs its leaf must name.
 struct RotatedSide {
   const char* name;  // "peer", "client": for messages
+  bool asked;        // its new CA is the one rotate-ca names (the peer's): its fingerprint is the rotation's ID
   const char* ca_flag;
   const char* cert_flag;
   const char* key_flag;
@@ -430,12 +431,12 @@ struct RotatedSide {
 };
 
 RotatedSide PeerSide(const Config& c, const Member& self) {
-  return {"peer", "peer-trusted-ca-file", "peer-cert-file", "peer-key-file", "peer-ca.crt", "peer.crt", "peer.key",
+  return {"peer", true, "peer-trusted-ca-file", "peer-cert-file", "peer-key-file", "peer-ca.crt", "peer.crt", "peer.key",
           c.peer_tls, self.peer_urls};
 }
 
 RotatedSide ClientSide(const Config& c, const Member& self) {
-  return {"client", "trusted-ca-file", "cert-file", "key-file", "client-ca.crt", "client.crt", "client.key",
+  return {"client", false, "trusted-ca-file", "cert-file", "key-file", "client-ca.crt", "client.crt", "client.key",
           c.client_tls, self.client_urls};
 }
 
@@ -455,7 +456,7 @@ std::vector<RotatedSide> Sides(const Config& c, const Member& self) {
 // Once done, whether the operator has put the new CA of `side` in place of the old (etcd then starts on
 // the operator's files again): the peer's by the rotation's ID, the client's by its next/ file's content.
 bool InPlace(const RotatedSide& side, const std::string& id) {
-  if (std::string(side.name) == "peer") {
+  if (side.asked) {
     auto current = CaFingerprint(side.files.trusted_ca_file);
     return current.ok() && *current == id;
   }
@@ -477,7 +478,7 @@ std::string SideProblem(const RotatedSide& side, const std::string& id, const Ro
   if (local.id != id && local.phase > 0) {
     bool finished = local.phase >= kPhaseNew;
     bool moved = true;
-    if (std::string(side.name) == "peer") {
+    if (side.asked) {
       auto current = CaFingerprint(tls.trusted_ca_file);
       moved = current.ok() && *current == local.id;
     } else if (auto copy = ReadFile(dir + "/" + side.ca_copy); copy.ok()) {
@@ -493,7 +494,7 @@ std::string SideProblem(const RotatedSide& side, const std::string& id, const Ro
   auto next = CaFingerprint(NextTlsPath(tls.trusted_ca_file));
   if (!next.ok()) return next.status().message() + "; put the new CA's certificate there, beside the old";
   // rotate-ca names the peers' new CA; the client side's may be another.
-  if (std::string(side.name) == "peer" && *next != id) {
+  if (side.asked && *next != id) {
     return fmt::format("{} is not the CA the rotation was asked for (sha256 {}, asked {})",
                        NextTlsPath(tls.trusted_ca_file), next->substr(0, 12), id.substr(0, 12));
   }
