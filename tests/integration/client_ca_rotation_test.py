@@ -67,7 +67,7 @@ def test():
 
     for n in c.nodes:
         pki.install(pkidir, n, ca1)
-        pki.install_client(pkidir, n, cca1)
+        pki.install(pkidir, n, cca1, files=pki.client_files)
     for n in c.nodes:
         n.run(extra=args(pkidir, n))
     wait_healthy(c)
@@ -76,7 +76,7 @@ def test():
 
     for n in c.nodes:
         pki.install(pkidir, n, ca2, next_dir=True)
-        pki.install_client(pkidir, n, cca2, next_dir=True)
+        pki.install(pkidir, n, cca2, next_dir=True, files=pki.client_files)
     old_peer_leaves = rot.keep_leaves(c, pkidir, os.path.join(c.dir, "old-leaves"))
     offsets, w, q = rot.watched(c)
     began = time.time()

@@ -41,25 +41,16 @@ def node_files(pki, node):
     return os.path.join(d, "ca.crt"), os.path.join(d, "peer.crt"), os.path.join(d, "peer.key")
 
 
-def install(pki, node, ca, next_dir=False):
-    """Puts CA `ca`'s certificate and a new leaf for `node` into its files, or into next/ beside them."""
-    ca_file, crt, key = node_files(pki, node)
-    if next_dir:
-        ca_file, crt, key = (os.path.join(os.path.dirname(p), "next", os.path.basename(p)) for p in (ca_file, crt, key))
-    os.makedirs(os.path.dirname(ca_file), exist_ok=True)
-    shutil.copyfile(ca[0], ca_file)
-    make_leaf(ca, crt, key, node.ip, node.name)
-
-
 def client_files(pki, node):
     """The node's client-side files as quorate is given them: pki/<node>/{client-ca,client}.crt, client.key."""
     d = os.path.join(pki, node.name)
     return os.path.join(d, "client-ca.crt"), os.path.join(d, "client.crt"), os.path.join(d, "client.key")
 
 
-def install_client(pki, node, ca, next_dir=False):
-    """As install, for the client side: CA `ca` trusted for clients and a client-facing leaf of it."""
-    ca_file, crt, key = client_files(pki, node)
+def install(pki, node, ca, next_dir=False, files=node_files):
+    """Puts CA `ca`'s certificate and a new leaf for `node` into its files (node_files: the peer side's;
+    client_files), or into next/ beside them."""
+    ca_file, crt, key = files(pki, node)
     if next_dir:
         ca_file, crt, key = (os.path.join(os.path.dirname(p), "next", os.path.basename(p)) for p in (ca_file, crt, key))
     os.makedirs(os.path.dirname(ca_file), exist_ok=True)

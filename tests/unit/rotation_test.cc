@@ -102,6 +102,22 @@ struct Rig {
   }
 };
 
+// R5 for `side`'s new leaf (next/<side>.crt) that its peers or clients would refuse: one issued by another
+// CA, then one that does not name `moved`'s host of that side. No restart either way.
+void CheckLeafRefused(Rig& rig, CaRotationChange& rotation, const std::string& side, const Member& moved,
+                      const std::string& host) {
+  rig.Copy("stranger.crt", "next/" + side + ".crt");
+  rotation.Round(rig.etcd, rig.self);
+  CHECK(rotation.last().rule == "R5");
+  CHECK(rotation.last().reason.find("next/" + side + ".crt is issued by") != std::string::npos);
+  CHECK(rotation.last().reason.find("not by the new " + side + " CA") != std::string::npos);
+  rig.Copy("peer.crt", "next/" + side + ".crt");
+  rotation.Round(rig.etcd, moved);
+  CHECK(rotation.last().rule == "R5");
+  CHECK(rotation.last().reason.find(host) != std::string::npos);
+  CHECK(rig.restarts == 0);
+}
+
 const std::vector<std::string> kArgv = {"etcd", "--name=n1", "--peer-cert-file=/pki/peer.crt",
                                         "--peer-key-file=/pki/peer.key", "--peer-trusted-ca-file=/pki/ca.crt"};
 
@@ -212,18 +228,9 @@ TEST_CASE("CA rotation: a next CA that is not the one asked, a next leaf the pee
   CHECK(other.code() == Status::Code::kFailedPrecondition);
   CHECK(other.message().find("under way") != std::string::npos);
 
-  // A new leaf the peers would refuse: issued by another CA, or not naming this node's peer URL.
-  rig.Copy("stranger.crt", "next/peer.crt");
-  rotation.Round(rig.etcd, rig.self);
-  CHECK(rotation.last().rule == "R5");
-  CHECK(rotation.last().reason.find("not by the new peer CA") != std::string::npos);
-  rig.Copy("peer.crt", "next/peer.crt");
   Member moved = rig.self;
   moved.peer_urls = {"https://10.0.0.9:2380"};
-  rotation.Round(rig.etcd, moved);
-  CHECK(rotation.last().rule == "R5");
-  CHECK(rotation.last().reason.find("10.0.0.9") != std::string::npos);
-  CHECK(rig.restarts == 0);
+  CheckLeafRefused(rig, rotation, "peer", moved, "10.0.0.9");
 
   REQUIRE(WriteFileAtomic(rig.dir + "/pki/next/ca.crt", Pem("another ca")).ok());
   rotation.Round(rig.etcd, rig.self);
@@ -340,18 +347,9 @@ TEST_CASE("CA rotation: a client side whose next leaf clients would refuse, or t
   CaRotationChange rotation(rig.config, [&] { ++rig.restarts; });
   REQUIRE(AskCaRotation(rig.etcd, rig.Id()).ok());
 
-  rig.Copy("stranger.crt", "next/client.crt");
-  rotation.Round(rig.etcd, rig.self);
-  CHECK(rotation.last().rule == "R5");
-  CHECK(rotation.last().reason.find("next/client.crt is issued by") != std::string::npos);
-  CHECK(rotation.last().reason.find("not by the new client CA") != std::string::npos);
-
-  rig.Copy("peer.crt", "next/client.crt");
   Member moved = rig.self;
   moved.client_urls = {"https://10.0.0.7:2379"};
-  rotation.Round(rig.etcd, moved);
-  CHECK(rotation.last().rule == "R5");
-  CHECK(rotation.last().reason.find("10.0.0.7") != std::string::npos);
+  CheckLeafRefused(rig, rotation, "client", moved, "10.0.0.7");
 
   std::filesystem::remove(rig.dir + "/pki/next/client.key");
   rotation.Round(rig.etcd, rig.self);
