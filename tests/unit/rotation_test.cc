@@ -366,6 +366,30 @@ TEST_CASE("CA rotation: a client side whose next leaf clients would refuse, or t
   CHECK(rig.restarts == 0);
 }
 
+TEST_CASE("CA rotation: after one that rotated the client side, the next waits until its client CA is put in place") {
+  Rig rig;
+  if (!rig.certs.ok()) return;
+  AddClientTls(rig);
+  // The earlier rotation: done here, the peer's CA put in place, the client's not (its copy holds
+  // the CA etcd was left trusting, another than --trusted-ca-file's).
+  auto current = CaFingerprint(rig.dir + "/pki/ca.crt");
+  REQUIRE(current.ok());
+  REQUIRE(MakeDirs(rig.config.state_dir + "/tls").ok());
+  REQUIRE(WriteFileAtomic(rig.config.state_dir + "/tls/ca-rotation.json",
+                          "{\"id\":\"" + *current + "\",\"phase\":3}").ok());
+  REQUIRE(WriteFileAtomic(rig.config.state_dir + "/tls/client-ca.crt", rig.Cert("ca.crt")).ok());
+  CaRotationChange rotation(rig.config, [&] { ++rig.restarts; });
+  REQUIRE(AskCaRotation(rig.etcd, rig.Id()).ok());
+  rotation.Round(rig.etcd, rig.self);
+  CHECK(rotation.last().rule == "R5");
+  CHECK(rotation.last().reason.find("not put in place") != std::string::npos);
+  CHECK(rotation.last().reason.find("next/client-ca.crt") != std::string::npos);
+  // Put in place: the new rotation goes on.
+  rig.Copy("ca.crt", "client-ca.crt");
+  rotation.Round(rig.etcd, rig.self);
+  CHECK(rotation.last().action == RollingAction::kRestart);
+}
+
 TEST_CASE("CA rotation: the intent and records are read as etcd holds them, and refused when malformed") {
   auto id = CaRotationIntentId(CaRotationIntentValue(std::string(64, 'b')));
   REQUIRE(id.ok());
