@@ -268,7 +268,8 @@ int MaintenanceStatus(const Config& config, const Words&) {
 }
 
 // DESIGN §14: asks every node's quorate to rotate the peer CA to the one in next/ beside
-// --peer-trusted-ca-file; prints where each member is.
+// --peer-trusted-ca-file (and its client CA where next/ is beside --trusted-ca-file); prints where each
+// member is.
 int TlsRotateCa(const Config& config, const Words&) {
   if (config.peer_tls.trusted_ca_file.empty()) {
     return Fail(Status::InvalidArgument("--peer-trusted-ca-file: give the peer CA the cluster trusts now; the new "
@@ -481,9 +482,9 @@ const std::vector<Command>& Commands() {
        "alarms), and why",
        Concat({kCommon, kMaintenance, {"endpoints", "cacert", "cert", "key", "write-out"}}), MaintenanceStatus},
       {"tls", "rotate-ca",
-       "rotate the peer CA with no downtime: every node's quorate trusts old and new (a rolling restart), "
-       "serves its new leaf, then trusts the new CA only (a second rolling restart); the new CA and leaves are "
-       "read from next/ beside each file",
+       "rotate the peer CA, and the client CA where its next/ is there, with no downtime: every node's quorate "
+       "trusts old and new (a rolling restart), serves its new leaves, then trusts the new CAs only (a second "
+       "rolling restart); the new CAs and leaves are read from next/ beside each file",
        Concat({kCommon, {"endpoints", "cacert", "cert", "key", "peer-trusted-ca-file"}}), TlsRotateCa},
       {"tls", "to-https",
        "move a running cluster's peers from plaintext to TLS with no downtime: every node's quorate listens on "

@@ -15,9 +15,6 @@
 namespace quorate {
 namespace {
 
-constexpr const char* kCaFile = "peer-ca.crt";
-constexpr const char* kCertFile = "peer.crt";
-constexpr const char* kKeyFile = "peer.key";
 constexpr int kPhaseLeaves = 2;
 constexpr int kPhaseNew = 3;
 constexpr int kMinHttpsPort = 1;
@@ -416,26 +413,88 @@ void RollingChange::Round(EtcdClient& client, const Member& self) {
   }
 }
 
-CaRotationChange::CaRotationChange(const Config& config, std::function<void()> restart_etcd)
-    : RollingChange(config, CaRotationSpec(), std::move(restart_etcd)) {}
+namespace {
 
-std::string CaRotationChange::MaterialProblem(const std::string& id, const RollingLocal& local,
-                                              const Member& self) const {
-  const TlsFiles& tls = config_.peer_tls;
-  if (std::string missing = MissingPeerTls(tls, "a CA rotation"); !missing.empty()) return missing;
+// One side of etcd's TLS a CA rotation carries: its flags, the operator's files, quorate's copies in
+// <state-dir>/tls, and the URLs its leaf must name.
+struct RotatedSide {
+  const char* name;  // "peer", "client": for messages
+  bool asked;        // its new CA is the one rotate-ca names (the peer's): its fingerprint is the rotation's ID
+  const char* ca_flag;
+  const char* cert_flag;
+  const char* key_flag;
+  const char* ca_copy;
+  const char* cert_copy;
+  const char* key_copy;
+  TlsFiles files;
+  std::vector<std::string> urls;
+};
+
+RotatedSide PeerSide(const Config& c, const Member& self) {
+  return {"peer", true, "peer-trusted-ca-file", "peer-cert-file", "peer-key-file", "peer-ca.crt", "peer.crt", "peer.key",
+          c.peer_tls, self.peer_urls};
+}
+
+RotatedSide ClientSide(const Config& c, const Member& self) {
+  return {"client", false, "trusted-ca-file", "cert-file", "key-file", "client-ca.crt", "client.crt", "client.key",
+          c.client_tls, self.client_urls};
+}
+
+// The client side takes part in a rotation when etcd is given a client CA and the operator put the next
+// one beside it: a cluster whose clients keep their CA rotates the peers' alone.
+bool ClientRotates(const Config& c) {
+  return !c.client_tls.trusted_ca_file.empty() && PathExists(NextTlsPath(c.client_tls.trusted_ca_file));
+}
+
+// The sides this node rotates: the peer's always (rotate-ca names its CA), the client's as ClientRotates says.
+std::vector<RotatedSide> Sides(const Config& c, const Member& self) {
+  std::vector<RotatedSide> sides = {PeerSide(c, self)};
+  if (ClientRotates(c)) sides.push_back(ClientSide(c, self));
+  return sides;
+}
+
+// Once done, whether the operator has put the new CA of `side` in place of the old (etcd then starts on
+// the operator's files again): the peer's by the rotation's ID, the client's by its next/ file's content.
+bool InPlace(const RotatedSide& side, const std::string& id) {
+  if (side.asked) {
+    auto current = CaFingerprint(side.files.trusted_ca_file);
+    return current.ok() && *current == id;
+  }
+  auto current = ReadFile(side.files.trusted_ca_file);
+  auto next = ReadFile(NextTlsPath(side.files.trusted_ca_file));
+  return current.ok() && next.ok() && *current == *next;
+}
+
+// Why `side` cannot take rotation `id` from `local`; empty when it can.
+std::string SideProblem(const RotatedSide& side, const std::string& id, const RollingLocal& local,
+                        const std::string& dir) {
+  const TlsFiles& tls = side.files;
+  if (tls.cert_file.empty() || tls.key_file.empty()) {
+    return fmt::format("a CA rotation of the {} side needs its leaf: give --{} and --{} beside --{}", side.name,
+                       side.cert_flag, side.key_flag, side.ca_flag);
+  }
   // A rotation started on top of an earlier one that is not finished, or whose CA the operator has not
   // put in place of the old: the "old" half of the bundle would not be what etcd trusts now.
   if (local.id != id && local.phase > 0) {
-    auto current = CaFingerprint(tls.trusted_ca_file);
-    if (local.phase < kPhaseNew || !current.ok() || *current != local.id) {
+    bool finished = local.phase >= kPhaseNew;
+    bool moved = true;
+    if (side.asked) {
+      auto current = CaFingerprint(tls.trusted_ca_file);
+      moved = current.ok() && *current == local.id;
+    } else if (auto copy = ReadFile(dir + "/" + side.ca_copy); copy.ok()) {
+      auto current = ReadFile(tls.trusted_ca_file);
+      moved = current.ok() && *current == *copy;
+    }
+    if (!finished || !moved) {
       return fmt::format("the earlier CA rotation {} is {} here: copy {} over {} (and the leaves likewise) first",
-                         local.id.substr(0, 12), local.phase < kPhaseNew ? "not finished" : "not put in place",
+                         local.id.substr(0, 12), finished ? "not put in place" : "not finished",
                          NextTlsPath(tls.trusted_ca_file), tls.trusted_ca_file);
     }
   }
   auto next = CaFingerprint(NextTlsPath(tls.trusted_ca_file));
   if (!next.ok()) return next.status().message() + "; put the new CA's certificate there, beside the old";
-  if (*next != id) {
+  // rotate-ca names the peers' new CA; the client side's may be another.
+  if (side.asked && *next != id) {
     return fmt::format("{} is not the CA the rotation was asked for (sha256 {}, asked {})",
                        NextTlsPath(tls.trusted_ca_file), next->substr(0, 12), id.substr(0, 12));
   }
@@ -446,17 +505,20 @@ std::string CaRotationChange::MaterialProblem(const std::string& id, const Rolli
   }
   for (const std::string& f : {tls.cert_file, tls.key_file}) {
     if (auto read = ReadFile(NextTlsPath(f)); !read.ok()) {
-      return read.status().message() + "; put this node's new leaf there, issued by the new CA";
+      return read.status().message() + fmt::format("; put this node's new {} leaf there, issued by the new CA",
+                                                   side.name);
     }
   }
-  // A leaf the peers will refuse would cut this node off at the leaves' phase: checked before any
-  // restart. (The key matching the certificate is etcd's to check at start.)
-  return LeafProblem(NextTlsPath(tls.trusted_ca_file), "the new CA", NextTlsPath(tls.cert_file), self.peer_urls,
-                     "issue it from the new CA");
+  // A leaf the peers (or clients) will refuse would cut this node off at the leaves' phase: checked
+  // before any restart. (The key matching the certificate is etcd's to check at start.)
+  return LeafProblem(NextTlsPath(tls.trusted_ca_file), fmt::format("the new {} CA", side.name),
+                     NextTlsPath(tls.cert_file), side.urls, "issue it from the new CA");
 }
 
-Status CaRotationChange::Prepare(int phase) const {
-  const TlsFiles& tls = config_.peer_tls;
+// quorate's copies of `side`'s files for `phase` written in `dir`: the bundle (old and new CA) until
+// `new`, then the new CA alone; the old leaf until `leaves`, then the new one.
+Status PrepareSide(const RotatedSide& side, int phase, const std::string& dir) {
+  const TlsFiles& tls = side.files;
   auto old_ca = ReadFile(tls.trusted_ca_file);
   auto new_ca = ReadFile(NextTlsPath(tls.trusted_ca_file));
   const bool new_leaves = phase >= kPhaseLeaves;
@@ -472,38 +534,75 @@ Status CaRotationChange::Prepare(int phase) const {
     if (!old_ca.ok()) return old_ca.status();
     ca = Joined(*old_ca, *new_ca);
   }
-  if (Status s = MakeDirs(dir_); !s.ok()) return s;
-  if (auto w = WriteFileIfChanged(dir_ + "/" + kCaFile, ca, 0644); !w.ok()) return w.status();
+  if (Status s = MakeDirs(dir); !s.ok()) return s;
+  if (auto w = WriteFileIfChanged(dir + "/" + side.ca_copy, ca, 0644); !w.ok()) return w.status();
   // The key, then the certificate: each by rename, which etcd reads at its next handshake. One made
-  // between the two renames meets a key that is not the certificate's and fails; raft's transport
-  // dials again.
-  if (auto w = WriteFileIfChanged(dir_ + "/" + kKeyFile, *key, 0600); !w.ok()) return w.status();
-  if (auto w = WriteFileIfChanged(dir_ + "/" + kCertFile, *cert, 0644); !w.ok()) return w.status();
+  // between the two renames meets a key that is not the certificate's and fails; the dialer tries again.
+  if (auto w = WriteFileIfChanged(dir + "/" + side.key_copy, *key, 0600); !w.ok()) return w.status();
+  if (auto w = WriteFileIfChanged(dir + "/" + side.cert_copy, *cert, 0644); !w.ok()) return w.status();
+  return Status::Ok();
+}
+
+}  // namespace
+
+CaRotationChange::CaRotationChange(const Config& config, std::function<void()> restart_etcd)
+    : RollingChange(config, CaRotationSpec(), std::move(restart_etcd)) {}
+
+std::string CaRotationChange::MaterialProblem(const std::string& id, const RollingLocal& local,
+                                              const Member& self) const {
+  if (std::string missing = MissingPeerTls(config_.peer_tls, "a CA rotation"); !missing.empty()) return missing;
+  for (const RotatedSide& side : Sides(config_, self)) {
+    if (std::string problem = SideProblem(side, id, local, dir_); !problem.empty()) return problem;
+  }
+  return "";
+}
+
+Status CaRotationChange::Prepare(int phase) const {
+  // The leaf names are R5's business; the files are the same whatever the URLs.
+  for (const RotatedSide& side : Sides(config_, Member{})) {
+    if (Status s = PrepareSide(side, phase, dir_); !s.ok()) return s;
+  }
   return Status::Ok();
 }
 
 void CaRotationChange::TakeLive(EtcdClient&, const Member&, const RollingLocal&) {
-  // Prepare put them in place; etcd reads them at its next handshake.
+  // Prepare put them in place; etcd reads them at its next handshake, quorate's own client when upkeep
+  // makes it again (OwnClientTls).
   spdlog::info("CA rotation: the leaves of the new CA are in place for etcd's next handshakes");
 }
 
 std::vector<std::string> CaRotationChange::EtcdArgv(std::vector<std::string> argv) const {
   const RollingLocal local = LoadLocal();
   if (local.phase == 0) return argv;
-  if (local.phase == kPhaseNew) {
-    auto current = CaFingerprint(config_.peer_tls.trusted_ca_file);
-    if (current.ok() && *current == local.id) return argv;
+  for (const RotatedSide& side : Sides(config_, Member{})) {
+    if (local.phase == kPhaseNew && InPlace(side, local.id)) continue;
+    if (Status s = PrepareSide(side, local.phase, dir_); !s.ok()) {
+      // What was written before the phase was recorded is still there; a file lost since makes etcd
+      // say so at start, naming it.
+      spdlog::warn("CA rotation: the {} files of phase {} not written again: {}", side.name,
+                   spec_.plan.PhaseName(local.phase), s.message());
+    }
+    SetFlag(argv, side.ca_flag, dir_ + "/" + side.ca_copy);
+    SetFlag(argv, side.cert_flag, dir_ + "/" + side.cert_copy);
+    SetFlag(argv, side.key_flag, dir_ + "/" + side.key_copy);
   }
-  if (Status s = Prepare(local.phase); !s.ok()) {
-    // What was written before the phase was recorded is still there; a file lost since makes etcd
-    // say so at start, naming it.
-    spdlog::warn("CA rotation: the files of phase {} not written again: {}", spec_.plan.PhaseName(local.phase),
-                 s.message());
-  }
-  SetFlag(argv, "peer-trusted-ca-file", dir_ + "/" + kCaFile);
-  SetFlag(argv, "peer-cert-file", dir_ + "/" + kCertFile);
-  SetFlag(argv, "peer-key-file", dir_ + "/" + kKeyFile);
   return argv;
+}
+
+OwnClientTls CaRotationChange::ClientTls(TlsFiles base) const {
+  const RollingLocal local = LoadLocal();
+  if (local.phase == 0 || !ClientRotates(config_)) return {base, ""};
+  const RotatedSide side = ClientSide(config_, Member{});
+  if (local.phase == kPhaseNew && InPlace(side, local.id)) return {base, ""};
+  // What etcd's client side trusts and serves, quorate's client trusts and presents: the bundle verifies
+  // a member's leaf of either CA, and the leaf is the one every member accepts at this phase (R6 keeps
+  // them within one phase: the old until `leaves`, when every member trusts the bundle; the new after).
+  if (base.trusted_ca_file == side.files.trusted_ca_file) base.trusted_ca_file = dir_ + "/" + side.ca_copy;
+  if (base.cert_file == side.files.cert_file && base.key_file == side.files.key_file) {
+    base.cert_file = dir_ + "/" + side.cert_copy;
+    base.key_file = dir_ + "/" + side.key_copy;
+  }
+  return {base, fmt::format("{} {}", local.id, spec_.plan.PhaseName(local.phase))};
 }
 
 PeerHttpsChange::PeerHttpsChange(const Config& config, std::function<void()> restart_etcd)
@@ -571,6 +670,8 @@ RollingChanges::RollingChanges(const Config& config, std::function<void()> resta
 std::vector<std::string> RollingChanges::EtcdArgv(std::vector<std::string> argv) const {
   return ca_.EtcdArgv(https_.EtcdArgv(std::move(argv)));
 }
+
+OwnClientTls RollingChanges::ClientTls(const TlsFiles& base) const { return ca_.ClientTls(base); }
 
 void RollingChanges::Round(EtcdClient& client, const Member& self) {
   ca_.Round(client, self);

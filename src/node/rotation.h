@@ -1,5 +1,5 @@
-// The rolling changes of the peer TLS (docs/DESIGN.md §14), carried out by every node's quorate from
-// upkeep: the CA rotation ((1) trust old and new, by a restart; (2) leaves of the new CA, live; (3)
+// The rolling changes of etcd's TLS (docs/DESIGN.md §14), carried out by every node's quorate from
+// upkeep: the CA rotation of the peer and client sides ((1) trust old and new, by a restart; (2) leaves of the new CA, live; (3)
 // trust the new CA only, by a restart) and the move from plaintext to TLS ((1) listen on http and
 // https, by a restart; (2) the membership lists the https URL, live; (3) listen on https only, by a
 // restart). The operator asks once (`quorate tls rotate-ca`, `quorate tls to-https` write the intent
@@ -131,14 +131,27 @@ class RollingChange {
   RollingDecision last_;
 };
 
-// The CA rotation. From `bundle` on, etcd's peer TLS flags name quorate's copies in <state-dir>/tls.
+// The TLS files quorate's own etcd client is to use now, and what names their contents (it changes when
+// they do: the client reads them once, when made); empty: the files it was given, as they are.
+struct OwnClientTls {
+  TlsFiles files;
+  std::string generation;
+};
+
+// The CA rotation, of the peer side and, when `next/` of --trusted-ca-file is there, of the client side
+// in the same phases. From `bundle` on, etcd's TLS flags of each side name quorate's copies in
+// <state-dir>/tls.
 class CaRotationChange : public RollingChange {
  public:
   CaRotationChange(const Config& config, std::function<void()> restart_etcd);
-  // etcd's argv for the phase this node is at: its peer TLS flags point at the files quorate keeps
-  // in <state-dir>/tls (written again here, so they are there whatever was lost). Unchanged at phase
-  // 0, and once done when the operator has put the new CA in place of the old.
+  // etcd's argv for the phase this node is at: the TLS flags of each side rotated point at the files
+  // quorate keeps in <state-dir>/tls (written again here, so they are there whatever was lost).
+  // Unchanged at phase 0, and, side by side, once done when the operator has put the new CA in place of
+  // the old.
   std::vector<std::string> EtcdArgv(std::vector<std::string> argv) const;
+  // What quorate's own client, given `base` (--cacert/--cert/--key, or etcd's client files), uses at
+  // this phase: the client side's copies in place of etcd's client files it names.
+  OwnClientTls ClientTls(TlsFiles base) const;
 
  private:
   std::string MaterialProblem(const std::string& id, const RollingLocal& local, const Member& self) const override;
@@ -172,6 +185,7 @@ class RollingChanges {
   std::vector<std::string> AdvertisedPeerUrls(const std::vector<std::string>& urls) const {
     return https_.AdvertisedPeerUrls(urls);
   }
+  OwnClientTls ClientTls(const TlsFiles& base) const;
   const CaRotationChange& ca() const { return ca_; }
   const PeerHttpsChange& https() const { return https_; }
 

@@ -59,10 +59,18 @@ bool Upkeep::UseEndpointsLocked() {
   return true;
 }
 
-void Upkeep::MakeClientLocked() {
+OwnClientTls Upkeep::ClientTlsNow() const {
   const TlsFiles& tls = config_.etcdctl_tls.enabled() ? config_.etcdctl_tls : config_.client_tls;
+  return rotation_ != nullptr ? rotation_->ClientTls(tls) : OwnClientTls{tls, ""};
+}
+
+void Upkeep::MakeClientLocked() {
+  // During a CA rotation of the client side, the files its phase says (§14): etcd refuses, or serves a
+  // leaf not verified by, the operator's files at some phase.
+  OwnClientTls tls = ClientTlsNow();
   if (options_.tls != nullptr) client_tls_generation_ = options_.tls->generation();
-  client_ = options_.etcd_clients({endpoints_, tls, kEtcdCallTimeout});
+  client_rotation_generation_ = tls.generation;
+  client_ = options_.etcd_clients({endpoints_, tls.files, kEtcdCallTimeout});
 }
 
 void Upkeep::SetEtcdRunning(bool running) {
@@ -89,8 +97,11 @@ Status Upkeep::Tick() {
   std::shared_ptr<EtcdClient> client;
   {
     std::lock_guard lock(mu_);
-    // The client read its certificate when made: after a renewal it presents the new one (§13).
-    if (client_ != nullptr && options_.tls != nullptr && options_.tls->generation() != client_tls_generation_) {
+    // The client read its certificate when made: after a renewal it presents the new one (§13), and
+    // at each phase of a client CA rotation trusts and presents what that phase says (§14).
+    if (client_ != nullptr &&
+        ((options_.tls != nullptr && options_.tls->generation() != client_tls_generation_) ||
+         ClientTlsNow().generation != client_rotation_generation_)) {
       MakeClientLocked();
     }
     self = self_;

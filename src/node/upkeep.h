@@ -83,6 +83,8 @@ class Upkeep {
   bool UseEndpointsLocked();
   // The client for endpoints_, with the TLS files as they are now. Under mu_.
   void MakeClientLocked();
+  // The TLS files the client is to use now: the operator's, or a CA rotation's phase's (§14).
+  OwnClientTls ClientTlsNow() const;
   void Rotate();
 
   const Config& config_;
@@ -96,6 +98,7 @@ class Upkeep {
   std::vector<std::string> endpoints_;       // listed_clients_, then the rest of peer_clients_, then self's
   std::shared_ptr<EtcdClient> client_;
   uint64_t client_tls_generation_ = 0;  // the renewer's generation the client's files were read at
+  std::string client_rotation_generation_;  // the CA rotation's phase they were read at (OwnClientTls)
   bool etcd_running_ = true;
   std::string version_change_;
   MemberId self_id_ = 0;  // as the last round's status said

@@ -102,6 +102,22 @@ struct Rig {
   }
 };
 
+// R5 for `side`'s new leaf (next/<side>.crt) that its peers or clients would refuse: one issued by another
+// CA, then one that does not name `moved`'s host of that side. No restart either way.
+void CheckLeafRefused(Rig& rig, CaRotationChange& rotation, const std::string& side, const Member& moved,
+                      const std::string& host) {
+  rig.Copy("stranger.crt", "next/" + side + ".crt");
+  rotation.Round(rig.etcd, rig.self);
+  CHECK(rotation.last().rule == "R5");
+  CHECK(rotation.last().reason.find("next/" + side + ".crt is issued by") != std::string::npos);
+  CHECK(rotation.last().reason.find("not by the new " + side + " CA") != std::string::npos);
+  rig.Copy("peer.crt", "next/" + side + ".crt");
+  rotation.Round(rig.etcd, moved);
+  CHECK(rotation.last().rule == "R5");
+  CHECK(rotation.last().reason.find(host) != std::string::npos);
+  CHECK(rig.restarts == 0);
+}
+
 const std::vector<std::string> kArgv = {"etcd", "--name=n1", "--peer-cert-file=/pki/peer.crt",
                                         "--peer-key-file=/pki/peer.key", "--peer-trusted-ca-file=/pki/ca.crt"};
 
@@ -212,18 +228,9 @@ TEST_CASE("CA rotation: a next CA that is not the one asked, a next leaf the pee
   CHECK(other.code() == Status::Code::kFailedPrecondition);
   CHECK(other.message().find("under way") != std::string::npos);
 
-  // A new leaf the peers would refuse: issued by another CA, or not naming this node's peer URL.
-  rig.Copy("stranger.crt", "next/peer.crt");
-  rotation.Round(rig.etcd, rig.self);
-  CHECK(rotation.last().rule == "R5");
-  CHECK(rotation.last().reason.find("not by the new CA") != std::string::npos);
-  rig.Copy("peer.crt", "next/peer.crt");
   Member moved = rig.self;
   moved.peer_urls = {"https://10.0.0.9:2380"};
-  rotation.Round(rig.etcd, moved);
-  CHECK(rotation.last().rule == "R5");
-  CHECK(rotation.last().reason.find("10.0.0.9") != std::string::npos);
-  CHECK(rig.restarts == 0);
+  CheckLeafRefused(rig, rotation, "peer", moved, "10.0.0.9");
 
   REQUIRE(WriteFileAtomic(rig.dir + "/pki/next/ca.crt", Pem("another ca")).ok());
   rotation.Round(rig.etcd, rig.self);
@@ -236,6 +243,151 @@ TEST_CASE("CA rotation: a next CA that is not the one asked, a next leaf the pee
   CHECK(rotation.last().rule == "R5");
   CHECK(rotation.last().reason.find("next/ca.crt") != std::string::npos);
   CHECK(rig.restarts == 0);
+}
+
+// The Rig's node with client TLS too: dir/pki/client-ca.crt (the old CA), client.crt and client.key (its
+// leaf "stranger"), and, unless `rotated` is false, next/ beside them (the new CA and its leaf "peer").
+void AddClientTls(Rig& rig, bool rotated = true) {
+  rig.config.client_tls = {rig.dir + "/pki/client.crt", rig.dir + "/pki/client.key", rig.dir + "/pki/client-ca.crt",
+                           true};
+  rig.self.client_urls = {"https://127.0.0.1:2379"};
+  rig.Copy("other-ca.crt", "client-ca.crt");
+  rig.Copy("stranger.crt", "client.crt");
+  rig.Copy("stranger.key", "client.key");
+  if (!rotated) return;
+  rig.Copy("ca.crt", "next/client-ca.crt");
+  rig.Copy("peer.crt", "next/client.crt");
+  rig.Copy("peer.key", "next/client.key");
+}
+
+const std::vector<std::string> kClientArgv = {
+    "etcd", "--cert-file=/pki/client.crt", "--key-file", "/pki/client.key", "--trusted-ca-file=/pki/client-ca.crt",
+    "--peer-cert-file=/pki/peer.crt"};
+
+TEST_CASE("CA rotation: with next/ beside --trusted-ca-file the client side moves in the same phases, and quorate's own client with it") {
+  Rig rig;
+  if (!rig.certs.ok()) return;
+  AddClientTls(rig);
+  CaRotationChange rotation(rig.config, [&] { ++rig.restarts; });
+  const std::string tls = rig.config.state_dir + "/tls/";
+  // Before any phase: etcd and quorate's client on the operator's files.
+  CHECK(rotation.EtcdArgv(kClientArgv) == kClientArgv);
+  CHECK(rotation.ClientTls(rig.config.client_tls).files.trusted_ca_file == rig.config.client_tls.trusted_ca_file);
+  CHECK(rotation.ClientTls(rig.config.client_tls).generation.empty());
+
+  REQUIRE(AskCaRotation(rig.etcd, rig.Id()).ok());
+  rotation.Round(rig.etcd, rig.self);
+  CHECK(rig.restarts == 1);
+  // bundle: etcd trusts clients of both CAs and still serves its old client leaf.
+  CHECK(rig.Read(tls + "client-ca.crt") == rig.Cert("other-ca.crt") + rig.Cert("ca.crt"));
+  CHECK(rig.Read(tls + "client.crt") == rig.Cert("stranger.crt"));
+  std::vector<std::string> argv = rotation.EtcdArgv(kClientArgv);
+  CHECK(argv[1] == "--cert-file=" + tls + "client.crt");
+  CHECK(argv[3] == tls + "client.key");
+  CHECK(argv[4] == "--trusted-ca-file=" + tls + "client-ca.crt");
+  CHECK(argv[5] == "--peer-cert-file=" + tls + "peer.crt");
+  // quorate's own client trusts the bundle and presents the old leaf; given its own --cert, it keeps it.
+  OwnClientTls own = rotation.ClientTls(rig.config.client_tls);
+  CHECK(own.files.trusted_ca_file == tls + "client-ca.crt");
+  CHECK(own.files.cert_file == tls + "client.crt");
+  CHECK(own.files.key_file == tls + "client.key");
+  const std::string at_bundle = own.generation;
+  CHECK_FALSE(at_bundle.empty());
+  TlsFiles operators = {"/etc/me.crt", "/etc/me.key", rig.config.client_tls.trusted_ca_file, false};
+  CHECK(rotation.ClientTls(operators).files.cert_file == "/etc/me.crt");
+  CHECK(rotation.ClientTls(operators).files.trusted_ca_file == tls + "client-ca.crt");
+
+  rotation.Round(rig.etcd, rig.self);  // R3: said
+  rig.Report("n2", 1);
+  rig.Report("n3", 1);
+  rotation.Round(rig.etcd, rig.self);
+  CHECK(rotation.last().action == RollingAction::kApply);
+  // leaves: the new client leaf in place, and a new generation, so upkeep makes its client again.
+  CHECK(rig.Read(tls + "client.crt") == rig.Cert("peer.crt"));
+  CHECK(rig.Read(tls + "client.key") == rig.Cert("peer.key"));
+  CHECK(rotation.ClientTls(rig.config.client_tls).generation != at_bundle);
+
+  rotation.Round(rig.etcd, rig.self);
+  rig.Report("n2", 2);
+  rig.Report("n3", 2);
+  rotation.Round(rig.etcd, rig.self);
+  CHECK(rotation.last().action == RollingAction::kRestart);
+  CHECK(rig.Read(tls + "client-ca.crt") == rig.Cert("ca.crt"));
+  CHECK(rotation.EtcdArgv(kClientArgv)[4] == "--trusted-ca-file=" + tls + "client-ca.crt");
+
+  // Done, and the operator moves the client side's next/ in place: etcd and quorate's client on them.
+  for (const char* f : {"client-ca.crt", "client.crt", "client.key"}) {
+    std::filesystem::rename(rig.dir + "/pki/next/" + f, rig.dir + "/pki/" + f);
+  }
+  argv = rotation.EtcdArgv(kClientArgv);
+  CHECK(argv[1] == "--cert-file=/pki/client.crt");
+  CHECK(argv[4] == "--trusted-ca-file=/pki/client-ca.crt");
+  CHECK(argv[5] == "--peer-cert-file=" + tls + "peer.crt");  // the peer side's next/ not moved yet
+  CHECK(rotation.ClientTls(rig.config.client_tls).generation.empty());
+}
+
+TEST_CASE("CA rotation: without next/ beside --trusted-ca-file the client side is left as it is") {
+  Rig rig;
+  if (!rig.certs.ok()) return;
+  AddClientTls(rig, false);
+  CaRotationChange rotation(rig.config, [&] { ++rig.restarts; });
+  REQUIRE(AskCaRotation(rig.etcd, rig.Id()).ok());
+  rotation.Round(rig.etcd, rig.self);
+  CHECK(rig.restarts == 1);
+  std::vector<std::string> argv = rotation.EtcdArgv(kClientArgv);
+  CHECK(std::vector(argv.begin(), argv.begin() + 5) == std::vector(kClientArgv.begin(), kClientArgv.begin() + 5));
+  CHECK(argv[5] == "--peer-cert-file=" + rig.config.state_dir + "/tls/peer.crt");
+  CHECK(rotation.ClientTls(rig.config.client_tls).generation.empty());
+}
+
+TEST_CASE("CA rotation: a client side whose next leaf clients would refuse, or that has no leaf, waits (R5) and names it") {
+  Rig rig;
+  if (!rig.certs.ok()) return;
+  AddClientTls(rig);
+  CaRotationChange rotation(rig.config, [&] { ++rig.restarts; });
+  REQUIRE(AskCaRotation(rig.etcd, rig.Id()).ok());
+
+  Member moved = rig.self;
+  moved.client_urls = {"https://10.0.0.7:2379"};
+  CheckLeafRefused(rig, rotation, "client", moved, "10.0.0.7");
+
+  std::filesystem::remove(rig.dir + "/pki/next/client.key");
+  rotation.Round(rig.etcd, rig.self);
+  CHECK(rotation.last().rule == "R5");
+  CHECK(rotation.last().reason.find("next/client.key") != std::string::npos);
+  CHECK(rotation.last().reason.find("new client leaf") != std::string::npos);
+
+  Config leafless = rig.config;
+  leafless.client_tls.cert_file.clear();
+  CaRotationChange without(leafless, [&] { ++rig.restarts; });
+  without.Round(rig.etcd, rig.self);
+  CHECK(without.last().rule == "R5");
+  CHECK(without.last().reason.find("--cert-file") != std::string::npos);
+  CHECK(rig.restarts == 0);
+}
+
+TEST_CASE("CA rotation: after one that rotated the client side, the next waits until its client CA is put in place") {
+  Rig rig;
+  if (!rig.certs.ok()) return;
+  AddClientTls(rig);
+  // The earlier rotation: done here, the peer's CA put in place, the client's not (its copy holds
+  // the CA etcd was left trusting, another than --trusted-ca-file's).
+  auto current = CaFingerprint(rig.dir + "/pki/ca.crt");
+  REQUIRE(current.ok());
+  REQUIRE(MakeDirs(rig.config.state_dir + "/tls").ok());
+  REQUIRE(WriteFileAtomic(rig.config.state_dir + "/tls/ca-rotation.json",
+                          "{\"id\":\"" + *current + "\",\"phase\":3}").ok());
+  REQUIRE(WriteFileAtomic(rig.config.state_dir + "/tls/client-ca.crt", rig.Cert("ca.crt")).ok());
+  CaRotationChange rotation(rig.config, [&] { ++rig.restarts; });
+  REQUIRE(AskCaRotation(rig.etcd, rig.Id()).ok());
+  rotation.Round(rig.etcd, rig.self);
+  CHECK(rotation.last().rule == "R5");
+  CHECK(rotation.last().reason.find("not put in place") != std::string::npos);
+  CHECK(rotation.last().reason.find("next/client-ca.crt") != std::string::npos);
+  // Put in place: the new rotation goes on.
+  rig.Copy("ca.crt", "client-ca.crt");
+  rotation.Round(rig.etcd, rig.self);
+  CHECK(rotation.last().action == RollingAction::kRestart);
 }
 
 TEST_CASE("CA rotation: the intent and records are read as etcd holds them, and refused when malformed") {

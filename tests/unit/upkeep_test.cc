@@ -119,6 +119,41 @@ TEST_CASE("upkeep: during the move to TLS the membership keeps the URL the membe
   std::filesystem::remove_all(rig.config.state_dir);
 }
 
+TEST_CASE("upkeep: during a client CA rotation its client is made again on the files of each phase, once per phase") {
+  UpkeepRig rig(/*learner=*/false);
+  char tmpl[] = "/tmp/quorate-upkeep-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  rig.config.state_dir = dir + "/state";
+  rig.config.client_tls = {dir + "/pki/client.crt", dir + "/pki/client.key", dir + "/pki/client-ca.crt", true};
+  // next/ beside --trusted-ca-file: the client side takes part.
+  REQUIRE(WriteFileAtomic(dir + "/pki/next/client-ca.crt", "new CA").ok());
+  REQUIRE(MakeDirs(rig.config.state_dir + "/tls").ok());
+  auto phase = [&](int p) {
+    REQUIRE(WriteFileAtomic(rig.config.state_dir + "/tls/ca-rotation.json",
+                            "{\"id\":\"" + std::string(64, 'a') + "\",\"phase\":" + std::to_string(p) + "}")
+                .ok());
+  };
+  RollingChanges changes(rig.config, [] {});
+  Upkeep upkeep(rig.config, rig.metrics, rig.Options());
+  upkeep.SetRotation(&changes);
+  upkeep.SetSelf(rig.self, rig.peer_clients);
+  CHECK(upkeep.Tick().ok());
+  CHECK(rig.cluster.ClientsMade() == 1);
+  CHECK(rig.cluster.ClientOptions().back().tls.trusted_ca_file == rig.config.client_tls.trusted_ca_file);
+  phase(1);
+  for (int i = 0; i < 3; ++i) CHECK(upkeep.Tick().ok());
+  CHECK(rig.cluster.ClientsMade() == 2);
+  const TlsFiles bundle = rig.cluster.ClientOptions().back().tls;
+  CHECK(bundle.trusted_ca_file == rig.config.state_dir + "/tls/client-ca.crt");
+  CHECK(bundle.cert_file == rig.config.state_dir + "/tls/client.crt");
+  // leaves: the same paths, another leaf in them: read again.
+  phase(2);
+  CHECK(upkeep.Tick().ok());
+  CHECK(rig.cluster.ClientsMade() == 3);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("upkeep: the same peer URLs in another order are no change") {
   UpkeepRig rig(/*learner=*/false);
   rig.self.peer_urls = {"http://127.0.0.1:2380", "http://127.0.0.1:2390"};
