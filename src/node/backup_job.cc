@@ -113,7 +113,6 @@ BackupSchedule::BackupSchedule(const Config& config, BackupSettings settings, st
       clock_(options_.clock ? *options_.clock : RealClock()) {
   if (!options_.wall_clock) options_.wall_clock = [] { return std::chrono::system_clock::now(); };
   if (!options_.etcd_clients) options_.etcd_clients = MakeEtcdClient;
-  if (!options_.sources) options_.sources = RealSnapshotSources(config_.client_tls, settings_.timeout);
 }
 
 BackupSchedule::~BackupSchedule() { Stop(); }
@@ -121,6 +120,11 @@ BackupSchedule::~BackupSchedule() { Stop(); }
 void BackupSchedule::SetSelf(const std::vector<std::string>& client_urls) {
   std::lock_guard lock(mu_);
   endpoints_ = client_urls;
+}
+
+void BackupSchedule::SetClientTls(std::function<TlsFiles()> client_tls) {
+  std::lock_guard lock(mu_);
+  client_tls_ = std::move(client_tls);
 }
 
 Result<bool> BackupSchedule::Leads(EtcdClient& client, const std::string& endpoint) {
@@ -214,18 +218,21 @@ std::string BackupSchedule::RenderMetrics() const {
 
 Result<std::optional<BackupMeta>> BackupSchedule::Round() {
   std::vector<std::string> endpoints;
+  TlsFiles tls = config_.client_tls;
   {
     std::lock_guard lock(mu_);
     endpoints = endpoints_;
+    if (client_tls_) tls = client_tls_();
   }
   if (endpoints.empty()) return std::optional<BackupMeta>();
-  auto client = options_.etcd_clients({endpoints, config_.client_tls, std::chrono::seconds(5)});
+  auto client = options_.etcd_clients({endpoints, tls, std::chrono::seconds(5)});
+  const SnapshotSourceFactory sources = options_.sources ? options_.sources : RealSnapshotSources(tls, settings_.timeout);
   const std::string& own = endpoints.front();
   auto leads = Leads(*client, own);
   if (!leads.ok()) return leads.status();
   if (!*leads) return std::optional<BackupMeta>();
   spdlog::info("backup: this member leads: taking a snapshot of {} into {}", own, settings_.store_url);
-  auto taken = TakeBackup(settings_, *store_, *client, {own}, options_.sources, options_.wall_clock(), [&]() -> Status {
+  auto taken = TakeBackup(settings_, *store_, *client, {own}, sources, options_.wall_clock(), [&]() -> Status {
     auto still = Leads(*client, own);
     if (!still.ok()) return still.status().Prefixed("checking leadership before committing the backup");
     if (!*still) return Status::FailedPrecondition("this member lost its leadership during the backup; dropped");

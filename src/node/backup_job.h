@@ -83,6 +83,10 @@ class BackupSchedule {
 
   // This member's client URLs, where its etcd answers.
   void SetSelf(const std::vector<std::string>& client_urls);
+  // Where each round takes the TLS files its client uses; unset: the ones given to quorate. A CA
+  // rotation of the client side (DESIGN §14) changes them from phase to phase: etcd refuses the
+  // operator's leaf once it trusts the new CA only.
+  void SetClientTls(std::function<TlsFiles()> client_tls);
   // One round: a backup and retention when this member leads; OK (and nothing done) when it does not.
   // Either way the newest backup in the store is looked up, and logged when older than twice the
   // schedule: a follower sees the leader's backups stop too.
@@ -114,6 +118,7 @@ class BackupSchedule {
   Clock& clock_;
   mutable std::mutex mu_;
   std::vector<std::string> endpoints_;
+  std::function<TlsFiles()> client_tls_;
   Stats stats_;
   int stop_fd_ = -1;
   std::thread thread_;

@@ -264,6 +264,7 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   std::shared_ptr<void> upkeep_running = seams.run_upkeep(upkeep);
   if (backups) {
     backups->SetSelf(outcome->self.client_urls);
+    backups->SetClientTls([&] { return rolling.ClientTls(config.client_tls).files; });
     backups->Start();
   }
   Status result = running.Run();

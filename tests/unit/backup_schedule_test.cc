@@ -94,6 +94,37 @@ TEST_CASE("only the leader's quorate takes the scheduled backup") {
   CHECK(follower->RenderMetrics().find("quorate_backup_stale 1\n") != std::string::npos);
 }
 
+TEST_CASE("each scheduled backup's client takes the TLS files its source says now") {
+  // A CA rotation of the client side moves quorate's client from the operator's files to its bundle
+  // and leaves (DESIGN §14): a backup falling due then must present what etcd accepts at that phase.
+  Scheduled s;
+  s.config.client_tls.cert_file = "/pki/client.crt";
+  std::vector<std::string> presented;
+  BackupScheduleOptions options;
+  auto inner = s.cluster.Factory();
+  options.clock = &s.clock;
+  options.wall_clock = [&] { return s.wall; };
+  options.etcd_clients = [&](const EtcdClientOptions& o) {
+    presented.push_back(o.tls.cert_file);
+    return inner(o);
+  };
+  options.sources = [&](const std::string&) { return s.snapshot.Source(); };
+  auto store = OpenVfs(s.settings.store_url);
+  REQUIRE(store.ok());
+  BackupSchedule backups(s.config, s.settings, std::move(*store), options);
+  backups.SetSelf({kUrl1});
+  REQUIRE(backups.Tick().ok());
+  backups.SetClientTls([&] {
+    TlsFiles tls = s.config.client_tls;
+    tls.cert_file = "/state/tls/client.crt";
+    return tls;
+  });
+  REQUIRE(backups.Tick().ok());
+  REQUIRE(presented.size() == 2);
+  CHECK(presented[0] == "/pki/client.crt");
+  CHECK(presented[1] == "/state/tls/client.crt");
+}
+
 TEST_CASE("a leader that loses its place during the backup drops it") {
   Scheduled s;
   auto leader = s.For(kUrl1, [&](const std::string&) -> SnapshotSource {
