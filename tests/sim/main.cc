@@ -14,8 +14,9 @@
 //   --extra yes|no                                     a node beyond --cluster-size (default: the seed picks)
 //   --maintenance yes|no                               the leader's maintenance against a small quota, a
 //                                                      workload and scale-in (default: the seed picks)
-//   --learner-churn yes|no                             on a cloud, a learner's instance replaced before its
-//                                                      promotion, a voter's with it (default: the seed picks)
+//   --learner-churn yes|no                             a learner lost right after its add: its instance
+//                                                      replaced (on a cloud), or its volume (default: the
+//                                                      seed picks)
 //   --find CONDITION --seeds N [--start S] ...         the first seed that reaches CONDITION (World::Mark),
 //                                                      to keep as a regression; --list-conditions: those of a run
 //   --reached                                          with --seed: the conditions the run reached
