@@ -47,6 +47,26 @@ bool ViewsLackUs(const PlanInput& input) {
   return false;
 }
 
+// A peer's view or the quorum view lists the member of our data as a voter. A learner's listing is no
+// sign for rule 1b: rule M6 removes a learner on a watch its leader kept while the learner's node was
+// down, so that removal may land right after a fresh process restarted it, and §12 has that node join
+// again; a voter is only removed by the operator or by rule M7, and that removal is deliberate.
+bool SeesUsVoter(const PlanInput& input) {
+  if (!input.local) return false;
+  auto voter_in = [&](const ClusterView& view) {
+    if (view.cluster_id != input.local->cluster_id) return false;
+    for (const auto& m : view.members) {
+      if (m.id == input.local->member_id) return !m.is_learner;
+    }
+    return false;
+  };
+  if (input.quorum_view && voter_in(*input.quorum_view)) return true;
+  for (const auto& p : input.peers) {
+    if (p.cluster && voter_in(*p.cluster)) return true;
+  }
+  return false;
+}
+
 // The client URLs of the members the peers list as started: where the quorum view is asked.
 std::vector<std::string> ListedClientUrls(const PlanInput& input) {
   std::vector<std::string> urls;
@@ -260,9 +280,15 @@ struct InitJob::State {
   std::mutex mu;
   AgentState agent_state;
   bool etcd_ran = false;
+  // The member this process saw listed, as a voter in a view or the quorum view, or by its own add or
+  // start: a removal of it met since came during this process's life (rule 1b). A member ID never
+  // comes back, so once is enough.
+  std::optional<MemberId> listed;
   // Rule 1b's removal, once a majority said so: that member ID never comes back, so the hold stands
   // for its data even when the majority stops answering later.
   std::optional<std::pair<MemberId, std::string>> removed;
+  // The same on a fresh start (not held): this member's data is never started on again.
+  std::optional<MemberId> removed_fresh;
   std::unique_ptr<AgentServer> agent;
   std::shared_ptr<void> agent_served;  // the serve_agent seam's handle, in place of `agent`
 };
@@ -503,9 +529,10 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, co
                     p.agent.reachable ? DataStateName(p.agent.data_state) : p.agent.error,
                     p.cluster ? "in cluster " + IdToHex(p.cluster->cluster_id) : "not answering");
     }
+    bool removed_before = false;
     {
       std::lock_guard lock(state_->mu);
-      input.etcd_ran = state_->etcd_ran;
+      removed_before = input.local && state_->removed_fresh == input.local->member_id;
     }
     input.silent_outsiders.clear();
     input.answering_outsiders.clear();
@@ -515,7 +542,7 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, co
       input.answering_outsiders = std::move(outsiders.answering);
     }
     input.quorum_view.reset();
-    if (input.has_local_data && ViewsLackUs(input)) {
+    if (input.has_local_data && (ViewsLackUs(input) || removed_before)) {
       const TlsFiles& client_tls = config_.etcdctl_tls.enabled() ? config_.etcdctl_tls : config_.client_tls;
       // Not cut by --timeout's deadline: the try due at the deadline must see what the others saw, or
       // it would fall back to rule 1 and start etcd on a removed member's data. kQuorumViewTimeout
@@ -529,7 +556,19 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, co
       }
     }
     AdoptListedTwins(input, twins);
+    {
+      // Only what was seen before this decision: a view that lists us beside a quorum view that lacks
+      // us is one that has not applied the removal yet, no sign of when it came.
+      std::lock_guard lock(state_->mu);
+      input.etcd_ran = state_->etcd_ran && input.local && state_->listed == input.local->member_id;
+    }
+    input.removed_before = removed_before;
     Decision decision = Plan(input);
+    {
+      std::lock_guard lock(state_->mu);
+      if (decision.data_removed && decision.wait != WaitKind::kRemoved) state_->removed_fresh = input.local->member_id;
+      if (!decision.data_removed && SeesUsVoter(input)) state_->listed = input.local->member_id;
+    }
     if (options_.on_decision) options_.on_decision(decision);
     bool provisional = decision.look_again;
     if (decision.action != Action::kWait && (!provisional || first_look == decision.initial_cluster)) {
@@ -749,6 +788,11 @@ Result<InitOutcome> InitJob::Run() {
     if (!decision.ok()) return decision.status();
     spdlog::info("decision: {}: {}", ActionName(decision->action), decision->reason);
     auto carried = Carry(*local, input, std::move(*decision), deadline);
+    if (carried.ok() && carried->decision.action != Action::kRestart) {
+      // Its own add answered with the member listed, or it starts as a member the cluster lists.
+      std::lock_guard lock(state_->mu);
+      state_->listed = carried->member_id;
+    }
     if (carried.ok() || carried.status().reason() != Reason::kStaleDecision) return carried;
     spdlog::info("{}", carried.status().message());
     switch (WaitOrStop(stale, options_.stop)) {

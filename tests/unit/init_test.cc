@@ -323,9 +323,14 @@ TEST_CASE("init: a re-decision with nothing new writes nothing; under run an unw
 TEST_CASE("init: a removal seen while etcd ran holds etcd stopped, even once the majority that said so is gone") {
   InitRig rig;
   REQUIRE(WriteWal(rig.config.data_dir, rig.Id("n1"), rig.cluster.View().cluster_id).ok());
-  rig.PeersRun();  // n2 and n3 are the cluster, which no longer lists n1
+  rig.PeersRun();
+  rig.cluster.AddStarted(rig.Id("n1"), "n1", {kN1}, {rig.ClientUrl("n1")});
   InitJob job(rig.config, rig.Options());
+  auto started = job.Run();  // the views list n1 as a voter
+  REQUIRE_MESSAGE(started.ok(), started.status().message());
+  CHECK(started->decision.action == Action::kRestart);
   job.SetRunning(true);
+  REQUIRE(rig.cluster.MemberRemove(rig.Id("n1")).ok());  // the operator's, while etcd runs
   job.SetRunning(false);
   auto held = job.Run();
   REQUIRE(held.status().IsUnavailable());
@@ -334,6 +339,54 @@ TEST_CASE("init: a removal seen while etcd ran holds etcd stopped, even once the
   auto again = job.Run();
   REQUIRE(again.status().IsUnavailable());
   CHECK(Contains(again.status().message(), "was removed"));
+  CHECK(HasEtcdData(rig.config.data_dir));
+}
+
+// Found by the simulator (tests/sim, seed 50724 of 3 nodes and 100357 of 5): a learner rule M6 removed
+// while its node was down, restarted by a fresh process on its stale data, was held for good once
+// that etcd was refused, as if the operator had removed it under this process.
+TEST_CASE("init: a removal met before this process saw its member listed as a voter is a fresh start's: join again") {
+  InitRig rig;
+  REQUIRE(WriteWal(rig.config.data_dir, rig.Id("n1"), rig.cluster.View().cluster_id).ok());
+  rig.PeersRun();
+  InitJob job(rig.config, rig.Options());
+  SUBCASE("the views listed it as a learner only") {
+    rig.cluster.AddUnstarted(rig.Id("n1"), {kN1}, /*is_learner=*/true);
+    auto started = job.Run();
+    REQUIRE_MESSAGE(started.ok(), started.status().message());
+    CHECK(started->decision.action == Action::kRestart);
+    job.SetRunning(true);
+    REQUIRE(rig.cluster.MemberRemove(rig.Id("n1")).ok());  // rule M6, on a watch kept while n1 was down
+  }
+  SUBCASE("no view answered at its start") {
+    job.SetRunning(true);
+  }
+  job.SetRunning(false);  // that etcd was refused as removed
+  auto out = job.Run();
+  REQUIRE_MESSAGE(out.ok(), out.status().message());
+  CHECK(out->decision.action == Action::kJoin);
+  CHECK(Contains(out->decision.reason, "moving its data aside"));
+  CHECK_FALSE(std::filesystem::exists(rig.config.data_dir + "/member/wal"));
+  CHECK(rig.OursInCluster().size() == 1);
+}
+
+// Simulator seed 50724 of 3 nodes: a member list read with quorum showed the member removed (the
+// cluster full, so it waited as extra); a partition later left no quorum to read one, and rule 1
+// restarted etcd on the removed member's data.
+TEST_CASE("init: a removal a member list read with quorum showed is not forgotten when no quorum answers later") {
+  InitRig rig;
+  REQUIRE(WriteWal(rig.config.data_dir, rig.Id("n1"), rig.cluster.View().cluster_id).ok());
+  rig.PeersRun();
+  rig.cluster.AddStarted(0x4444, "n4", {"http://127.0.0.4:2380"}, {"http://127.0.0.4:2379"});
+  rig.config.timeout = seconds(2);
+  InitJob job(rig.config, rig.Options());
+  auto extra = job.Run();
+  REQUIRE_FALSE(extra.ok());
+  CHECK(Contains(extra.status().message(), "was removed"));
+  rig.cluster.SetQuorum(false);
+  auto again = job.Run();
+  REQUIRE_FALSE(again.ok());
+  CHECK(Contains(again.status().message(), "as a member list read with quorum showed before"));
   CHECK(HasEtcdData(rig.config.data_dir));
 }
 
