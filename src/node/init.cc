@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <future>
 #include <mutex>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -280,10 +281,11 @@ struct InitJob::State {
   std::mutex mu;
   AgentState agent_state;
   bool etcd_ran = false;
-  // The member this process saw listed, as a voter in a view or the quorum view, or by its own add or
-  // start: a removal of it met since came during this process's life (rule 1b). A member ID never
-  // comes back, so once is enough.
-  std::optional<MemberId> listed;
+  // The members this process saw listed: as voters in a view or the quorum view, or answering a
+  // status as voters with a leader (WatchVoters), or made by its own add or start. A removal of ours
+  // met since came during this process's life (rule 1b). A member ID never comes back, so once is
+  // enough.
+  std::set<MemberId> listed;
   // Rule 1b's removal, once a majority said so: that member ID never comes back, so the hold stands
   // for its data even when the majority stops answering later.
   std::optional<std::pair<MemberId, std::string>> removed;
@@ -329,6 +331,59 @@ void InitJob::SetRunning(bool running) {
   std::lock_guard lock(state_->mu);
   state_->agent_state.data_state = running ? DataState::kRunning : DataState::kHasData;
   state_->etcd_ran = state_->etcd_ran || running;
+}
+
+namespace {
+
+// An etcd client that reports the members whose status answers them voters with a leader.
+class VoterWatch : public EtcdClient {
+ public:
+  VoterWatch(std::unique_ptr<EtcdClient> inner, std::function<void(MemberId)> saw)
+      : inner_(std::move(inner)), saw_(std::move(saw)) {}
+  Result<EndpointStatus> EndpointStatusOf(const std::string& endpoint) override {
+    auto status = inner_->EndpointStatusOf(endpoint);
+    if (status.ok() && status->leader != 0 && !status->is_learner) saw_(status->member_id);
+    return status;
+  }
+  Result<MemberListing> MemberList() override { return inner_->MemberList(); }
+  Result<MemberListing> MemberListLinearizable() override { return inner_->MemberListLinearizable(); }
+  Result<MemberListing> MemberAdd(const std::vector<std::string>& peer_urls, bool is_learner,
+                                  MemberId* added) override {
+    return inner_->MemberAdd(peer_urls, is_learner, added);
+  }
+  Status MemberRemove(MemberId id) override { return inner_->MemberRemove(id); }
+  Status MemberPromote(MemberId id) override { return inner_->MemberPromote(id); }
+  Status MemberUpdate(MemberId id, const std::vector<std::string>& peer_urls) override {
+    return inner_->MemberUpdate(id, peer_urls);
+  }
+  Status Put(const std::string& key, const std::string& value) override { return inner_->Put(key, value); }
+  Result<std::optional<std::string>> Get(const std::string& key) override { return inner_->Get(key); }
+  Result<std::vector<KeyValue>> GetPrefix(const std::string& prefix) override { return inner_->GetPrefix(prefix); }
+  Result<bool> PutIfAbsent(const std::string& key, const std::string& value) override {
+    return inner_->PutIfAbsent(key, value);
+  }
+  Result<std::vector<EtcdAlarm>> AlarmList() override { return inner_->AlarmList(); }
+  Status AlarmDisarm(const EtcdAlarm& alarm) override { return inner_->AlarmDisarm(alarm); }
+  Status Compact(int64_t revision) override { return inner_->Compact(revision); }
+  Status Defragment(const std::string& endpoint, std::chrono::milliseconds timeout) override {
+    return inner_->Defragment(endpoint, timeout);
+  }
+
+ private:
+  std::unique_ptr<EtcdClient> inner_;
+  std::function<void(MemberId)> saw_;
+};
+
+}  // namespace
+
+EtcdClientFactory InitJob::WatchVoters(EtcdClientFactory inner) {
+  if (!inner) inner = MakeEtcdClient;
+  return [this, inner = std::move(inner)](const EtcdClientOptions& options) -> std::unique_ptr<EtcdClient> {
+    return std::make_unique<VoterWatch>(inner(options), [this](MemberId member) {
+      std::lock_guard lock(state_->mu);
+      state_->listed.insert(member);
+    });
+  };
 }
 
 Result<InitJob::Local> InitJob::GatherLocal(Clock::TimePoint deadline) {
@@ -560,14 +615,14 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, co
       // Only what was seen before this decision: a view that lists us beside a quorum view that lacks
       // us is one that has not applied the removal yet, no sign of when it came.
       std::lock_guard lock(state_->mu);
-      input.etcd_ran = state_->etcd_ran && input.local && state_->listed == input.local->member_id;
+      input.etcd_ran = state_->etcd_ran && input.local && state_->listed.contains(input.local->member_id);
     }
     input.removed_before = removed_before;
     Decision decision = Plan(input);
     {
       std::lock_guard lock(state_->mu);
       if (decision.data_removed && decision.wait != WaitKind::kRemoved) state_->removed_fresh = input.local->member_id;
-      if (!decision.data_removed && SeesUsVoter(input)) state_->listed = input.local->member_id;
+      if (!decision.data_removed && SeesUsVoter(input)) state_->listed.insert(input.local->member_id);
     }
     if (options_.on_decision) options_.on_decision(decision);
     bool provisional = decision.look_again;
@@ -791,7 +846,7 @@ Result<InitOutcome> InitJob::Run() {
     if (carried.ok() && carried->decision.action != Action::kRestart) {
       // Its own add answered with the member listed, or it starts as a member the cluster lists.
       std::lock_guard lock(state_->mu);
-      state_->listed = carried->member_id;
+      state_->listed.insert(carried->member_id);
     }
     if (carried.ok() || carried.status().reason() != Reason::kStaleDecision) return carried;
     spdlog::info("{}", carried.status().message());

@@ -370,6 +370,30 @@ TEST_CASE("init: a removal met before this process saw its member listed as a vo
   CHECK(rig.OursInCluster().size() == 1);
 }
 
+// Simulator seeds 47 and 311 of 3 nodes: no view answered at the start, and the operator removed the
+// member 15 s into its etcd's run; only upkeep's rounds had seen it a voter meanwhile.
+TEST_CASE("init: a status answering this member a voter while etcd runs makes a removal met later held") {
+  InitRig rig;
+  REQUIRE(WriteWal(rig.config.data_dir, rig.Id("n1"), rig.cluster.View().cluster_id).ok());
+  InitJob job(rig.config, rig.Options());
+  auto started = job.Run();  // no peer's etcd answers: rule 1, nothing listed
+  REQUIRE_MESSAGE(started.ok(), started.status().message());
+  CHECK(started->decision.action == Action::kRestart);
+  job.SetRunning(true);
+  rig.PeersRun();
+  rig.cluster.AddStarted(rig.Id("n1"), "n1", {kN1}, {rig.ClientUrl("n1")});
+  auto upkeep = job.WatchVoters(rig.cluster.Factory())({{rig.ClientUrl("n1")}, TlsFiles{}, seconds(1)});
+  auto status = upkeep->EndpointStatusOf(rig.ClientUrl("n1"));
+  REQUIRE(status.ok());
+  CHECK(status->member_id == rig.Id("n1"));
+  REQUIRE(rig.cluster.MemberRemove(rig.Id("n1")).ok());  // the operator's
+  job.SetRunning(false);
+  auto held = job.Run();
+  REQUIRE(held.status().IsUnavailable());
+  CHECK(Contains(held.status().message(), "not rejoining"));
+  CHECK(HasEtcdData(rig.config.data_dir));
+}
+
 // Simulator seed 50724 of 3 nodes: a member list read with quorum showed the member removed (the
 // cluster full, so it waited as extra); a partition later left no quorum to read one, and rule 1
 // restarted etcd on the removed member's data.
