@@ -30,12 +30,12 @@ struct PlanInput {
   bool has_local_data = false;  // <data-dir>/member/wal exists
   // Whose that data is, from its WAL; nullopt without data or when the WAL cannot be read.
   std::optional<WalIdentity> local;
-  // etcd ran under this process on this member's data, and an earlier decision of this process saw the
-  // member listed (as a voter in a peer's view or a member list read with quorum, or as the member its
-  // own add or start made): a removal met since came during this process's life, and is not undone
-  // (rule 1b). Without that sighting the removal may predate this process (its etcd, started on stale
-  // data, was only refused; a learner rule M6 removed while its node was down), and is met as on a
-  // fresh start.
+  // etcd ran under this process on this member's data, and what this process saw of the member before
+  // this decision placed no removal before it: a removal met now came during this process's life, and
+  // is not undone (rule 1b). A member this process never saw a voter, but saw listed as a learner or
+  // missing from a peer's view, may have been removed before it started (rule M6, on a watch kept
+  // while its node was down; its etcd, started on the stale data, was only refused): that is met as
+  // on a fresh start.
   bool etcd_ran = false;
   // An earlier decision of this process found, with quorum, this member removed (rule 1b on a fresh
   // start): its data is never started on again, whether or not a member list can be read with quorum now.

@@ -48,24 +48,25 @@ bool ViewsLackUs(const PlanInput& input) {
   return false;
 }
 
-// A peer's view or the quorum view lists the member of our data as a voter. A learner's listing is no
-// sign for rule 1b: rule M6 removes a learner on a watch its leader kept while the learner's node was
-// down, so that removal may land right after a fresh process restarted it, and §12 has that node join
-// again; a voter is only removed by the operator or by rule M7, and that removal is deliberate.
-bool SeesUsVoter(const PlanInput& input) {
-  if (!input.local) return false;
-  auto voter_in = [&](const ClusterView& view) {
-    if (view.cluster_id != input.local->cluster_id) return false;
+// How a peer's view or the quorum view lists the member of our data: nullopt when none does, true
+// when every one that does lists a learner, false when one lists a voter. A learner's listing, or a
+// view without the member, does not place a removal after this process's start (rule 1b): rule M6
+// removes a learner on a watch its leader kept while the learner's node was down, so that removal may
+// land before or as a fresh process restarts it, and §12 has that node join again.
+std::optional<bool> ListedAsLearner(const PlanInput& input) {
+  if (!input.local) return std::nullopt;
+  std::optional<bool> learner;
+  auto look = [&](const ClusterView& view) {
+    if (view.cluster_id != input.local->cluster_id) return;
     for (const auto& m : view.members) {
-      if (m.id == input.local->member_id) return !m.is_learner;
+      if (m.id == input.local->member_id) learner = learner.value_or(true) && m.is_learner;
     }
-    return false;
   };
-  if (input.quorum_view && voter_in(*input.quorum_view)) return true;
+  if (input.quorum_view) look(*input.quorum_view);
   for (const auto& p : input.peers) {
-    if (p.cluster && voter_in(*p.cluster)) return true;
+    if (p.cluster) look(*p.cluster);
   }
-  return false;
+  return learner;
 }
 
 // The client URLs of the members the peers list as started: where the quorum view is asked.
@@ -281,11 +282,13 @@ struct InitJob::State {
   std::mutex mu;
   AgentState agent_state;
   bool etcd_ran = false;
-  // The members this process saw listed: as voters in a view or the quorum view, or answering a
-  // status as voters with a leader (WatchVoters), or made by its own add or start. A removal of ours
-  // met since came during this process's life (rule 1b). A member ID never comes back, so once is
-  // enough.
+  // The members this process saw listed as voters (in a view or the quorum view, answering a status
+  // as voters with a leader: WatchVoters), or made by its own add or start; and those it saw listed
+  // as learners, or missing from a view. A removal of ours met once etcd ran came during this
+  // process's life (rule 1b), unless the member is in `unplaced` and not in `listed`. A member ID
+  // never comes back, so once is enough.
   std::set<MemberId> listed;
+  std::set<MemberId> unplaced;
   // Rule 1b's removal, once a majority said so: that member ID never comes back, so the hold stands
   // for its data even when the majority stops answering later.
   std::optional<std::pair<MemberId, std::string>> removed;
@@ -615,14 +618,22 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, co
       // Only what was seen before this decision: a view that lists us beside a quorum view that lacks
       // us is one that has not applied the removal yet, no sign of when it came.
       std::lock_guard lock(state_->mu);
-      input.etcd_ran = state_->etcd_ran && input.local && state_->listed.contains(input.local->member_id);
+      input.etcd_ran = state_->etcd_ran && input.local &&
+                       (state_->listed.contains(input.local->member_id) ||
+                        !state_->unplaced.contains(input.local->member_id));
     }
     input.removed_before = removed_before;
     Decision decision = Plan(input);
     {
       std::lock_guard lock(state_->mu);
       if (decision.data_removed && decision.wait != WaitKind::kRemoved) state_->removed_fresh = input.local->member_id;
-      if (!decision.data_removed && SeesUsVoter(input)) state_->listed.insert(input.local->member_id);
+      if (const auto learner = ListedAsLearner(input); !decision.data_removed && input.local) {
+        if (learner == false) {
+          state_->listed.insert(input.local->member_id);
+        } else if (learner == true || ViewsLackUs(input)) {
+          state_->unplaced.insert(input.local->member_id);
+        }
+      }
     }
     if (options_.on_decision) options_.on_decision(decision);
     bool provisional = decision.look_again;
