@@ -362,6 +362,7 @@ TEST_CASE("init: a removal seen while etcd ran holds etcd stopped, even once the
   CHECK(Contains(held.status().message(), "was removed"));
   CHECK(Contains(held.status().message(), "not rejoining"));
   rig.peers.SetRunning(kN3, false);  // one voter of two answers: no majority says so any more
+  rig.cluster.SetQuorum(false);
   auto again = job.Run();
   REQUIRE(again.status().IsUnavailable());
   CHECK(Contains(again.status().message(), "was removed"));
