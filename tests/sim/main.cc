@@ -181,6 +181,11 @@ constexpr Regression kRegressions[] = {
     // On a cloud: a departed member kept M3 waiting, rule 9's newcomer waited for a learner, and the
     // learner for the alarm; upkeep now promotes under NOSPACE.
     {154, 5, kInit, 1, 1, 0, "NOSPACE disarmed", 1},
+    // A learner M6 removed while its node was down, restarted by a fresh quorate on its stale data:
+    // once that etcd was refused, rule 1b held the node for good, as after the operator's removal
+    // under it. A member a process saw listed as a learner only now joins again; this seed also holds
+    // n5 for the operator's removal under its quorate.
+    {100357, 5, kRun, 0, 1, 1, "maintenance removed a learner", 1},
 };
 
 // Bugs of quorate the simulator found and that are not fixed yet (docs/DESIGN.md §10, "Found and
