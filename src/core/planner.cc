@@ -614,24 +614,8 @@ std::optional<std::pair<size_t, size_t>> MajorityWithout(const PlanInput& in, co
   return std::pair{answering, voters};
 }
 
-// Rule 1b: our data is a member's the cluster removed. Said only from the quorum view: a member list
-// made right after a linearizable read, so it holds every change committed before it. A peer URL's
-// GET /members is not enough, whichever way it points: etcd answers it while it still rebuilds the
-// membership from its WAL after a restart (lacking members it has), and a member that has not yet
-// applied a removal still lists the removed one. Then a removal met while etcd ran here was the
-// operator's (scale-down) and is never undone from here; on a fresh start the node is a new one for
-// the cluster (a kept volume reused by a scale-up), which joins by rule 2 when the cluster is below its
-// size, its old data moved aside, never deleted.
-std::optional<Decision> PlanRemoved(const PlanInput& in) {
-  const WalIdentity& local = *in.local;
-  const ClusterView& view = *in.quorum_view;
-  if (view.cluster_id != local.cluster_id) return std::nullopt;
-  for (const auto& m : view.members) {
-    if (m.id == local.member_id) return std::nullopt;
-  }
-  std::string removed =
-      fmt::format("member {} ({}) was removed from cluster {}: a member list read with quorum lacks it",
-                  IdToHex(local.member_id), in.self.name, IdToHex(view.cluster_id));
+// Rule 1b's decision once `removed` (what the quorum view says of our member) is known.
+Decision PlanRemovedFrom(const PlanInput& in, const ClusterView& view, const std::string& removed) {
   if (in.etcd_ran) {
     return Wait(WaitKind::kRemoved,
                 fmt::format("{}: not restarting etcd, and not rejoining, since a removal is deliberate; delete this "
@@ -652,6 +636,44 @@ std::optional<Decision> PlanRemoved(const PlanInput& in) {
   }
   return Wait(WaitKind::kPeersNotReady,
               fmt::format("{}; not restarting etcd, and not {}: {}", removed, ActionName(d.action), d.reason));
+}
+
+// Rule 1b: our data is a member's the cluster removed. Said only from the quorum view: a member list
+// made right after a linearizable read, so it holds every change committed before it. A peer URL's
+// GET /members is not enough, whichever way it points: etcd answers it while it still rebuilds the
+// membership from its WAL after a restart (lacking members it has), and a member that has not yet
+// applied a removal still lists the removed one. Then a removal met while etcd ran here, after this
+// process saw the member listed (PlanInput::etcd_ran), was the operator's (scale-down) or rule M6's and
+// is never undone from here; on a fresh start, or one whose etcd only found out (started on stale data
+// of a member removed before this process saw it listed), the node is a new one for the cluster (a
+// kept volume reused by a scale-up, a learner M6 removed while its node was down), which joins by rule
+// 2 when the cluster is below its size, its old data moved aside, never deleted.
+std::optional<Decision> PlanRemoved(const PlanInput& in) {
+  const WalIdentity& local = *in.local;
+  const ClusterView& view = *in.quorum_view;
+  if (view.cluster_id != local.cluster_id) return std::nullopt;
+  for (const auto& m : view.members) {
+    if (m.id == local.member_id) return std::nullopt;
+  }
+  std::string removed =
+      fmt::format("member {} ({}) was removed from cluster {}: a member list read with quorum lacks it",
+                  IdToHex(local.member_id), in.self.name, IdToHex(view.cluster_id));
+  Decision d = PlanRemovedFrom(in, view, removed);
+  d.data_removed = true;
+  return d;
+}
+
+// Rule 1b once more: an earlier decision of this process found this member removed, and no member list
+// can be read with quorum now (a partition, the voters restarting). Rule 1 would start etcd on the
+// removed member's data, which the cluster only refuses: wait for the quorum, then join or wait as
+// extra (simulator seed 50724 of 3 nodes: a learner M6 removed, its cluster full again, restarted).
+Decision PlanRemovedBefore(const PlanInput& in) {
+  Decision d = Wait(WaitKind::kPeersNotReady,
+                    fmt::format("member {} ({}) was removed from cluster {}, as a member list read with quorum showed "
+                                "before: not restarting etcd on its data; waiting for such a list to join again",
+                                IdToHex(in.local->member_id), in.self.name, IdToHex(in.local->cluster_id)));
+  d.data_removed = true;
+  return d;
 }
 
 // Rule 1c: our data is of a cluster the peers no longer run: a majority of the voters of the cluster
@@ -780,6 +802,7 @@ Decision Plan(const PlanInput& input) {
     if (input.local && input.quorum_view) {
       if (auto removed = PlanRemoved(input)) return *removed;
     }
+    if (input.local && input.removed_before) return PlanRemovedBefore(input);
     if (!reporting.empty() && conflicting == nullptr && input.local) {
       if (auto stranded = PlanStranded(input, MergeViews(reporting))) return *stranded;
     }

@@ -30,8 +30,16 @@ struct PlanInput {
   bool has_local_data = false;  // <data-dir>/member/wal exists
   // Whose that data is, from its WAL; nullopt without data or when the WAL cannot be read.
   std::optional<WalIdentity> local;
-  // etcd ran under this process and exited: a removal it met was an operator's, and is not undone.
+  // etcd ran under this process on this member's data, and what this process saw of the member before
+  // this decision placed no removal before it: a removal met now came during this process's life, and
+  // is not undone (rule 1b). A member this process never saw a voter, but saw listed as a learner or
+  // missing from a peer's view, may have been removed before it started (rule M6, on a watch kept
+  // while its node was down; its etcd, started on the stale data, was only refused): that is met as
+  // on a fresh start.
   bool etcd_ran = false;
+  // An earlier decision of this process found, with quorum, this member removed (rule 1b on a fresh
+  // start): its data is never started on again, whether or not a member list can be read with quorum now.
+  bool removed_before = false;
   std::vector<PeerFacts> peers;  // every expected member except self
   // The membership as a member lists it right after a linearizable read, so it holds every change
   // committed before the read; nullopt when no member could do one (no quorum) or it was not asked
@@ -87,6 +95,7 @@ struct Decision {
   std::string initial_cluster;
   bool add_member = false;               // kJoin/kReplace: MemberAdd(self peer URLs, isLearner)
   bool move_data_aside = false;          // kJoin by rule 1b: the old member's data goes aside first
+  bool data_removed = false;             // rule 1b: the member our data is of was removed (any action)
   std::optional<MemberId> remove_id;     // kReplace: the stale ID; kJoin by rule 9: the departed one
   // With add_member: --cluster-size (else the expected set's size). The seat the decision saw free
   // may be taken before MemberAdd goes through (another node's add, rule 2), so every try of the add

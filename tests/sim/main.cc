@@ -190,6 +190,11 @@ constexpr Regression kRegressions[] = {
     // newcomers find a departed learner and a departed voter, and rule 9 must take the learner first
     // (the catalogue's rule9-departed-voter-first waits here for ever on a learner that never catches up).
     {20, 5, kRun, 1, 1, 0, "a learner's and a voter's instances replaced at once", 0, 1},
+    // A learner M6 removed while its node was down, restarted by a fresh quorate on its stale data:
+    // once that etcd was refused, rule 1b held the node for good, as after the operator's removal
+    // under it. A member a process saw listed as a learner only now joins again; this seed also holds
+    // n5 for the operator's removal under its quorate.
+    {100357, 5, kRun, 0, 1, 1, "maintenance removed a learner", 1},
 };
 
 // Bugs of quorate the simulator found and that are not fixed yet (docs/DESIGN.md §10, "Found and

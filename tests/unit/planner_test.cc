@@ -414,6 +414,21 @@ TEST_CASE("removed while etcd ran here: wait, never restart etcd, never rejoin")
   CHECK(Contains(d.reason, "not restarting etcd"));
   CHECK_FALSE(d.move_data_aside);
   CHECK_FALSE(d.add_member);
+  CHECK(d.data_removed);
+}
+
+TEST_CASE("removed, as a decision of this process found before, and no quorum view now: wait, never restart") {
+  MemberSet set = MakeSet(5);
+  PlanInput in = RemovedInput(set, {1, 2, 3}, {1, 2, 3});
+  in.quorum_view.reset();  // a partition: no member list read with quorum
+  in.removed_before = true;
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kWait);
+  CHECK(d.wait == WaitKind::kPeersNotReady);
+  CHECK(d.data_removed);
+  CHECK(Contains(d.reason, "as a member list read with quorum showed before: not restarting etcd"));
+  in.removed_before = false;
+  CHECK(Plan(in).action == Action::kRestart);  // rule 1, as ever, without a removal seen
 }
 
 TEST_CASE("removed, and started afresh below --cluster-size: data aside, join as a learner") {
@@ -421,6 +436,7 @@ TEST_CASE("removed, and started afresh below --cluster-size: data aside, join as
   Decision d = Plan(RemovedInput(set, {1, 2, 3}, {1, 2, 3}));
   CHECK(d.action == Action::kJoin);
   CHECK(d.move_data_aside);
+  CHECK(d.data_removed);
   CHECK(d.add_member);
   CHECK(d.initial_cluster_state == "existing");
   CHECK(d.initial_cluster ==
