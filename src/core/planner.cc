@@ -120,6 +120,13 @@ std::string MajorityLostAdvice(const PlanInput& in, const ClusterView& c, const 
 Decision PlanReplace(const PlanInput& in, const ClusterView& c, const ClusterMember& listed, bool started = true);
 
 Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const ClusterMember& listed) {
+  if (in.replaced_here.contains(listed.id)) {
+    return Wait(WaitKind::kPeersNotReady,
+                fmt::format("cluster {} lists {} as initial member {} that never started, but this quorate set out to "
+                            "replace that member, which had started (rule 4): the view is older than its start (a "
+                            "peer replaying its log), and `new` under it would take back a vote raft counted on",
+                            IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id)));
+  }
   // A member that started and then lost its data looks, in a view older than its start, exactly like
   // one that never started; starting it `new` under its old ID with an empty log would take from raft
   // a vote it counted on (a committed entry can be lost). The view of every other voter is the

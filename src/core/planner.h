@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,10 @@ struct PlanInput {
   // An earlier decision of this process found, with quorum, this member removed (rule 1b on a fresh
   // start): its data is never started on again, whether or not a member list can be read with quorum now.
   bool removed_before = false;
+  // Member IDs of ours this process set out to replace (rule 4 removes them): each started once, so
+  // a view that shows one unstarted is older than its start (a peer replaying its log), and rule 3
+  // never starts `new` under it.
+  std::set<MemberId> replaced_here;
   std::vector<PeerFacts> peers;  // every expected member except self
   // The membership as a member lists it right after a linearizable read, so it holds every change
   // committed before the read; nullopt when no member could do one (no quorum) or it was not asked

@@ -294,6 +294,8 @@ struct InitJob::State {
   std::optional<std::pair<MemberId, std::string>> removed;
   // The same on a fresh start (not held): this member's data is never started on again.
   std::optional<MemberId> removed_fresh;
+  // Our member IDs this process set out to replace (rule 4): rule 3 never starts `new` under one.
+  std::set<MemberId> replaced;
   std::unique_ptr<AgentServer> agent;
   std::shared_ptr<void> agent_served;  // the serve_agent seam's handle, in place of `agent`
 };
@@ -623,9 +625,16 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, co
                         !state_->unplaced.contains(input.local->member_id));
     }
     input.removed_before = removed_before;
+    {
+      std::lock_guard lock(state_->mu);
+      input.replaced_here = state_->replaced;
+    }
     Decision decision = Plan(input);
     {
       std::lock_guard lock(state_->mu);
+      // Before the removal is asked: once it may have gone through, a restart of etcd decides again
+      // in this process on views that may predate that member's start.
+      if (decision.action == Action::kReplace && decision.remove_id) state_->replaced.insert(*decision.remove_id);
       if (decision.data_removed && decision.wait != WaitKind::kRemoved) state_->removed_fresh = input.local->member_id;
       if (const auto learner = ListedAsLearner(input); !decision.data_removed && input.local) {
         if (learner == false) {

@@ -142,7 +142,7 @@ World::World(const RunOptions& options) : options_(options), rng_(options.seed *
            (options.extra == 1 || (options.extra < 0 && Rng(options.seed ^ 0x65787472616e6f64ULL).Below(4) == 0));
   maintenance_ = options.maintenance == 1 ||
                  (options.maintenance < 0 && Rng(options.seed ^ 0x6d61696e74656e61ULL).Below(4) == 0);
-  // Off a cloud only when asked: it meets an open finding there (DESIGN §10, seed 938 of 3 nodes).
+  // Off a cloud only when asked: it meets an open finding there (DESIGN §10, seeds 264 and 184 of 5).
   learner_churn_ = options.learner_churn == 1 ||
                    (options.learner_churn < 0 && cloud_ && Rng(options.seed ^ 0x6c6561726e636875ULL).Below(2) == 0);
   // A StatefulSet's pods are named <set>-<ordinal>, one set, every member listed: rule M7's ground.

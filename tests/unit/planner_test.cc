@@ -659,6 +659,20 @@ TEST_CASE("listed with our expected ID and never started: late initial, state ne
   }
 }
 
+TEST_CASE("rule 3 never starts new under a member ID this process set out to replace (rule 4)") {
+  // The node replaced its own member, which had started, and decides again (its new etcd exited)
+  // while the peers replay their logs: their views list that ID unstarted, older than its start.
+  MemberSet set = MakeSet(3);
+  PlanInput in = MakeInput(set);
+  GiveAllViews(in, ViewOf(set, {2, 3}));
+  REQUIRE(Plan(in).action == Action::kLateInitial);
+  in.replaced_here.insert(set.IdOf(set.members()[0]));
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kWait);
+  CHECK(d.wait == WaitKind::kPeersNotReady);
+  CHECK(Contains(d.reason, "set out to replace"));
+}
+
 TEST_CASE("late initial waits while the only view is a part of the membership a peer replaying its log lists") {
   // Sim seed 265 of 5 nodes: n1 and n3 started and lost their data, n2 never started, n4 and n5 kept
   // logs past the bootstrap. n5, replaying its WAL, lists n1, n2 and n3 so far, none started; n4 is
