@@ -160,11 +160,14 @@ Result<std::string> PeerHttpsIntentId(const std::string& value) {
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("port") || !doc["port"].is_number_integer()) {
     return Status::InvalidArgument(fmt::format("{} is not a move to TLS", kPeerHttpsIntentKey));
   }
-  int port = doc["port"];
+  // Read wide and capped: a number past int's range would wrap into one that passes the check.
+  const int64_t port = doc["port"].is_number_unsigned()
+                           ? static_cast<int64_t>(std::min<uint64_t>(doc["port"].get<uint64_t>(), kMaxHttpsPort + 1u))
+                           : doc["port"].get<int64_t>();
   if (port < kMinHttpsPort || port > kMaxHttpsPort) {
     return Status::InvalidArgument(fmt::format("{}: port {} is not a TCP port", kPeerHttpsIntentKey, port));
   }
-  return PeerHttpsId(port);
+  return PeerHttpsId(static_cast<int>(port));
 }
 
 std::string PeerHttpsId(int https_port) { return fmt::format("port {}", https_port); }

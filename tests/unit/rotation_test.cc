@@ -493,6 +493,8 @@ TEST_CASE("peer TLS: the intent is read as etcd holds it, and refused when malfo
   REQUIRE(id.ok());
   CHECK(*id == "port 2381");
   CHECK_FALSE(PeerHttpsIntentId("{\"port\":70000}").ok());
+  CHECK_FALSE(PeerHttpsIntentId("{\"port\":4294969677}").ok());  // 2381 once wrapped into 32 bits
+  CHECK_FALSE(PeerHttpsIntentId("{\"port\":18446744073709551615}").ok());
   CHECK_FALSE(PeerHttpsIntentId("{\"port\":\"2381\"}").ok());
   CHECK_FALSE(PeerHttpsIntentId("not json").ok());
   CHECK_FALSE(ParseRollingReport("{\"name\":\"n1\",\"id\":\"port 2381\",\"phase\":4}", PeerHttpsSpec().plan).ok());
