@@ -25,6 +25,7 @@ enum class Reason {
   kStaleDecision,     // the membership met while applying a decision is not the one it was made on
   kCompacted,         // etcd: the revision asked for is compacted already
   kNoQuorumCommits,   // a removal retried to --timeout that no quorum committed: a majority may be lost
+  kPeerUrlsMoved,     // the cluster moved its peer URLs to https (§14) past this node's flags: look again there
 };
 
 class [[nodiscard]] Status {

@@ -589,6 +589,7 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, co
                     p.agent.reachable ? DataStateName(p.agent.data_state) : p.agent.error,
                     p.cluster ? "in cluster " + IdToHex(p.cluster->cluster_id) : "not answering");
     }
+    if (Status moved = FollowMoveToHttps(input, expected, twins); !moved.ok()) return moved;
     bool removed_before = false;
     {
       std::lock_guard lock(state_->mu);
@@ -677,6 +678,47 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, co
             fmt::format("stopped while waiting: {}; no membership change was under way", decision.reason));
     }
   }
+}
+
+// A node that lost its volume after the move to TLS (§14, rule H4) lost its phase with it, and its flags
+// may still name the http peer URLs the cluster started with: its peers' etcds, listening on https
+// only, are silent there while their agents answer that they run etcd, on another member set (their
+// https twins hash to other IDs). The cluster says where it moved: once the move is done on every
+// member, this node records itself at its last phase, and init starts again at the https twins.
+Status InitJob::FollowMoveToHttps(const PlanInput& input, const MemberSet& expected,
+                                  const std::vector<std::string>& twins) {
+  const TlsFiles& peer_tls = config_.peer_tls;
+  if (input.has_local_data || !twins.empty() || peer_tls.trusted_ca_file.empty() || peer_tls.cert_file.empty() ||
+      peer_tls.key_file.empty()) {
+    return Status::Ok();
+  }
+  const bool silent_but_running = std::any_of(input.peers.begin(), input.peers.end(), [&](const PeerFacts& p) {
+    return p.agent.reachable && p.agent.data_state == DataState::kRunning &&
+           p.agent.expected_cluster_id != expected.cluster_id();
+  });
+  if (!silent_but_running || std::any_of(input.peers.begin(), input.peers.end(), [](const PeerFacts& p) {
+        return p.cluster.has_value();
+      })) {
+    return Status::Ok();
+  }
+  std::vector<std::string> urls;
+  for (const auto& m : expected.members()) {
+    if (m.name == input.self.name) continue;
+    urls.insert(urls.end(), m.client_urls.begin(), m.client_urls.end());
+  }
+  const TlsFiles& client_tls = config_.etcdctl_tls.enabled() ? config_.etcdctl_tls : config_.client_tls;
+  auto client = options_.etcd_clients({urls, client_tls, kQuorumViewTimeout});
+  auto port = DonePeerHttpsPort(*client);
+  if (!port.ok() || *port == 0) {
+    spdlog::debug("peers run etcd on another member set, and no finished move to TLS says where: {}",
+                  port.ok() ? "none done" : port.status().message());
+    return Status::Ok();
+  }
+  if (Status s = SavePeerHttpsDone(config_.state_dir, *port); !s.ok()) return s;
+  return Status::Unavailable(fmt::format("the cluster moved its peer URLs to https at port {} (`quorate tls to-https`, "
+                                         "done on every member): {} takes its https twins, as its flags may not yet",
+                                         *port, input.self.name))
+      .With(Reason::kPeerUrlsMoved);
 }
 
 // Rule 9 judges a member departed by a listing of the group made after the member was added: one
@@ -829,7 +871,16 @@ Result<InitOutcome> InitJob::Run() {
   // beside discovery and the agent's start, so the agent answers from the first moment (a peer that
   // finds it silent counts this node as unreachable and polls again), and only the decision, which
   // needs rule 6's facts, waits for it.
-  auto binary = std::async(std::launch::async, options_.etcd_version, c.etcd_path);
+  auto binary = std::async(std::launch::async, options_.etcd_version, c.etcd_path).share();
+  while (true) {
+    auto outcome = RunUntil(deadline, binary);
+    if (outcome.ok() || outcome.status().reason() != Reason::kPeerUrlsMoved) return outcome;
+    spdlog::info("{}", outcome.status().message());
+  }
+}
+
+Result<InitOutcome> InitJob::RunUntil(Clock::TimePoint deadline, std::shared_future<Result<EtcdVersion>> binary) {
+  const Config& c = config_;
   auto local = GatherLocal(deadline);
   if (!local.ok()) return local.status();
 

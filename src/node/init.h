@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -106,6 +107,9 @@ class InitJob {
   Result<Decision> Decide(PlanInput& input, const MemberSet& expected, const std::vector<std::string>& twins,
                           Clock::TimePoint deadline);
   std::vector<MemberId> StillOutsideGroup(std::vector<MemberId> silent, const PlanInput& input);
+  // Run's body, started again when the cluster's peer URLs moved past this node's flags (§14).
+  Result<InitOutcome> RunUntil(Clock::TimePoint deadline, std::shared_future<Result<EtcdVersion>> binary);
+  Status FollowMoveToHttps(const PlanInput& input, const MemberSet& expected, const std::vector<std::string>& twins);
   Result<InitOutcome> Carry(const Local& local, const PlanInput& input, Decision decision,
                             Clock::TimePoint deadline);
 

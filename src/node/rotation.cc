@@ -303,6 +303,28 @@ PeerHttpsState LoadPeerHttps(const std::string& state_dir) {
   return state;
 }
 
+Result<int> DonePeerHttpsPort(EtcdClient& client) {
+  auto view = ReadRolling(client, PeerHttpsSpec());
+  if (!view.ok()) return view.status();
+  return !view->id.empty() && view->done() ? PortOf(view->id) : 0;
+}
+
+namespace {
+
+Status SaveRollingLocal(const std::string& state_dir, const RollingSpec& spec, const RollingLocal& local) {
+  const std::string dir = state_dir + "/tls";
+  if (Status s = MakeDirs(dir); !s.ok()) return s;
+  return WriteFileAtomic(dir + "/" + spec.local_file,
+                         JsonText(nlohmann::json{{"id", local.id}, {"phase", local.phase}}) + "\n", 0600);
+}
+
+}  // namespace
+
+Status SavePeerHttpsDone(const std::string& state_dir, int https_port) {
+  const RollingSpec spec = PeerHttpsSpec();
+  return SaveRollingLocal(state_dir, spec, {PeerHttpsId(https_port), spec.plan.last()});
+}
+
 RollingChange::RollingChange(const Config& config, RollingSpec spec, std::function<void()> restart_etcd)
     : config_(config), spec_(std::move(spec)), dir_(config.state_dir + "/tls"), restart_etcd_(std::move(restart_etcd)) {}
 
@@ -312,9 +334,7 @@ RollingDecision RollingChange::last() const {
 }
 
 Status RollingChange::SaveLocal(const RollingLocal& local) const {
-  if (Status s = MakeDirs(dir_); !s.ok()) return s;
-  return WriteFileAtomic(dir_ + "/" + spec_.local_file,
-                         JsonText(nlohmann::json{{"id", local.id}, {"phase", local.phase}}) + "\n", 0600);
+  return SaveRollingLocal(config_.state_dir, spec_, local);
 }
 
 void RollingChange::Round(EtcdClient& client, const Member& self) {

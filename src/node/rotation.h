@@ -93,6 +93,11 @@ struct PeerHttpsState {
   int phase = 0;
 };
 PeerHttpsState LoadPeerHttps(const std::string& state_dir);
+// The move to TLS as the cluster holds it, read through `client`: its https port when it is done on
+// every member (rule H4's case of a node that lost its state dir with its volume), else 0.
+Result<int> DonePeerHttpsPort(EtcdClient& client);
+// Records this node at the last phase of the move to `https_port`, as a node that went through it is.
+Status SavePeerHttpsDone(const std::string& state_dir, int https_port);
 
 // One rolling change carried out on this node: gather the facts, decide with the gate, say it, act.
 class RollingChange {

@@ -8,8 +8,10 @@ certificates), real etcd, a writer and a quorum sampler:
    each etcd was restarted exactly twice (both, https), never two at once; a majority always answered and
    the writer never failed for longer than one member's restart.
 3. n1's quorate is stopped and started again with its old (http) flags: it restarts on its data at https,
-   upkeep leaves the membership at https, and its member bucket lists every member at https. Asked again,
-   to-https answers the same; another port for a cluster on https is bad input (exit 2)."""
+   upkeep leaves the membership at https, and its member bucket lists every member at https.
+4. n3 loses its volume (its phase with it) and starts again on its old http flags: its peers are silent
+   there, the cluster says the move is done, so it takes its https twins and replaces its member (rule 4).
+Asked again, to-https answers the same; another port for a cluster on https is bad input (exit 2)."""
 import json
 import os
 import signal
@@ -94,6 +96,22 @@ def test():
     urls = [u for m in json.loads(bucket)["members"].values() for u in m["peerURLs"]]
     check(urls and all(u.startswith("https://") and u.endswith(f":{PORT}") for u in urls),
           f"n1's bucket does not list every member at https: {urls}")
+
+    # 4. n3 loses its volume (its quorate state with it) and starts again on its old http flags: its fresh
+    #    quorate must find its member at the https twin of its peer URL and replace it there (rule 4).
+    n3 = c.nodes[2]
+    n3.kill()
+    n3.wipe()
+    at = log_size(n3)
+    n3.run(extra=pki.peer_args(pkidir, n3))
+    wait_until(lambda: on_https_only(c) and len(listed_urls(c)) == 3 and
+               all(m.get("clientURLs") and not m.get("isLearner") for m in c.member_list()["members"]), 120,
+               "n3 back as a started voter at its https peer URL")
+    wait_healthy(c)
+    said = [line for line in log_since(n3, at).splitlines() if " info " in line and ("decision:" in line or "https" in line)]
+    log("n3 after its volume loss:\n" + "\n".join(said[:6]))
+    check(any("moved its peer URLs to https at port" in line for line in said), "n3 did not say where the peers moved")
+    check(any("decision: replace" in line for line in said), "n3 did not replace its member (rule 4)")
 
     # Asked again, the same answer; another move of a cluster on https, refused as bad input.
     run([QUORATE, "tls", "to-https", "--endpoints", c.endpoints(), "--peer-https-port", str(PORT)], check_rc=0)

@@ -1,6 +1,7 @@
 // The init job end to end against fakes: FakePeers for the other members, FakeEtcdClient for the
 // cluster, FakeClock for every wait, a temporary data and state dir for the files.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include "core/rolling.h"
 #include "etcd/etcd_config.h"
 #include "node/init.h"
+#include "node/rotation.h"
 #include "quorate/fs.h"
 #include "quorate/provider.h"
 #include "testing/fake_clock.h"
@@ -1071,6 +1073,39 @@ TEST_CASE("init: moved to TLS, a restart on the old http flags advertises https,
     CHECK(m.peer_urls[0] == Https(rig.expected.FindByName(m.name)->peer_urls[0]));
   }
   CHECK(rig.cluster.CountCalls("MemberUpdate") == 0);
+}
+
+TEST_CASE("init: moved to TLS, a node that lost its volume (its phase with it) on the old http flags follows the move") {
+  // Its peers answer only at their https twins, their agents on another member set (their twins'
+  // IDs); the cluster's records say the move is done, so it takes its twins and replaces its member.
+  InitRig rig;
+  rig.config.peer_tls = {"/pki/peer.crt", "/pki/peer.key", "/pki/ca.crt", true};
+  PeersRunAtHttps(rig);
+  rig.cluster.AddStarted(rig.Id("n1"), "n1", {Https(kN1)}, {rig.ClientUrl("n1")});
+  for (const char* name : {"n2", "n3"}) rig.peers.SetAgent(name, {true, "", DataState::kRunning, "tok", 0x5eed});
+  SUBCASE("done on every member") {
+    REQUIRE(rig.cluster.Put(kPeerHttpsIntentKey, "{\"port\":2381}").ok());
+    for (const char* name : {"n1", "n2", "n3"}) {
+      REQUIRE(rig.cluster
+                  .Put(std::string(kPeerHttpsMembersPrefix) + name,
+                       fmt::format("{{\"name\":\"{}\",\"id\":\"port 2381\",\"phase\":3}}", name))
+                  .ok());
+    }
+    auto out = rig.Run();
+    REQUIRE_MESSAGE(out.ok(), out.status().message());
+    CHECK(out->decision.action == Action::kReplace);
+    CHECK(out->self.peer_urls == std::vector<std::string>{Https(kN1)});
+    CHECK(LoadPeerHttps(rig.config.state_dir).phase == kHttpsPhaseHttps);
+    CHECK(LoadPeerHttps(rig.config.state_dir).port == 2381);
+    CHECK(Contains(rig.EtcdConfig(), "initial-advertise-peer-urls: " + Https(kN1)));
+  }
+  SUBCASE("no move asked: nothing is recorded, and the node waits as before (the peers are on another set)") {
+    rig.config.timeout = std::chrono::seconds(2);
+    auto out = rig.Run();
+    REQUIRE_FALSE(out.ok());
+    CHECK(out.status().code() == Status::Code::kDeadlineExceeded);
+    CHECK_FALSE(std::filesystem::exists(rig.config.state_dir + "/tls/peer-https.json"));
+  }
 }
 
 }  // namespace

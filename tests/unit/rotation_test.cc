@@ -8,31 +8,10 @@
 #include "node/rotation.h"
 #include "../support/test_certs.h"
 #include "quorate/fs.h"
-#include "testing/fake_etcd.h"
+#include "testing/fake_keyed_etcd.h"
 
 namespace quorate {
 namespace {
-
-// The fake membership, with keys kept: the rotation's intent and records live there.
-class KeyedFake : public FakeEtcdClient {
- public:
-  Status Put(const std::string& key, const std::string& value) override {
-    keys[key] = value;
-    return Status::Ok();
-  }
-  Result<std::optional<std::string>> Get(const std::string& key) override {
-    auto it = keys.find(key);
-    return it == keys.end() ? std::optional<std::string>() : std::optional(it->second);
-  }
-  Result<std::vector<KeyValue>> GetPrefix(const std::string& prefix) override {
-    std::vector<KeyValue> out;
-    for (const auto& [k, v] : keys) {
-      if (k.rfind(prefix, 0) == 0) out.push_back({k, v, 1});
-    }
-    return out;
-  }
-  std::map<std::string, std::string> keys;
-};
 
 std::string Pem(const std::string& what) {
   return "-----BEGIN CERTIFICATE-----\n" + what + "\n-----END CERTIFICATE-----\n";
@@ -45,7 +24,7 @@ struct Rig {
   TestCerts certs;
   std::string dir;
   Config config;
-  KeyedFake etcd;
+  FakeKeyedEtcdClient etcd;
   Member self{"n1", {}, {"http://10.0.0.1:2379"}};
   int restarts = 0;
 
