@@ -369,7 +369,7 @@ int main(int argc, char** argv) {
   std::set<uint64_t> sequences;
   long quorate_starts = 0, etcd_starts = 0, majority_lost = 0, failed = 0, known = 0, init_mode = 0, clouds = 0,
        windows = 0, lax = 0, extras = 0, maintained = 0;
-  uint64_t steps = 0;
+  uint64_t steps = 0, acknowledged = 0;
   double simulated = 0;
   auto began = std::chrono::steady_clock::now();
   for (const auto& options : runs) {
@@ -389,6 +389,7 @@ int main(int argc, char** argv) {
     quorate_starts += result.quorate_starts;
     etcd_starts += result.etcd_starts;
     steps += result.steps;
+    acknowledged += result.acknowledged;
     simulated += result.simulated_seconds;
     majority_lost += result.majority_lost ? 1 : 0;
     init_mode += result.init_mode ? 1 : 0;
@@ -430,9 +431,10 @@ int main(int argc, char** argv) {
       "%zu seeds (%ld in init mode, %ld on a cloud, %ld with etcd's guards off, %ld with an extra node) in %.1fs (%.1f "
       "seeds/s), %ld failed, %ld on known findings; %ld node starts (%ld quorate, %ld etcd), %ld ended with a majority "
       "lost (waiting, as rule 4 says); %zu distinct decision sequences; %llu steps, %.0f simulated hours; %ld with the "
-      "leader's maintenance; %ld started in rule 3's init-mode window\n",
+      "leader's maintenance; %ld started in rule 3's init-mode window; %llu puts acknowledged\n",
       runs.size(), init_mode, clouds, lax, extras, wall, static_cast<double>(runs.size()) / wall, failed, known,
       quorate_starts + etcd_starts, quorate_starts, etcd_starts, majority_lost, sequences.size(),
-      static_cast<unsigned long long>(steps), simulated / 3600, maintained, windows);
+      static_cast<unsigned long long>(steps), simulated / 3600, maintained, windows,
+      static_cast<unsigned long long>(acknowledged));
   return failed == 0 ? 0 : 1;
 }

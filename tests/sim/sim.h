@@ -83,6 +83,7 @@ enum class Check {
   kMaintenanceRemoval,  // §12 M6, M7: a removal that leaves the voters, or those up, short of a quorum
   kMaintenanceNotLeader,  // §12 M1: a maintenance request from a quorate whose etcd said it does not lead
   kNospaceStuck,        // liveness: a NOSPACE alarm stands 15 minutes after the faults stopped
+  kWriteLost,           // §4: a put acknowledged by a majority of the voters is missing from a new leader's log
 };
 const char* CheckName(Check check);
 
@@ -110,6 +111,8 @@ struct RunResult {
   bool learner_churn = false;
   // The named conditions the run reached (World::Mark): what a kept regression seed must still reach.
   std::set<std::string> reached;
+  // Puts acknowledged to the simulated writer (committed by a majority of the voters), every cluster's.
+  uint64_t acknowledged = 0;
   // A node started `new` in rule 3's init-mode window (DESIGN §4 rule 3, §10): reported, not failed.
   bool init_window = false;
 };

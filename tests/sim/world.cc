@@ -59,6 +59,12 @@ constexpr int64_t kAutoCompactKeeps = 64;
 // A maintenance seed runs at least this long, so the workload meets the quota and the rules act.
 constexpr seconds kMaintainedAtLeast{90};
 constexpr seconds kLearnerDeadline{20};
+// The data (DESIGN §10): a writer's put every so often, through the leader; bbolt commits what its
+// etcd applied every 100 ms or every 10,000 entries, whichever comes first (etcd's
+// --backend-batch-interval and --backend-batch-limit).
+constexpr milliseconds kPutEvery{100};
+constexpr milliseconds kBatchInterval{100};
+constexpr uint64_t kBatchLimit = 10000;
 
 // The supervisor takes its stop signals from a watcher; one for a signal nobody sends serves every
 // node (only one watcher may exist in a process).
@@ -158,6 +164,7 @@ World::World(const RunOptions& options) : options_(options), rng_(options.seed *
   InstallSink();
   SharedWatcher();
   start_ = now_ = TimePoint(std::chrono::hours(1000));
+  write_due_ = start_ + kPutEvery;
   clock_ = MakeSimClock(*this);
   root_ = fmt::format("{}/quorate-sim-{}-{}", options.scratch, ::getpid(), options.seed);
   std::filesystem::remove_all(root_);
@@ -506,6 +513,7 @@ void World::CrashProc(int i, bool lose_volume, const std::string& why, std::opti
     n.data_refounded = false;
     n.db_size = 0;
     n.applied = 0;
+    ClearLog(n);
     if (!n.proc) Event(fmt::format("{}: volume lost", n.name));
   }
   if (!n.restart_pending) {
@@ -562,6 +570,12 @@ void World::WriteWal(Node& n, MemberId id, ClusterId cluster_id, int incarnation
   n.data_refounded = false;
   n.db_size = 0;
   n.applied = 0;
+  ClearLog(n);
+}
+
+void World::ClearLog(Node& n) {
+  n.log.clear();
+  n.commit_seen = n.kv_applied = n.kv_committed = 0;
 }
 
 void World::FlushWal(Node& n) {
@@ -736,6 +750,7 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
                             n.name));
           result_.init_window = true;
           Mark("rule 3's init-mode window");
+          clusters_[inc].writes_forfeit = true;
           refounded = true;
         } else if (voters - lost >= voters / 2 + 1 || kept_past) {
           Fail(Check::kNewOverData, what + (kept_past ? ", over a kept log past the bootstrap" : ""));
@@ -827,6 +842,9 @@ void World::ExitEtcd(int i, ExitStatus status, const std::string& why) {
   if (!n.etcd.running) return;
   FlushWal(n);
   Event(fmt::format("{}: etcd exits ({}): {}", n.name, status.ToString(), why));
+  // What bbolt had not committed yet goes with the process; the WAL holds it for the next start.
+  if (n.kv_applied > n.kv_committed) Mark("an exit lost bbolt's unbatched tail, which the WAL replays");
+  n.kv_applied = n.kv_committed;
   n.etcd.running = false;
   n.etcd.connected = false;
   std::shared_ptr<Child> child = n.etcd.child;
@@ -863,13 +881,150 @@ int World::LeaderSeenBy(int k) {
     if (m.id != c->leader) continue;
     if (int j = running(m); j >= 0) return j;
   }
+  // raft's election: a voter gives its vote only to a candidate whose log is at least as up to date
+  // as its own (the last entry's term, then the length), and a candidate needs the votes of a
+  // majority of all the voters. The most up to date of a quorum's side always wins; which one of
+  // several that could, the order of the members decides, as it did before the model had data.
+  std::vector<int> side;
+  size_t voters = 0;
   for (const auto& m : c->members) {
-    if (int j = running(m); j >= 0) {
-      c->leader = m.id;
-      return j;
-    }
+    if (m.is_learner) continue;
+    ++voters;
+    if (int j = running(m); j >= 0) side.push_back(j);
+  }
+  auto at_least_as_up_to_date = [](const Node& a, const Node& b) {
+    const uint64_t at = a.log.empty() ? 0 : a.log.back().term;
+    const uint64_t bt = b.log.empty() ? 0 : b.log.back().term;
+    return at != bt ? at > bt : a.log.size() >= b.log.size();
+  };
+  for (int j : side) {
+    const size_t votes = static_cast<size_t>(
+        std::count_if(side.begin(), side.end(), [&](int v) { return at_least_as_up_to_date(*nodes[j], *nodes[v]); }));
+    if (votes * 2 <= voters) continue;
+    Node& leader = *nodes[j];
+    c->leader = leader.etcd.id;
+    // The new term's empty entry: once a majority holds it, everything before it is committed.
+    leader.log.push_back({++c->term, 0});
+    if (j != side.front()) Mark("an election the up-to-date rule decided");
+    CheckWritesKept(*c, j, "is elected leader");
+    return j;
   }
   return -1;
+}
+
+namespace {
+
+// How many entries from the start `log` shares with `committed`. Raft's log matching (an entry of a
+// term at an index is the same entry in every log that has one there, with the same entries before
+// it) makes "the entries at this index agree" true up to some index and false from there on.
+size_t Matching(const std::vector<LogEntry>& log, const std::vector<LogEntry>& committed) {
+  size_t lo = 0, hi = std::min(log.size(), committed.size());
+  while (lo < hi) {
+    const size_t mid = (lo + hi + 1) / 2;
+    if (log[mid - 1] == committed[mid - 1]) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
+}  // namespace
+
+void World::CheckWritesKept(SimCluster& c, int k, const char* when) {
+  if (c.committed.empty() || c.writes_forfeit) return;
+  const Node& leader = *nodes[k];
+  const size_t held = Matching(leader.log, c.committed);
+  if (held == c.committed.size()) return;
+  // A put no member's kept data holds any more went with the disks of every voter that had it (a
+  // majority lost): nothing quorate could keep. One some member still holds, a leader lacks only
+  // because raft counted a vote that member's data should have cast.
+  const int inc = static_cast<int>(&c - clusters_.data());
+  size_t kept = 0;
+  std::string holder;
+  for (auto& n : nodes) {
+    if (!HoldsData(*n) || n->data_incarnation != inc) continue;
+    if (std::none_of(c.members.begin(), c.members.end(), [&](const ClusterMember& m) { return m.id == n->data_member; })) {
+      continue;
+    }
+    if (size_t m = Matching(n->log, c.committed); m > kept) {
+      kept = m;
+      holder = n->name;
+    }
+  }
+  for (size_t i = held; i < kept; ++i) {
+    if (c.committed[i].write == 0) continue;
+    Fail(Check::kWriteLost,
+         fmt::format("{} {} of cluster {} (term {}) without put {}, acknowledged at index {} once a majority "
+                     "of the voters held it, which {} still holds: {} of the {} entries committed are missing from "
+                     "its log (§4: no acknowledged write is ever lost)",
+                     leader.name, when, IdToHex(c.id), c.term, c.committed[i].write, i + 1, holder,
+                     c.committed.size() - held, c.committed.size()));
+    return;
+  }
+  Event(fmt::format("{} {} of cluster {} without the last {} committed entries, which no member's kept data "
+                    "holds any more",
+                    leader.name, when, IdToHex(c.id), c.committed.size() - held));
+  Mark("acknowledged puts lost with the disks that held them");
+  c.committed.resize(held);
+}
+
+void World::Writer() {
+  if (now_ < write_due_) return;
+  const auto due = (now_ - write_due_) / kPutEvery + 1;
+  write_due_ += due * kPutEvery;
+  if (clusters_.empty()) return;
+  const int inc = static_cast<int>(clusters_.size()) - 1;
+  SimCluster& c = clusters_[inc];
+  // Under NOSPACE etcd refuses every put (§12).
+  if (!c.nospace.empty()) return;
+  for (auto& n : nodes) {
+    if (!n->etcd.running || n->etcd.incarnation != inc || !InQuorum(n->index)) continue;
+    const int leader = LeaderSeenBy(n->index);
+    // A leader that defragments serves no client; a put that finds no leader is the writer's to
+    // retry, never acknowledged.
+    if (leader < 0 || !Serves(leader)) return;
+    for (int64_t w = 0; w < due; ++w) nodes[leader]->log.push_back({c.term, next_write_++});
+    return;
+  }
+}
+
+void World::Replicate(int inc, int l) {
+  SimCluster& c = clusters_[inc];
+  const Node& leader = *nodes[l];
+  size_t voters = 0, holding = 0;
+  std::vector<Node*> synced;
+  for (const auto& m : c.members) {
+    voters += !m.is_learner;
+    for (auto& n : nodes) {
+      if (n->etcd.incarnation != inc || n->etcd.id != m.id || !Answers(n->index) || !Reach(l, n->index)) continue;
+      // A follower's log takes the leader's: the entries after the last one both hold go, the
+      // leader's from there are appended (each one in the WAL, durable, before it is acknowledged).
+      if (n->log.size() != leader.log.size() || (!n->log.empty() && n->log.back() != leader.log.back())) {
+        n->log.resize(Matching(n->log, leader.log));
+        n->log.insert(n->log.end(), leader.log.begin() + static_cast<long>(n->log.size()), leader.log.end());
+      }
+      holding += !m.is_learner;
+      synced.push_back(n.get());
+      break;
+    }
+  }
+  // Committed once a majority of the voters holds it, and a leader that kept what was committed
+  // before (CheckWritesKept ended the run otherwise) holds the committed entries first.
+  if (holding * 2 > voters && leader.log.size() > c.committed.size() && failure_.empty()) {
+    c.committed.insert(c.committed.end(), leader.log.begin() + static_cast<long>(c.committed.size()), leader.log.end());
+  }
+  // The leader's next message tells its followers how far it committed.
+  for (Node* n : synced) n->commit_seen = std::min(c.committed.size(), n->log.size());
+}
+
+void World::Apply(Node& n) {
+  n.kv_applied = std::max(n.kv_applied, std::min<uint64_t>(n.commit_seen, n.log.size()));
+  if (n.kv_applied > n.kv_committed && (now_ - n.batch_at >= kBatchInterval || n.kv_applied - n.kv_committed >= kBatchLimit)) {
+    n.kv_committed = n.kv_applied;
+    n.batch_at = now_;
+  }
 }
 
 int64_t World::InUse(const SimCluster& c) const { return kDbBaseBytes + (c.revision - c.compacted) * kWriteBytes; }
@@ -906,9 +1061,12 @@ bool World::InQuorum(int i) {
 // What raft does between two steps: members on the quorum's side publish themselves, learn the
 // membership, catch up; a member that learns it was removed stops.
 void World::ModelTick() {
+  // The clusters some node is on the quorum's side of, and one such node of each.
+  std::vector<std::pair<int, int>> quorate_sides;
   for (auto& np : nodes) {
     Node& n = *np;
     if (!Answers(n.index)) continue;
+    Apply(n);
     n.answered_at = now_;
     n.answered_as = n.etcd.id;
     n.answered_inc = n.etcd.incarnation;
@@ -924,6 +1082,10 @@ void World::ModelTick() {
       continue;
     }
     n.in_quorum_at = now_;
+    if (std::none_of(quorate_sides.begin(), quorate_sides.end(),
+                     [&](const std::pair<int, int>& side) { return side.first == n.etcd.incarnation; })) {
+      quorate_sides.emplace_back(n.etcd.incarnation, n.index);
+    }
     if (!n.etcd.connected) {
       n.etcd.connected = true;
       n.etcd.connected_since = now_;
@@ -958,6 +1120,9 @@ void World::ModelTick() {
                                             static_cast<uint64_t>(took));
       }
     }
+  }
+  for (auto [inc, k] : quorate_sides) {
+    if (int leader = LeaderSeenBy(k); leader >= 0) Replicate(inc, leader);
   }
 }
 
@@ -1844,7 +2009,8 @@ std::string World::Describe() {
                                 strict_ ? "" : " (--strict-reconfig-check=false)");
   for (size_t inc = 0; inc < clusters_.size(); ++inc) {
     const SimCluster& c = clusters_[inc];
-    out += fmt::format("\n  cluster {} (incarnation {}):", IdToHex(c.id), inc);
+    out += fmt::format("\n  cluster {} (incarnation {}, term {}, {} entries committed):", IdToHex(c.id), inc, c.term,
+                       c.committed.size());
     for (const auto& m : c.members) {
       out += fmt::format(" {}[{}{}{}]", IdToHex(m.id), m.name.empty() ? "?" : m.name, m.is_learner ? ",learner" : "",
                          m.started() ? "" : ",unstarted");
@@ -1853,10 +2019,11 @@ std::string World::Describe() {
   // A probe's answer as the status server would give it.
   auto answer = [](const Status& s) { return s.ok() ? std::string("200") : "503 " + s.message(); };
   for (auto& n : nodes) {
-    out += fmt::format("\n  {}: quorate {}, etcd {}{}, data {}; last: {}", n->name, n->proc ? "up" : "down",
-                       n->etcd.running ? "running as " + IdToHex(n->etcd.id) : "stopped",
+    out += fmt::format("\n  {}: quorate {}, etcd {}{}, data {} (log {} entries, last term {}, bbolt {}); last: {}", n->name,
+                       n->proc ? "up" : "down", n->etcd.running ? "running as " + IdToHex(n->etcd.id) : "stopped",
                        n->etcd.running && !InQuorum(n->index) ? " (no quorum)" : "",
-                       HoldsData(*n) ? IdToHex(n->data_member) : "none", n->last_message);
+                       HoldsData(*n) ? IdToHex(n->data_member) : "none", n->log.size(),
+                       n->log.empty() ? 0 : n->log.back().term, n->kv_committed, n->last_message);
     // Read with every task parked at the driver, none inside the code the probes ask. /readyz of a
     // running etcd is what upkeep's loop records from its rounds, which UpkeepLoop does not do: said
     // only while etcd is down, when it is the life's own answer.
@@ -1921,6 +2088,8 @@ RunResult World::Run() {
   result_.learner_churn = learner_churn_;
   std::string why;
   while (failure_.empty()) {
+    // The world stood still since the last step, so the puts due meanwhile meet it as it was.
+    Writer();
     while (!events_.empty() && events_.begin()->first <= now_) {
       auto fn = std::move(events_.begin()->second);
       events_.erase(events_.begin());
@@ -1985,6 +2154,15 @@ RunResult World::Run() {
     }
   } else if (failure_.empty() && !MaintenanceSettled(&why)) {
     Fail(Check::kNospaceStuck, fmt::format("{:.0f}s after the faults stopped: {}", Seconds(now_ - fault_end_), why));
+  } else if (failure_.empty()) {
+    // Converged: every member holds every put acknowledged in its log.
+    for (auto& n : nodes) {
+      if (n->etcd.running && n->etcd.incarnation >= 0) CheckWritesKept(clusters_[n->etcd.incarnation], n->index, "ends the run a member");
+    }
+  }
+  for (const auto& c : clusters_) {
+    result_.acknowledged += static_cast<uint64_t>(
+        std::count_if(c.committed.begin(), c.committed.end(), [](const LogEntry& e) { return e.write != 0; }));
   }
   if (!failure_.empty()) {
     result_.ok = false;
@@ -2049,6 +2227,8 @@ const char* CheckName(Check check) {
       return "maintenance-not-leader";
     case Check::kNospaceStuck:
       return "nospace-stuck";
+    case Check::kWriteLost:
+      return "write-lost";
   }
   return "unknown";
 }
