@@ -21,6 +21,8 @@
 #include "quorate/log.h"
 #include "testing/fake_wal.h"
 
+#include <openssl/sha.h>
+
 namespace quorate::sim {
 
 extern World* g_world;
@@ -65,6 +67,8 @@ constexpr seconds kLearnerDeadline{20};
 constexpr milliseconds kPutEvery{100};
 constexpr milliseconds kBatchInterval{100};
 constexpr uint64_t kBatchLimit = 10000;
+// --backup-schedule of the seeds with backups: several rounds in a run of a minute or two.
+constexpr seconds kBackupEvery{10};
 
 // The supervisor takes its stop signals from a watcher; one for a signal nobody sends serves every
 // node (only one watcher may exist in a process).
@@ -151,6 +155,9 @@ World::World(const RunOptions& options) : options_(options), rng_(options.seed *
   // Off a cloud only when asked: it meets an open finding there (DESIGN §10, seeds 264 and 184 of 5).
   learner_churn_ = options.learner_churn == 1 ||
                    (options.learner_churn < 0 && cloud_ && Rng(options.seed ^ 0x6c6561726e636875ULL).Below(2) == 0);
+  // `quorate run` takes the scheduled backups; init mode's `quorate upkeep` none.
+  backups_ = !init_mode_ && (options.backups == 1 ||
+                             (options.backups < 0 && Rng(options.seed ^ 0x6261636b75707321ULL).Below(4) == 0));
   // A StatefulSet's pods are named <set>-<ordinal>, one set, every member listed: rule M7's ground.
   scale_in_ = maintenance_ && !cloud_ && !extra_ && Rng(options.seed ^ 0x7363616c65696e73ULL).Below(2) == 0;
   Rng workload(options.seed ^ 0x776f726b6c6f6164ULL);
@@ -199,6 +206,7 @@ World::World(const RunOptions& options) : options_(options), rng_(options.seed *
       c.initial_advertise_peer_urls = {n->peer_url};
       c.advertise_client_urls = {n->client_url};
     }
+    if (backups_) c.backup_schedule = kBackupEvery;
     c.maintenance = maintenance_;
     if (maintenance_) {
       c.quota_backend_bytes = kQuotaBytes;
@@ -439,6 +447,15 @@ void World::QuorateMain(Node& n, Proc& p) {
     p.etcd_running = running;
     p.etcd_ran = p.etcd_ran || running;
   };
+  if (backups_) {
+    // RunNode starts its backup schedule beside upkeep once the first decision is made; it opens
+    // --backup-to itself, so the simulator runs that schedule on its seams here.
+    seams.run_upkeep = [this, &n, &p, run_upkeep = seams.run_upkeep](Upkeep& upkeep) {
+      std::shared_ptr<void> running = run_upkeep(upkeep);
+      Spawn(&p, n.index, [this, &n, &p] { BackupLoop(n, p); });
+      return running;
+    };
+  }
   Status ended = RunNode(n.config, {}, std::move(seams));
   n.last_message = "quorate run ended: " + ended.message();
 }
@@ -491,6 +508,119 @@ void World::UpkeepLoop(Proc& p, Upkeep& upkeep) {
     Sleep(seconds(1));
     if (p.etcd_running) (void)upkeep.Tick();
     if (maintenance_) upkeep.Maintain();
+  }
+}
+
+// `quorate run`'s backup schedule (node/backup_job.cc) as RunNode starts it, a round each
+// --backup-schedule, on its seams: the simulated clock (its wall time too) and etcd clients, the
+// simulated etcd's snapshot, and the store in memory all nodes share. Each backup a round commits is
+// read back through the real store and codec and checked against the data (CheckBackup).
+void World::BackupLoop(Node& n, Proc& p) {
+  BackupSettings settings;
+  settings.store_url = "mem://sim";
+  settings.cluster = kToken;
+  settings.timeout = seconds(30);
+  Streamed streamed;
+  BackupScheduleOptions options;
+  options.clock = clock_.get();
+  options.wall_clock = [this] { return SystemTime(std::chrono::duration_cast<SystemTime::duration>(now_ - start_)); };
+  options.etcd_clients = ClientFactory(n.index, p.gen);
+  options.sources = [this, i = n.index, &streamed](const std::string& endpoint) { return SnapshotOf(i, endpoint, &streamed); };
+  BackupSchedule schedule(n.config, std::move(settings), store_.Share(), std::move(options));
+  schedule.SetSelf({n.client_url});
+  while (true) {
+    Sleep(kBackupEvery);
+    // What the writer was told succeeded as the round begins: the puts the cluster's leader applied
+    // (etcd answers a put once its leader applied it).
+    size_t leader_had = 0;
+    if (n.etcd.running && InQuorum(n.index)) {
+      if (int leader = LeaderSeenBy(n.index); leader >= 0) leader_had = AppliedPuts(*nodes[leader]).size();
+    }
+    streamed = Streamed{};
+    auto round = schedule.Tick();
+    ThrowIfKilled();
+    if (round.ok() && round->has_value()) CheckBackup(**round, streamed, leader_had);
+  }
+}
+
+std::vector<uint64_t> World::AppliedPuts(const Node& k) const {
+  std::vector<uint64_t> puts;
+  for (size_t i = 0; i < k.kv_applied && i < k.log.size(); ++i) {
+    if (k.log[i].write != 0) puts.push_back(k.log[i].write);
+  }
+  return puts;
+}
+
+// etcd's Maintenance.Snapshot of the member at `endpoint`: it commits its backend first (bbolt's
+// ForceCommit), then streams the db file (here, the puts it applied) and its sha256; the revision is
+// the member's, one past its puts.
+SnapshotSource World::SnapshotOf(int from, const std::string& endpoint, Streamed* streamed) {
+  return [this, from, endpoint, streamed](const SnapshotSink& sink) -> Result<SnapshotHeader> {
+    const int k = NodeByClientUrl(endpoint);
+    if (!Sleep(rng_.Between(milliseconds(1), milliseconds(20)))) return Status::Unavailable("sim: killed");
+    if (k < 0 || !Reach(from, k) || !Serves(k)) return Status::Unavailable(endpoint + ": snapshot: connection refused");
+    Node& m = *nodes[k];
+    m.kv_committed = m.kv_applied;
+    m.batch_at = now_;
+    streamed->incarnation = m.etcd.incarnation;
+    streamed->puts = AppliedPuts(m);
+    std::string db = fmt::format("{}", fmt::join(streamed->puts, "\n"));
+    unsigned char digest[SHA256_DIGEST_LENGTH];
+    SHA256(reinterpret_cast<const unsigned char*>(db.data()), db.size(), digest);
+    streamed->stream = db + std::string(reinterpret_cast<const char*>(digest), sizeof digest);
+    if (Status s = sink(streamed->stream); !s.ok()) return s;
+    return SnapshotHeader{endpoint, m.etcd.cluster_id, m.etcd.id, static_cast<int64_t>(streamed->puts.size()) + 1,
+                          EtcdVersionOfSim().ToString()};
+  };
+}
+
+// A committed backup, read back whole through the real store and codec, is the snapshot that was
+// streamed at the metadata's revision; its puts are the cluster's acknowledged ones in order up to
+// that revision; and it holds every put the leader had applied as its round began (quorate backs up
+// the leader's own etcd, and only while it leads).
+void World::CheckBackup(const BackupMeta& meta, const Streamed& streamed, size_t leader_had) {
+  Mark("a scheduled backup committed");
+  ++result_.backups_taken;
+  struct Collect : Sink {
+    Status Write(std::string_view bytes) override {
+      got.append(bytes);
+      return Status::Ok();
+    }
+    Status Finish() override { return Status::Ok(); }
+    std::string got;
+  } read;
+  auto store = store_.Share();
+  const Status s = ReadBackupThrough(*store, meta, {}, &read);
+  std::string wrong;
+  if (!s.ok()) {
+    wrong = "reading it back failed: " + s.message();
+  } else if (read.got != streamed.stream) {
+    wrong = fmt::format("it holds {} bytes, not the {} its snapshot streamed", read.got.size(), streamed.stream.size());
+  } else if (meta.revision != static_cast<int64_t>(streamed.puts.size()) + 1) {
+    wrong = fmt::format("its metadata says revision {}, its data is at {}", meta.revision, streamed.puts.size() + 1);
+  } else if (streamed.puts.size() < leader_had) {
+    wrong = fmt::format("it holds {} puts, the leader had applied {} as the round began", streamed.puts.size(), leader_had);
+  } else if (streamed.incarnation >= 0) {
+    const auto& committed = clusters_[streamed.incarnation].committed;
+    size_t at = 0;
+    for (const LogEntry& e : committed) {
+      if (e.write == 0) continue;
+      if (at == streamed.puts.size()) break;
+      if (streamed.puts[at] != e.write) {
+        wrong = fmt::format("its put {} is {}, the cluster acknowledged {} there", at + 1, streamed.puts[at], e.write);
+        break;
+      }
+      ++at;
+    }
+    if (wrong.empty() && at < streamed.puts.size()) {
+      wrong = fmt::format("it holds {} puts, the cluster acknowledged only {}", streamed.puts.size(), at);
+    }
+  }
+  if (!wrong.empty()) {
+    Fail(Check::kBackupData, fmt::format("backup {} (revision {}) does not hold the leader's data: {} (§11)", meta.url,
+                                         meta.revision, wrong));
+  } else {
+    Event(fmt::format("backup {} holds {} puts at revision {}", meta.url, streamed.puts.size(), meta.revision));
   }
 }
 
@@ -2086,6 +2216,8 @@ RunResult World::Run() {
   if (extra_) Mark("an extra node");
   result_.maintenance = maintenance_;
   result_.learner_churn = learner_churn_;
+  result_.backups = backups_;
+  if (backups_) Mark("scheduled backups");
   std::string why;
   while (failure_.empty()) {
     // The world stood still since the last step, so the puts due meanwhile meet it as it was.
@@ -2229,6 +2361,8 @@ const char* CheckName(Check check) {
       return "nospace-stuck";
     case Check::kWriteLost:
       return "write-lost";
+    case Check::kBackupData:
+      return "backup-data";
   }
   return "unknown";
 }

@@ -24,6 +24,7 @@
 #include "core/config.h"
 #include "core/etcd_version.h"
 #include "etcd/etcd_client.h"
+#include "node/backup_job.h"
 #include "node/init.h"
 #include "node/peers.h"
 #include "node/process.h"
@@ -34,6 +35,7 @@
 #include "quorate/member.h"
 #include "sim.h"
 #include "status/status_server.h"
+#include "testing/mem_vfs.h"
 
 namespace quorate::sim {
 
@@ -347,6 +349,17 @@ class World {
   void QuorateMain(Node& n, Proc& p);
   void PodMain(Node& n, Proc& p);
   void UpkeepLoop(Proc& p, Upkeep& upkeep);
+  // What a snapshot of the simulated etcd streamed: its cluster, the member's applied puts, the bytes.
+  struct Streamed {
+    int incarnation = -1;
+    std::vector<uint64_t> puts;
+    std::string stream;
+  };
+  void BackupLoop(Node& n, Proc& p);
+  SnapshotSource SnapshotOf(int from, const std::string& endpoint, Streamed* streamed);
+  // The puts node k's etcd applied, in order.
+  std::vector<uint64_t> AppliedPuts(const Node& k) const;
+  void CheckBackup(const BackupMeta& meta, const Streamed& streamed, size_t leader_had);
   // The node's quorate starts again after `down`, or after a moment when none is given.
   void CrashProc(int node, bool lose_volume, const std::string& why, std::optional<Duration> down = std::nullopt);
   void EndProc(int node);
@@ -400,6 +413,9 @@ class World {
   bool extra_ = false;
   bool maintenance_ = false;
   bool learner_churn_ = false;
+  bool backups_ = false;
+  // The backup store every node's schedule writes to (RunOptions::backups).
+  MemVfs store_;
   bool scale_in_ = false;
   // The writer's next put and when it is due.
   uint64_t next_write_ = 1;
