@@ -127,6 +127,23 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
                             "peer replaying its log), and `new` under it would take back a vote raft counted on",
                             IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id)));
   }
+  // The same after this quorate started anew, which does not know what its predecessor replaced: an
+  // initial member is in every view from the bootstrap's first entries on and leaves one only by its
+  // removal, so a view of this cluster without it is newer than a removal (or a replay's first lines,
+  // which a poll later list it); the merged view holds it only from an older one.
+  for (const auto& p : in.peers) {
+    if (!p.cluster || p.cluster->cluster_id != c.cluster_id) continue;
+    const auto& members = p.cluster->members;
+    if (std::any_of(members.begin(), members.end(), [&](const ClusterMember& m) { return m.id == listed.id; })) {
+      continue;
+    }
+    return Wait(WaitKind::kPeersNotReady,
+                fmt::format("cluster {} lists {} as initial member {} that never started, but {}'s view of it does "
+                            "not: an initial member leaves the membership only by its removal, and `new` under a "
+                            "removed member's ID would take back a vote raft counted on; waiting for the views to "
+                            "agree",
+                            IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id), p.name));
+  }
   // A member that started and then lost its data looks, in a view older than its start, exactly like
   // one that never started; starting it `new` under its old ID with an empty log would take from raft
   // a vote it counted on (a committed entry can be lost). The view of every other voter is the

@@ -199,6 +199,12 @@ constexpr Regression kRegressions[] = {
     // under it. A member a process saw listed as a learner only now joins again; this seed also holds
     // n5 for the operator's removal under its quorate.
     {100357, 5, kRun, 0, 1, 1, "maintenance removed a learner", 1},
+    // Off a cloud, a node replaced its own member and decided again while a peer replayed its log,
+    // which listed the removed ID unstarted: rule 3 started `new` under it. In the same process
+    // (938 of 3: PlanInput::replaced_here) and after the quorate started anew (264 of 5: rule 3 waits
+    // while a view does not list the ID).
+    {938, 3, kRun, 0, 0, 0, "a replaying view lists a member removed since", 0, 1},
+    {264, 5, kRun, 0, 1, 0, "a replaying view lists a member removed since", 0, 1},
 };
 
 // Bugs of quorate the simulator found and that are not fixed yet (docs/DESIGN.md §10, "Found and

@@ -152,9 +152,8 @@ World::World(const RunOptions& options) : options_(options), rng_(options.seed *
            (options.extra == 1 || (options.extra < 0 && Rng(options.seed ^ 0x65787472616e6f64ULL).Below(4) == 0));
   maintenance_ = options.maintenance == 1 ||
                  (options.maintenance < 0 && Rng(options.seed ^ 0x6d61696e74656e61ULL).Below(4) == 0);
-  // Off a cloud only when asked: it meets an open finding there (DESIGN §10, seeds 264 and 184 of 5).
   learner_churn_ = options.learner_churn == 1 ||
-                   (options.learner_churn < 0 && cloud_ && Rng(options.seed ^ 0x6c6561726e636875ULL).Below(2) == 0);
+                   (options.learner_churn < 0 && Rng(options.seed ^ 0x6c6561726e636875ULL).Below(2) == 0);
   // `quorate run` takes the scheduled backups; init mode's `quorate upkeep` none.
   backups_ = !init_mode_ && (options.backups == 1 ||
                              (options.backups < 0 && Rng(options.seed ^ 0x6261636b75707321ULL).Below(4) == 0));
@@ -1401,6 +1400,14 @@ std::optional<ClusterView> World::ViewAnswered(int k) {
       partial.members.push_back(std::move(replayed));
     }
     Mark("a partial view of a member replaying its WAL");
+    // Initial members leave the membership only by removal: one the replay still lists was removed
+    // since (rule 3 must not start `new` under it).
+    const std::vector<ClusterMember>& now_members = clusters_[n.etcd.incarnation].members;
+    for (const auto& r : partial.members) {
+      if (std::none_of(now_members.begin(), now_members.end(), [&](const ClusterMember& m) { return m.id == r.id; })) {
+        Mark("a replaying view lists a member removed since");
+      }
+    }
     return partial;
   }
   return n.view;

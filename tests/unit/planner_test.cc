@@ -673,6 +673,29 @@ TEST_CASE("rule 3 never starts new under a member ID this process set out to rep
   CHECK(Contains(d.reason, "set out to replace"));
 }
 
+TEST_CASE("rule 3 never starts new under an initial member ID a view no longer lists (removed since)") {
+  // Sim seed 264 of 5 nodes: n1 lost its volume and replaced its member (rule 4: MemberRemove of its
+  // old ID, MemberAdd of a learner), then its volume was lost again and its quorate started anew, which
+  // knows nothing of that replace. n3, restarting, replays its log and lists the bootstrap's members,
+  // none started; n2's view, past the replace, lists n1's old ID no more. The merged view held n1's
+  // old ID unstarted from n3's alone, and rule 3 started `new` under it over logs past the bootstrap.
+  MemberSet set = MakeSet(3);
+  PlanInput in = MakeInput(set);
+  PeerNamed(in, "n3").cluster = ViewOf(set, {});
+  PeerNamed(in, "n3").agent.data_state = DataState::kRunning;
+  PeerNamed(in, "n3").agent.log_past_bootstrap = true;
+  ClusterView past_replace = ViewOf(set, {2, 3});
+  past_replace.members.erase(past_replace.members.begin());
+  PeerNamed(in, "n2").cluster = past_replace;
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kWait);
+  CHECK(d.wait == WaitKind::kPeersNotReady);
+  CHECK(Contains(d.reason, "but n2's view of it does not"));
+  // Once n3 has replayed past the removal too, n1 is no member: it joins as a learner (rule 2).
+  PeerNamed(in, "n3").cluster = past_replace;
+  CHECK(Plan(in).action == Action::kJoin);
+}
+
 TEST_CASE("late initial waits while the only view is a part of the membership a peer replaying its log lists") {
   // Sim seed 265 of 5 nodes: n1 and n3 started and lost their data, n2 never started, n4 and n5 kept
   // logs past the bootstrap. n5, replaying its WAL, lists n1, n2 and n3 so far, none started; n4 is
