@@ -19,6 +19,8 @@
 //                                                      seed picks)
 //   --backups yes|no                                   quorate run's scheduled backups into a store in memory,
 //                                                      each checked against the data (default: the seed picks)
+//   --laggards yes|no                                  a follower's disk stalls, so it falls behind the leader's
+//                                                      log (default: the seed picks)
 //   --find CONDITION --seeds N [--start S] ...         the first seed that reaches CONDITION (World::Mark),
 //                                                      to keep as a regression; --list-conditions: those of a run
 //   --reached                                          with --seed: the conditions the run reached
@@ -55,8 +57,9 @@ struct Regression {
   int maintenance = 0;
   // The same for a learner's instance replaced before its promotion.
   int learner_churn = 0;
-  // The same for the scheduled backups.
+  // The same for the scheduled backups and the followers whose disks stall.
   int backups = 0;
+  int laggards = 0;
 };
 
 // A seed that fails on a bug of quorate found and not fixed yet, with the check it fails.
@@ -223,7 +226,7 @@ int Usage() {
                "                   [--nodes 3|5] [--verbose] [--reached] [--replay-check] [--hashes FILE]\n"
                "                   [--etcd 3.4|3.5] [--mode run|init] [--cloud yes|no] [--strict yes|no]\n"
                "                   [--extra yes|no] [--maintenance yes|no] [--learner-churn yes|no] [--backups yes|no]\n"
-               "                   [--all-failures]\n");
+               "                   [--laggards yes|no] [--all-failures]\n");
   return 2;
 }
 
@@ -243,6 +246,7 @@ RunOptions OptionsOf(const Regression& r) {
   options.maintenance = r.maintenance;
   options.learner_churn = r.learner_churn;
   options.backups = r.backups;
+  options.laggards = r.laggards;
   return options;
 }
 
@@ -256,6 +260,7 @@ std::string Flags(const RunOptions& o) {
   if (o.maintenance >= 0) out += o.maintenance == 1 ? " --maintenance yes" : " --maintenance no";
   if (o.learner_churn >= 0) out += o.learner_churn == 1 ? " --learner-churn yes" : " --learner-churn no";
   if (o.backups >= 0) out += o.backups == 1 ? " --backups yes" : " --backups no";
+  if (o.laggards >= 0) out += o.laggards == 1 ? " --laggards yes" : " --laggards no";
   return out;
 }
 
@@ -302,7 +307,7 @@ int main(int argc, char** argv) {
   int nodes = 3;
   int etcd_minor = 0;
   auto mode = quorate::sim::RunOptions::Mode::kSeedPicks;
-  int cloud = -1, strict = -1, extra = -1, maintenance = -1, learner_churn = -1, backups = -1;
+  int cloud = -1, strict = -1, extra = -1, maintenance = -1, learner_churn = -1, backups = -1, laggards = -1;
   bool verbose = false, replay_check = false, regressions = false, single = false, reached = false;
   bool all_failures = false;
   const char* hashes_path = nullptr;
@@ -317,7 +322,7 @@ int main(int argc, char** argv) {
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     if (a == "--seeds" || a == "--start" || a == "--seed" || a == "--nodes" || a == "--hashes" || a == "--etcd" ||
         a == "--mode" || a == "--cloud" || a == "--strict" || a == "--extra" || a == "--maintenance" || a == "--find" ||
-        a == "--learner-churn" || a == "--backups") {
+        a == "--learner-churn" || a == "--backups" || a == "--laggards") {
       const char* v = value();
       if (v == nullptr) return Usage();
       if (a == "--seeds") count = std::strtoull(v, nullptr, 10);
@@ -340,6 +345,7 @@ int main(int argc, char** argv) {
       if (a == "--maintenance" && !yes_no(v, &maintenance)) return Usage();
       if (a == "--learner-churn" && !yes_no(v, &learner_churn)) return Usage();
       if (a == "--backups" && !yes_no(v, &backups)) return Usage();
+      if (a == "--laggards" && !yes_no(v, &laggards)) return Usage();
       if (a == "--etcd") etcd_minor = std::string(v) == "3.4" ? 4 : std::string(v) == "3.5" ? 5 : -1;
     } else if (a == "--verbose") {
       verbose = true;
@@ -359,7 +365,7 @@ int main(int argc, char** argv) {
   if (regressions) return RunKept();
   std::vector<RunOptions> runs;
   for (uint64_t s = start; s < start + count; ++s) {
-    RunOptions options = OptionsOf({s, nodes, mode, cloud, strict, extra, "", maintenance, learner_churn, backups});
+    RunOptions options = OptionsOf({s, nodes, mode, cloud, strict, extra, "", maintenance, learner_churn, backups, laggards});
     options.verbose = verbose;
     options.etcd_minor = etcd_minor;
     runs.push_back(options);

@@ -54,6 +54,11 @@ struct RunOptions {
   // mode's `quorate upkeep` takes none). -1: one seed in four, picked apart; 0: off, as the seeds
   // kept before the model had data ran.
   int backups = -1;
+  // A follower's disk stalls for a while during the faults: its etcd appends nothing and falls behind
+  // while the others commit, so raft's up-to-date rule decides the elections that follow (and a vote
+  // from an empty log that should not vote can lose a put). -1: one seed in four, picked apart; 0: off,
+  // as the seeds kept before run.
+  int laggards = -1;
   // Where the nodes' data and state dirs go (one directory per run, removed after it).
   std::string scratch = "/dev/shm";
 };
@@ -116,6 +121,7 @@ struct RunResult {
   bool maintenance = false;
   bool learner_churn = false;
   bool backups = false;
+  bool laggards = false;
   int backups_taken = 0;  // committed by the nodes' backup schedules, each checked (World::CheckBackup)
   // The named conditions the run reached (World::Mark): what a kept regression seed must still reach.
   std::set<std::string> reached;

@@ -157,6 +157,7 @@ World::World(const RunOptions& options) : options_(options), rng_(options.seed *
   // `quorate run` takes the scheduled backups; init mode's `quorate upkeep` none.
   backups_ = !init_mode_ && (options.backups == 1 ||
                              (options.backups < 0 && Rng(options.seed ^ 0x6261636b75707321ULL).Below(4) == 0));
+  laggards_ = options.laggards == 1 || (options.laggards < 0 && Rng(options.seed ^ 0x6c61676761726473ULL).Below(4) == 0);
   // A StatefulSet's pods are named <set>-<ordinal>, one set, every member listed: rule M7's ground.
   scale_in_ = maintenance_ && !cloud_ && !extra_ && Rng(options.seed ^ 0x7363616c65696e73ULL).Below(2) == 0;
   Rng workload(options.seed ^ 0x776f726b6c6f6164ULL);
@@ -1128,6 +1129,8 @@ void World::Replicate(int inc, int l) {
     voters += !m.is_learner;
     for (auto& n : nodes) {
       if (n->etcd.incarnation != inc || n->etcd.id != m.id || !Answers(n->index) || !Reach(l, n->index)) continue;
+      // A follower whose disk stalls appends nothing: it falls behind while the others commit.
+      if (n->index != l && n->stalled_until > now_) break;
       // A follower's log takes the leader's: the entries after the last one both hold go, the
       // leader's from there are appended (each one in the WAL, durable, before it is acknowledged).
       if (n->log.size() != leader.log.size() || (!n->log.empty() && n->log.back() != leader.log.back())) {
@@ -1453,6 +1456,18 @@ void World::ScheduleFaults() {
     At(start_ + rng_.Between(milliseconds(5000), std::chrono::duration_cast<milliseconds>(fault_end_ - start_) +
                                                      milliseconds(5000)),
        [this] { OperatorRemove(); });
+  }
+  if (laggards_) {
+    // Drawn after the schedule above, so the faults a seed shares with its run without stalls come first.
+    for (int k = 1 + static_cast<int>(rng_.Below(4)); k > 0; --k) {
+      At(start_ + rng_.Between(milliseconds(0), std::chrono::duration_cast<milliseconds>(fault_end_ - start_)), [this] {
+        Node& n = *nodes[rng_.Below(nodes.size())];
+        n.stalled_until = std::min(fault_end_, now_ + rng_.Between(milliseconds(1000), milliseconds(15000)));
+        Event(fmt::format("fault: {}'s disk stalls for {:.1f}s: its etcd falls behind the leader's log", n.name,
+                          Seconds(n.stalled_until - now_)));
+        Mark("a follower's disk stalled");
+      });
+    }
   }
   if (maintenance_) {
     At(start_ + kWriteTick, [this] { Workload(); });
@@ -2224,6 +2239,7 @@ RunResult World::Run() {
   result_.maintenance = maintenance_;
   result_.learner_churn = learner_churn_;
   result_.backups = backups_;
+  result_.laggards = laggards_;
   if (backups_) Mark("scheduled backups");
   std::string why;
   while (failure_.empty()) {

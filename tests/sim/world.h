@@ -184,6 +184,8 @@ struct Node {
   uint64_t kv_applied = 0;
   uint64_t kv_committed = 0;
   TimePoint batch_at{};
+  // Its disk stalls until then (RunOptions::laggards): as a follower it appends nothing meanwhile.
+  TimePoint stalled_until{};
   // WAL files its etcd wrote, by inode, where last seen: quorate may move them, never delete them.
   std::vector<std::pair<ino_t, std::string>> wals;
   TimePoint slow_until{}, frozen_until{}, odd_discovery_until{};
@@ -414,6 +416,7 @@ class World {
   bool maintenance_ = false;
   bool learner_churn_ = false;
   bool backups_ = false;
+  bool laggards_ = false;
   // The backup store every node's schedule writes to (RunOptions::backups).
   MemVfs store_;
   bool scale_in_ = false;
