@@ -689,6 +689,9 @@ int World::LiveIncarnation(ClusterId id) {
 // it answers meanwhile from a data dir with no WAL yet. The file is written then, or when etcd ends
 // first.
 void World::WriteWal(Node& n, MemberId id, ClusterId cluster_id, int incarnation) {
+  // etcd on an empty data dir starts a follower, whatever member it was: raft elects anew, and the
+  // empty log votes (a leader kept under that ID would cut every follower's log to nothing unchecked).
+  if (clusters_[incarnation].leader == id) clusters_[incarnation].leader = 0;
   n.wal_pending = {id, cluster_id};
   At(now_ + milliseconds(1 + static_cast<int>(Rng(options_.seed ^ n.wals.size() ^ (uint64_t{id} << 8)).Below(15))),
      [this, i = n.index, child = n.etcd.child] {
