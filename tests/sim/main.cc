@@ -17,6 +17,10 @@
 //   --learner-churn yes|no                             a learner lost right after its add: its instance
 //                                                      replaced (on a cloud), or its volume (default: the
 //                                                      seed picks)
+//   --backups yes|no                                   quorate run's scheduled backups into a store in memory,
+//                                                      each checked against the data (default: the seed picks)
+//   --laggards yes|no                                  a follower's disk stalls, so it falls behind the leader's
+//                                                      log (default: the seed picks)
 //   --find CONDITION --seeds N [--start S] ...         the first seed that reaches CONDITION (World::Mark),
 //                                                      to keep as a regression; --list-conditions: those of a run
 //   --reached                                          with --seed: the conditions the run reached
@@ -53,6 +57,9 @@ struct Regression {
   int maintenance = 0;
   // The same for a learner's instance replaced before its promotion.
   int learner_churn = 0;
+  // The same for the scheduled backups and the followers whose disks stall.
+  int backups = 0;
+  int laggards = 0;
 };
 
 // A seed that fails on a bug of quorate found and not fixed yet, with the check it fails.
@@ -218,7 +225,8 @@ int Usage() {
                "usage: quorate_sim (--seeds N [--start S] | --seed S | --regressions | --find CONDITION --seeds N)\n"
                "                   [--nodes 3|5] [--verbose] [--reached] [--replay-check] [--hashes FILE]\n"
                "                   [--etcd 3.4|3.5] [--mode run|init] [--cloud yes|no] [--strict yes|no]\n"
-               "                   [--extra yes|no] [--maintenance yes|no] [--learner-churn yes|no] [--all-failures]\n");
+               "                   [--extra yes|no] [--maintenance yes|no] [--learner-churn yes|no] [--backups yes|no]\n"
+               "                   [--laggards yes|no] [--all-failures]\n");
   return 2;
 }
 
@@ -237,6 +245,8 @@ RunOptions OptionsOf(const Regression& r) {
   options.extra = r.extra;
   options.maintenance = r.maintenance;
   options.learner_churn = r.learner_churn;
+  options.backups = r.backups;
+  options.laggards = r.laggards;
   return options;
 }
 
@@ -249,6 +259,8 @@ std::string Flags(const RunOptions& o) {
   if (o.extra >= 0) out += o.extra == 1 ? " --extra yes" : " --extra no";
   if (o.maintenance >= 0) out += o.maintenance == 1 ? " --maintenance yes" : " --maintenance no";
   if (o.learner_churn >= 0) out += o.learner_churn == 1 ? " --learner-churn yes" : " --learner-churn no";
+  if (o.backups >= 0) out += o.backups == 1 ? " --backups yes" : " --backups no";
+  if (o.laggards >= 0) out += o.laggards == 1 ? " --laggards yes" : " --laggards no";
   return out;
 }
 
@@ -295,7 +307,7 @@ int main(int argc, char** argv) {
   int nodes = 3;
   int etcd_minor = 0;
   auto mode = quorate::sim::RunOptions::Mode::kSeedPicks;
-  int cloud = -1, strict = -1, extra = -1, maintenance = -1, learner_churn = -1;
+  int cloud = -1, strict = -1, extra = -1, maintenance = -1, learner_churn = -1, backups = -1, laggards = -1;
   bool verbose = false, replay_check = false, regressions = false, single = false, reached = false;
   bool all_failures = false;
   const char* hashes_path = nullptr;
@@ -310,7 +322,7 @@ int main(int argc, char** argv) {
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     if (a == "--seeds" || a == "--start" || a == "--seed" || a == "--nodes" || a == "--hashes" || a == "--etcd" ||
         a == "--mode" || a == "--cloud" || a == "--strict" || a == "--extra" || a == "--maintenance" || a == "--find" ||
-        a == "--learner-churn") {
+        a == "--learner-churn" || a == "--backups" || a == "--laggards") {
       const char* v = value();
       if (v == nullptr) return Usage();
       if (a == "--seeds") count = std::strtoull(v, nullptr, 10);
@@ -332,6 +344,8 @@ int main(int argc, char** argv) {
       if (a == "--extra" && !yes_no(v, &extra)) return Usage();
       if (a == "--maintenance" && !yes_no(v, &maintenance)) return Usage();
       if (a == "--learner-churn" && !yes_no(v, &learner_churn)) return Usage();
+      if (a == "--backups" && !yes_no(v, &backups)) return Usage();
+      if (a == "--laggards" && !yes_no(v, &laggards)) return Usage();
       if (a == "--etcd") etcd_minor = std::string(v) == "3.4" ? 4 : std::string(v) == "3.5" ? 5 : -1;
     } else if (a == "--verbose") {
       verbose = true;
@@ -351,7 +365,7 @@ int main(int argc, char** argv) {
   if (regressions) return RunKept();
   std::vector<RunOptions> runs;
   for (uint64_t s = start; s < start + count; ++s) {
-    RunOptions options = OptionsOf({s, nodes, mode, cloud, strict, extra, "", maintenance, learner_churn});
+    RunOptions options = OptionsOf({s, nodes, mode, cloud, strict, extra, "", maintenance, learner_churn, backups, laggards});
     options.verbose = verbose;
     options.etcd_minor = etcd_minor;
     runs.push_back(options);
@@ -375,7 +389,7 @@ int main(int argc, char** argv) {
   std::set<uint64_t> sequences;
   long quorate_starts = 0, etcd_starts = 0, majority_lost = 0, failed = 0, known = 0, init_mode = 0, clouds = 0,
        windows = 0, lax = 0, extras = 0, maintained = 0;
-  uint64_t steps = 0;
+  uint64_t steps = 0, acknowledged = 0, backups_taken = 0;
   double simulated = 0;
   auto began = std::chrono::steady_clock::now();
   for (const auto& options : runs) {
@@ -395,6 +409,8 @@ int main(int argc, char** argv) {
     quorate_starts += result.quorate_starts;
     etcd_starts += result.etcd_starts;
     steps += result.steps;
+    acknowledged += result.acknowledged;
+    backups_taken += static_cast<uint64_t>(result.backups_taken);
     simulated += result.simulated_seconds;
     majority_lost += result.majority_lost ? 1 : 0;
     init_mode += result.init_mode ? 1 : 0;
@@ -436,9 +452,11 @@ int main(int argc, char** argv) {
       "%zu seeds (%ld in init mode, %ld on a cloud, %ld with etcd's guards off, %ld with an extra node) in %.1fs (%.1f "
       "seeds/s), %ld failed, %ld on known findings; %ld node starts (%ld quorate, %ld etcd), %ld ended with a majority "
       "lost (waiting, as rule 4 says); %zu distinct decision sequences; %llu steps, %.0f simulated hours; %ld with the "
-      "leader's maintenance; %ld started in rule 3's init-mode window\n",
+      "leader's maintenance; %ld started in rule 3's init-mode window; %llu puts acknowledged, %llu scheduled backups "
+      "checked\n",
       runs.size(), init_mode, clouds, lax, extras, wall, static_cast<double>(runs.size()) / wall, failed, known,
       quorate_starts + etcd_starts, quorate_starts, etcd_starts, majority_lost, sequences.size(),
-      static_cast<unsigned long long>(steps), simulated / 3600, maintained, windows);
+      static_cast<unsigned long long>(steps), simulated / 3600, maintained, windows,
+      static_cast<unsigned long long>(acknowledged), static_cast<unsigned long long>(backups_taken));
   return failed == 0 ? 0 : 1;
 }

@@ -49,6 +49,16 @@ struct RunOptions {
   // -1: one cloud seed in two, picked apart (elsewhere only when asked: it meets an open finding,
   // DESIGN §10); 0: off, as the seeds kept before the model learnt it ran.
   int learner_churn = -1;
+  // `quorate run`'s scheduled backup (node/backup_job's BackupSchedule) on every node, into one store
+  // in memory, each backup checked against the data the leader had applied. Run mode only (the init
+  // mode's `quorate upkeep` takes none). -1: one seed in four, picked apart; 0: off, as the seeds
+  // kept before the model had data ran.
+  int backups = -1;
+  // A follower's disk stalls for a while during the faults: its etcd appends nothing and falls behind
+  // while the others commit, so raft's up-to-date rule decides the elections that follow (and a vote
+  // from an empty log that should not vote can lose a put). -1: one seed in four, picked apart; 0: off,
+  // as the seeds kept before run.
+  int laggards = -1;
   // Where the nodes' data and state dirs go (one directory per run, removed after it).
   std::string scratch = "/dev/shm";
 };
@@ -83,6 +93,8 @@ enum class Check {
   kMaintenanceRemoval,  // §12 M6, M7: a removal that leaves the voters, or those up, short of a quorum
   kMaintenanceNotLeader,  // §12 M1: a maintenance request from a quorate whose etcd said it does not lead
   kNospaceStuck,        // liveness: a NOSPACE alarm stands 15 minutes after the faults stopped
+  kWriteLost,           // §4: a put acknowledged by a majority of the voters is missing from a new leader's log
+  kBackupData,          // §11: a committed backup does not hold the leader's applied puts at its revision
 };
 const char* CheckName(Check check);
 
@@ -108,8 +120,13 @@ struct RunResult {
   bool extra = false;
   bool maintenance = false;
   bool learner_churn = false;
+  bool backups = false;
+  bool laggards = false;
+  int backups_taken = 0;  // committed by the nodes' backup schedules, each checked (World::CheckBackup)
   // The named conditions the run reached (World::Mark): what a kept regression seed must still reach.
   std::set<std::string> reached;
+  // Puts acknowledged to the simulated writer (committed by a majority of the voters), every cluster's.
+  uint64_t acknowledged = 0;
   // A node started `new` in rule 3's init-mode window (DESIGN §4 rule 3, §10): reported, not failed.
   bool init_window = false;
 };

@@ -21,6 +21,8 @@
 #include "quorate/log.h"
 #include "testing/fake_wal.h"
 
+#include <openssl/sha.h>
+
 namespace quorate::sim {
 
 extern World* g_world;
@@ -59,6 +61,14 @@ constexpr int64_t kAutoCompactKeeps = 64;
 // A maintenance seed runs at least this long, so the workload meets the quota and the rules act.
 constexpr seconds kMaintainedAtLeast{90};
 constexpr seconds kLearnerDeadline{20};
+// The data (DESIGN §10): a writer's put every so often, through the leader; bbolt commits what its
+// etcd applied every 100 ms or every 10,000 entries, whichever comes first (etcd's
+// --backend-batch-interval and --backend-batch-limit).
+constexpr milliseconds kPutEvery{100};
+constexpr milliseconds kBatchInterval{100};
+constexpr uint64_t kBatchLimit = 10000;
+// --backup-schedule of the seeds with backups: several rounds in a run of a minute or two.
+constexpr seconds kBackupEvery{10};
 
 // The supervisor takes its stop signals from a watcher; one for a signal nobody sends serves every
 // node (only one watcher may exist in a process).
@@ -144,6 +154,10 @@ World::World(const RunOptions& options) : options_(options), rng_(options.seed *
                  (options.maintenance < 0 && Rng(options.seed ^ 0x6d61696e74656e61ULL).Below(4) == 0);
   learner_churn_ = options.learner_churn == 1 ||
                    (options.learner_churn < 0 && Rng(options.seed ^ 0x6c6561726e636875ULL).Below(2) == 0);
+  // `quorate run` takes the scheduled backups; init mode's `quorate upkeep` none.
+  backups_ = !init_mode_ && (options.backups == 1 ||
+                             (options.backups < 0 && Rng(options.seed ^ 0x6261636b75707321ULL).Below(4) == 0));
+  laggards_ = options.laggards == 1 || (options.laggards < 0 && Rng(options.seed ^ 0x6c61676761726473ULL).Below(4) == 0);
   // A StatefulSet's pods are named <set>-<ordinal>, one set, every member listed: rule M7's ground.
   scale_in_ = maintenance_ && !cloud_ && !extra_ && Rng(options.seed ^ 0x7363616c65696e73ULL).Below(2) == 0;
   Rng workload(options.seed ^ 0x776f726b6c6f6164ULL);
@@ -157,6 +171,7 @@ World::World(const RunOptions& options) : options_(options), rng_(options.seed *
   InstallSink();
   SharedWatcher();
   start_ = now_ = TimePoint(std::chrono::hours(1000));
+  write_due_ = start_ + kPutEvery;
   clock_ = MakeSimClock(*this);
   root_ = fmt::format("{}/quorate-sim-{}-{}", options.scratch, ::getpid(), options.seed);
   std::filesystem::remove_all(root_);
@@ -191,6 +206,7 @@ World::World(const RunOptions& options) : options_(options), rng_(options.seed *
       c.initial_advertise_peer_urls = {n->peer_url};
       c.advertise_client_urls = {n->client_url};
     }
+    if (backups_) c.backup_schedule = kBackupEvery;
     c.maintenance = maintenance_;
     if (maintenance_) {
       c.quota_backend_bytes = kQuotaBytes;
@@ -431,6 +447,15 @@ void World::QuorateMain(Node& n, Proc& p) {
     p.etcd_running = running;
     p.etcd_ran = p.etcd_ran || running;
   };
+  if (backups_) {
+    // RunNode starts its backup schedule beside upkeep once the first decision is made; it opens
+    // --backup-to itself, so the simulator runs that schedule on its seams here.
+    seams.run_upkeep = [this, &n, &p, run_upkeep = seams.run_upkeep](Upkeep& upkeep) {
+      std::shared_ptr<void> running = run_upkeep(upkeep);
+      Spawn(&p, n.index, [this, &n, &p] { BackupLoop(n, p); });
+      return running;
+    };
+  }
   Status ended = RunNode(n.config, {}, std::move(seams));
   n.last_message = "quorate run ended: " + ended.message();
 }
@@ -486,6 +511,119 @@ void World::UpkeepLoop(Proc& p, Upkeep& upkeep) {
   }
 }
 
+// `quorate run`'s backup schedule (node/backup_job.cc) as RunNode starts it, a round each
+// --backup-schedule, on its seams: the simulated clock (its wall time too) and etcd clients, the
+// simulated etcd's snapshot, and the store in memory all nodes share. Each backup a round commits is
+// read back through the real store and codec and checked against the data (CheckBackup).
+void World::BackupLoop(Node& n, Proc& p) {
+  BackupSettings settings;
+  settings.store_url = "mem://sim";
+  settings.cluster = kToken;
+  settings.timeout = seconds(30);
+  Streamed streamed;
+  BackupScheduleOptions options;
+  options.clock = clock_.get();
+  options.wall_clock = [this] { return SystemTime(std::chrono::duration_cast<SystemTime::duration>(now_ - start_)); };
+  options.etcd_clients = ClientFactory(n.index, p.gen);
+  options.sources = [this, i = n.index, &streamed](const std::string& endpoint) { return SnapshotOf(i, endpoint, &streamed); };
+  BackupSchedule schedule(n.config, std::move(settings), store_.Share(), std::move(options));
+  schedule.SetSelf({n.client_url});
+  while (true) {
+    Sleep(kBackupEvery);
+    // What the writer was told succeeded as the round begins: the puts the cluster's leader applied
+    // (etcd answers a put once its leader applied it).
+    size_t leader_had = 0;
+    if (n.etcd.running && InQuorum(n.index)) {
+      if (int leader = LeaderSeenBy(n.index); leader >= 0) leader_had = AppliedPuts(*nodes[leader]).size();
+    }
+    streamed = Streamed{};
+    auto round = schedule.Tick();
+    ThrowIfKilled();
+    if (round.ok() && round->has_value()) CheckBackup(**round, streamed, leader_had);
+  }
+}
+
+std::vector<uint64_t> World::AppliedPuts(const Node& k) const {
+  std::vector<uint64_t> puts;
+  for (size_t i = 0; i < k.kv_applied && i < k.log.size(); ++i) {
+    if (k.log[i].write != 0) puts.push_back(k.log[i].write);
+  }
+  return puts;
+}
+
+// etcd's Maintenance.Snapshot of the member at `endpoint`: it commits its backend first (bbolt's
+// ForceCommit), then streams the db file (here, the puts it applied) and its sha256; the revision is
+// the member's, one past its puts.
+SnapshotSource World::SnapshotOf(int from, const std::string& endpoint, Streamed* streamed) {
+  return [this, from, endpoint, streamed](const SnapshotSink& sink) -> Result<SnapshotHeader> {
+    const int k = NodeByClientUrl(endpoint);
+    if (!Sleep(rng_.Between(milliseconds(1), milliseconds(20)))) return Status::Unavailable("sim: killed");
+    if (k < 0 || !Reach(from, k) || !Serves(k)) return Status::Unavailable(endpoint + ": snapshot: connection refused");
+    Node& m = *nodes[k];
+    m.kv_committed = m.kv_applied;
+    m.batch_at = now_;
+    streamed->incarnation = m.etcd.incarnation;
+    streamed->puts = AppliedPuts(m);
+    std::string db = fmt::format("{}", fmt::join(streamed->puts, "\n"));
+    unsigned char digest[SHA256_DIGEST_LENGTH];
+    SHA256(reinterpret_cast<const unsigned char*>(db.data()), db.size(), digest);
+    streamed->stream = db + std::string(reinterpret_cast<const char*>(digest), sizeof digest);
+    if (Status s = sink(streamed->stream); !s.ok()) return s;
+    return SnapshotHeader{endpoint, m.etcd.cluster_id, m.etcd.id, static_cast<int64_t>(streamed->puts.size()) + 1,
+                          EtcdVersionOfSim().ToString()};
+  };
+}
+
+// A committed backup, read back whole through the real store and codec, is the snapshot that was
+// streamed at the metadata's revision; its puts are the cluster's acknowledged ones in order up to
+// that revision; and it holds every put the leader had applied as its round began (quorate backs up
+// the leader's own etcd, and only while it leads).
+void World::CheckBackup(const BackupMeta& meta, const Streamed& streamed, size_t leader_had) {
+  Mark("a scheduled backup committed");
+  ++result_.backups_taken;
+  struct Collect : Sink {
+    Status Write(std::string_view bytes) override {
+      got.append(bytes);
+      return Status::Ok();
+    }
+    Status Finish() override { return Status::Ok(); }
+    std::string got;
+  } read;
+  auto store = store_.Share();
+  const Status s = ReadBackupThrough(*store, meta, {}, &read);
+  std::string wrong;
+  if (!s.ok()) {
+    wrong = "reading it back failed: " + s.message();
+  } else if (read.got != streamed.stream) {
+    wrong = fmt::format("it holds {} bytes, not the {} its snapshot streamed", read.got.size(), streamed.stream.size());
+  } else if (meta.revision != static_cast<int64_t>(streamed.puts.size()) + 1) {
+    wrong = fmt::format("its metadata says revision {}, its data is at {}", meta.revision, streamed.puts.size() + 1);
+  } else if (streamed.puts.size() < leader_had) {
+    wrong = fmt::format("it holds {} puts, the leader had applied {} as the round began", streamed.puts.size(), leader_had);
+  } else if (streamed.incarnation >= 0) {
+    const auto& committed = clusters_[streamed.incarnation].committed;
+    size_t at = 0;
+    for (const LogEntry& e : committed) {
+      if (e.write == 0) continue;
+      if (at == streamed.puts.size()) break;
+      if (streamed.puts[at] != e.write) {
+        wrong = fmt::format("its put {} is {}, the cluster acknowledged {} there", at + 1, streamed.puts[at], e.write);
+        break;
+      }
+      ++at;
+    }
+    if (wrong.empty() && at < streamed.puts.size()) {
+      wrong = fmt::format("it holds {} puts, the cluster acknowledged only {}", streamed.puts.size(), at);
+    }
+  }
+  if (!wrong.empty()) {
+    Fail(Check::kBackupData, fmt::format("backup {} (revision {}) does not hold the leader's data: {} (§11)", meta.url,
+                                         meta.revision, wrong));
+  } else {
+    Event(fmt::format("backup {} holds {} puts at revision {}", meta.url, streamed.puts.size(), meta.revision));
+  }
+}
+
 void World::CrashProc(int i, bool lose_volume, const std::string& why, std::optional<Duration> down) {
   Node& n = *nodes[i];
   if (n.proc) {
@@ -505,6 +643,7 @@ void World::CrashProc(int i, bool lose_volume, const std::string& why, std::opti
     n.data_refounded = false;
     n.db_size = 0;
     n.applied = 0;
+    ClearLog(n);
     if (!n.proc) Event(fmt::format("{}: volume lost", n.name));
   }
   if (!n.restart_pending) {
@@ -550,6 +689,9 @@ int World::LiveIncarnation(ClusterId id) {
 // it answers meanwhile from a data dir with no WAL yet. The file is written then, or when etcd ends
 // first.
 void World::WriteWal(Node& n, MemberId id, ClusterId cluster_id, int incarnation) {
+  // etcd on an empty data dir starts a follower, whatever member it was: raft elects anew, and the
+  // empty log votes (a leader kept under that ID would cut every follower's log to nothing unchecked).
+  if (clusters_[incarnation].leader == id) clusters_[incarnation].leader = 0;
   n.wal_pending = {id, cluster_id};
   At(now_ + milliseconds(1 + static_cast<int>(Rng(options_.seed ^ n.wals.size() ^ (uint64_t{id} << 8)).Below(15))),
      [this, i = n.index, child = n.etcd.child] {
@@ -561,6 +703,12 @@ void World::WriteWal(Node& n, MemberId id, ClusterId cluster_id, int incarnation
   n.data_refounded = false;
   n.db_size = 0;
   n.applied = 0;
+  ClearLog(n);
+}
+
+void World::ClearLog(Node& n) {
+  n.log.clear();
+  n.commit_seen = n.kv_applied = n.kv_committed = 0;
 }
 
 void World::FlushWal(Node& n) {
@@ -735,6 +883,7 @@ std::optional<std::string> World::BootEtcd(Node& n, const std::map<std::string, 
                             n.name));
           result_.init_window = true;
           Mark("rule 3's init-mode window");
+          clusters_[inc].writes_forfeit = true;
           refounded = true;
         } else if (voters - lost >= voters / 2 + 1 || kept_past) {
           Fail(Check::kNewOverData, what + (kept_past ? ", over a kept log past the bootstrap" : ""));
@@ -826,6 +975,9 @@ void World::ExitEtcd(int i, ExitStatus status, const std::string& why) {
   if (!n.etcd.running) return;
   FlushWal(n);
   Event(fmt::format("{}: etcd exits ({}): {}", n.name, status.ToString(), why));
+  // What bbolt had not committed yet goes with the process; the WAL holds it for the next start.
+  if (n.kv_applied > n.kv_committed) Mark("an exit lost bbolt's unbatched tail, which the WAL replays");
+  n.kv_applied = n.kv_committed;
   n.etcd.running = false;
   n.etcd.connected = false;
   std::shared_ptr<Child> child = n.etcd.child;
@@ -862,13 +1014,152 @@ int World::LeaderSeenBy(int k) {
     if (m.id != c->leader) continue;
     if (int j = running(m); j >= 0) return j;
   }
+  // raft's election: a voter gives its vote only to a candidate whose log is at least as up to date
+  // as its own (the last entry's term, then the length), and a candidate needs the votes of a
+  // majority of all the voters. The most up to date of a quorum's side always wins; which one of
+  // several that could, the order of the members decides, as it did before the model had data.
+  std::vector<int> side;
+  size_t voters = 0;
   for (const auto& m : c->members) {
-    if (int j = running(m); j >= 0) {
-      c->leader = m.id;
-      return j;
-    }
+    if (m.is_learner) continue;
+    ++voters;
+    if (int j = running(m); j >= 0) side.push_back(j);
+  }
+  auto at_least_as_up_to_date = [](const Node& a, const Node& b) {
+    const uint64_t at = a.log.empty() ? 0 : a.log.back().term;
+    const uint64_t bt = b.log.empty() ? 0 : b.log.back().term;
+    return at != bt ? at > bt : a.log.size() >= b.log.size();
+  };
+  for (int j : side) {
+    const size_t votes = static_cast<size_t>(
+        std::count_if(side.begin(), side.end(), [&](int v) { return at_least_as_up_to_date(*nodes[j], *nodes[v]); }));
+    if (votes * 2 <= voters) continue;
+    Node& leader = *nodes[j];
+    c->leader = leader.etcd.id;
+    // The new term's empty entry: once a majority holds it, everything before it is committed.
+    leader.log.push_back({++c->term, 0});
+    if (j != side.front()) Mark("an election the up-to-date rule decided");
+    CheckWritesKept(*c, j, "is elected leader");
+    return j;
   }
   return -1;
+}
+
+namespace {
+
+// How many entries from the start `log` shares with `committed`. Raft's log matching (an entry of a
+// term at an index is the same entry in every log that has one there, with the same entries before
+// it) makes "the entries at this index agree" true up to some index and false from there on.
+size_t Matching(const std::vector<LogEntry>& log, const std::vector<LogEntry>& committed) {
+  size_t lo = 0, hi = std::min(log.size(), committed.size());
+  while (lo < hi) {
+    const size_t mid = (lo + hi + 1) / 2;
+    if (log[mid - 1] == committed[mid - 1]) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
+}  // namespace
+
+void World::CheckWritesKept(SimCluster& c, int k, const char* when) {
+  if (c.committed.empty() || c.writes_forfeit) return;
+  const Node& leader = *nodes[k];
+  const size_t held = Matching(leader.log, c.committed);
+  if (held == c.committed.size()) return;
+  // A put no member's kept data holds any more went with the disks of every voter that had it (a
+  // majority lost): nothing quorate could keep. One some member still holds, a leader lacks only
+  // because raft counted a vote that member's data should have cast.
+  const int inc = static_cast<int>(&c - clusters_.data());
+  size_t kept = 0;
+  std::string holder;
+  for (auto& n : nodes) {
+    if (!HoldsData(*n) || n->data_incarnation != inc) continue;
+    if (std::none_of(c.members.begin(), c.members.end(), [&](const ClusterMember& m) { return m.id == n->data_member; })) {
+      continue;
+    }
+    if (size_t m = Matching(n->log, c.committed); m > kept) {
+      kept = m;
+      holder = n->name;
+    }
+  }
+  for (size_t i = held; i < kept; ++i) {
+    if (c.committed[i].write == 0) continue;
+    Fail(Check::kWriteLost,
+         fmt::format("{} {} of cluster {} (term {}) without put {}, acknowledged at index {} once a majority "
+                     "of the voters held it, which {} still holds: {} of the {} entries committed are missing from "
+                     "its log (§4: no acknowledged write is ever lost)",
+                     leader.name, when, IdToHex(c.id), c.term, c.committed[i].write, i + 1, holder,
+                     c.committed.size() - held, c.committed.size()));
+    return;
+  }
+  Event(fmt::format("{} {} of cluster {} without the last {} committed entries, which no member's kept data "
+                    "holds any more",
+                    leader.name, when, IdToHex(c.id), c.committed.size() - held));
+  Mark("acknowledged puts lost with the disks that held them");
+  c.committed.resize(held);
+}
+
+void World::Writer() {
+  if (now_ < write_due_) return;
+  const auto due = (now_ - write_due_) / kPutEvery + 1;
+  write_due_ += due * kPutEvery;
+  if (clusters_.empty()) return;
+  const int inc = static_cast<int>(clusters_.size()) - 1;
+  SimCluster& c = clusters_[inc];
+  // Under NOSPACE etcd refuses every put (§12).
+  if (!c.nospace.empty()) return;
+  for (auto& n : nodes) {
+    if (!n->etcd.running || n->etcd.incarnation != inc || !InQuorum(n->index)) continue;
+    const int leader = LeaderSeenBy(n->index);
+    // A leader that defragments serves no client; a put that finds no leader is the writer's to
+    // retry, never acknowledged.
+    if (leader < 0 || !Serves(leader)) return;
+    for (int64_t w = 0; w < due; ++w) nodes[leader]->log.push_back({c.term, next_write_++});
+    return;
+  }
+}
+
+void World::Replicate(int inc, int l) {
+  SimCluster& c = clusters_[inc];
+  const Node& leader = *nodes[l];
+  size_t voters = 0, holding = 0;
+  std::vector<Node*> synced;
+  for (const auto& m : c.members) {
+    voters += !m.is_learner;
+    for (auto& n : nodes) {
+      if (n->etcd.incarnation != inc || n->etcd.id != m.id || !Answers(n->index) || !Reach(l, n->index)) continue;
+      // A follower whose disk stalls appends nothing: it falls behind while the others commit.
+      if (n->index != l && n->stalled_until > now_) break;
+      // A follower's log takes the leader's: the entries after the last one both hold go, the
+      // leader's from there are appended (each one in the WAL, durable, before it is acknowledged).
+      if (n->log.size() != leader.log.size() || (!n->log.empty() && n->log.back() != leader.log.back())) {
+        n->log.resize(Matching(n->log, leader.log));
+        n->log.insert(n->log.end(), leader.log.begin() + static_cast<long>(n->log.size()), leader.log.end());
+      }
+      holding += !m.is_learner;
+      synced.push_back(n.get());
+      break;
+    }
+  }
+  // Committed once a majority of the voters holds it, and a leader that kept what was committed
+  // before (CheckWritesKept ended the run otherwise) holds the committed entries first.
+  if (holding * 2 > voters && leader.log.size() > c.committed.size() && failure_.empty()) {
+    c.committed.insert(c.committed.end(), leader.log.begin() + static_cast<long>(c.committed.size()), leader.log.end());
+  }
+  // The leader's next message tells its followers how far it committed.
+  for (Node* n : synced) n->commit_seen = std::min(c.committed.size(), n->log.size());
+}
+
+void World::Apply(Node& n) {
+  n.kv_applied = std::max(n.kv_applied, std::min<uint64_t>(n.commit_seen, n.log.size()));
+  if (n.kv_applied > n.kv_committed && (now_ - n.batch_at >= kBatchInterval || n.kv_applied - n.kv_committed >= kBatchLimit)) {
+    n.kv_committed = n.kv_applied;
+    n.batch_at = now_;
+  }
 }
 
 int64_t World::InUse(const SimCluster& c) const { return kDbBaseBytes + (c.revision - c.compacted) * kWriteBytes; }
@@ -905,9 +1196,12 @@ bool World::InQuorum(int i) {
 // What raft does between two steps: members on the quorum's side publish themselves, learn the
 // membership, catch up; a member that learns it was removed stops.
 void World::ModelTick() {
+  // The clusters some node is on the quorum's side of, and one such node of each.
+  std::vector<std::pair<int, int>> quorate_sides;
   for (auto& np : nodes) {
     Node& n = *np;
     if (!Answers(n.index)) continue;
+    Apply(n);
     n.answered_at = now_;
     n.answered_as = n.etcd.id;
     n.answered_inc = n.etcd.incarnation;
@@ -923,6 +1217,10 @@ void World::ModelTick() {
       continue;
     }
     n.in_quorum_at = now_;
+    if (std::none_of(quorate_sides.begin(), quorate_sides.end(),
+                     [&](const std::pair<int, int>& side) { return side.first == n.etcd.incarnation; })) {
+      quorate_sides.emplace_back(n.etcd.incarnation, n.index);
+    }
     if (!n.etcd.connected) {
       n.etcd.connected = true;
       n.etcd.connected_since = now_;
@@ -957,6 +1255,9 @@ void World::ModelTick() {
                                             static_cast<uint64_t>(took));
       }
     }
+  }
+  for (auto [inc, k] : quorate_sides) {
+    if (int leader = LeaderSeenBy(k); leader >= 0) Replicate(inc, leader);
   }
 }
 
@@ -1158,6 +1459,18 @@ void World::ScheduleFaults() {
     At(start_ + rng_.Between(milliseconds(5000), std::chrono::duration_cast<milliseconds>(fault_end_ - start_) +
                                                      milliseconds(5000)),
        [this] { OperatorRemove(); });
+  }
+  if (laggards_) {
+    // Drawn after the schedule above, so the faults a seed shares with its run without stalls come first.
+    for (int k = 1 + static_cast<int>(rng_.Below(4)); k > 0; --k) {
+      At(start_ + rng_.Between(milliseconds(0), std::chrono::duration_cast<milliseconds>(fault_end_ - start_)), [this] {
+        Node& n = *nodes[rng_.Below(nodes.size())];
+        n.stalled_until = std::min(fault_end_, now_ + rng_.Between(milliseconds(1000), milliseconds(15000)));
+        Event(fmt::format("fault: {}'s disk stalls for {:.1f}s: its etcd falls behind the leader's log", n.name,
+                          Seconds(n.stalled_until - now_)));
+        Mark("a follower's disk stalled");
+      });
+    }
   }
   if (maintenance_) {
     At(start_ + kWriteTick, [this] { Workload(); });
@@ -1851,7 +2164,8 @@ std::string World::Describe() {
                                 strict_ ? "" : " (--strict-reconfig-check=false)");
   for (size_t inc = 0; inc < clusters_.size(); ++inc) {
     const SimCluster& c = clusters_[inc];
-    out += fmt::format("\n  cluster {} (incarnation {}):", IdToHex(c.id), inc);
+    out += fmt::format("\n  cluster {} (incarnation {}, term {}, {} entries committed):", IdToHex(c.id), inc, c.term,
+                       c.committed.size());
     for (const auto& m : c.members) {
       out += fmt::format(" {}[{}{}{}]", IdToHex(m.id), m.name.empty() ? "?" : m.name, m.is_learner ? ",learner" : "",
                          m.started() ? "" : ",unstarted");
@@ -1860,10 +2174,11 @@ std::string World::Describe() {
   // A probe's answer as the status server would give it.
   auto answer = [](const Status& s) { return s.ok() ? std::string("200") : "503 " + s.message(); };
   for (auto& n : nodes) {
-    out += fmt::format("\n  {}: quorate {}, etcd {}{}, data {}; last: {}", n->name, n->proc ? "up" : "down",
-                       n->etcd.running ? "running as " + IdToHex(n->etcd.id) : "stopped",
+    out += fmt::format("\n  {}: quorate {}, etcd {}{}, data {} (log {} entries, last term {}, bbolt {}); last: {}", n->name,
+                       n->proc ? "up" : "down", n->etcd.running ? "running as " + IdToHex(n->etcd.id) : "stopped",
                        n->etcd.running && !InQuorum(n->index) ? " (no quorum)" : "",
-                       HoldsData(*n) ? IdToHex(n->data_member) : "none", n->last_message);
+                       HoldsData(*n) ? IdToHex(n->data_member) : "none", n->log.size(),
+                       n->log.empty() ? 0 : n->log.back().term, n->kv_committed, n->last_message);
     // Read with every task parked at the driver, none inside the code the probes ask. /readyz of a
     // running etcd is what upkeep's loop records from its rounds, which UpkeepLoop does not do: said
     // only while etcd is down, when it is the life's own answer.
@@ -1926,8 +2241,13 @@ RunResult World::Run() {
   if (extra_) Mark("an extra node");
   result_.maintenance = maintenance_;
   result_.learner_churn = learner_churn_;
+  result_.backups = backups_;
+  result_.laggards = laggards_;
+  if (backups_) Mark("scheduled backups");
   std::string why;
   while (failure_.empty()) {
+    // The world stood still since the last step, so the puts due meanwhile meet it as it was.
+    Writer();
     while (!events_.empty() && events_.begin()->first <= now_) {
       auto fn = std::move(events_.begin()->second);
       events_.erase(events_.begin());
@@ -1992,6 +2312,15 @@ RunResult World::Run() {
     }
   } else if (failure_.empty() && !MaintenanceSettled(&why)) {
     Fail(Check::kNospaceStuck, fmt::format("{:.0f}s after the faults stopped: {}", Seconds(now_ - fault_end_), why));
+  } else if (failure_.empty()) {
+    // Converged: every member holds every put acknowledged in its log.
+    for (auto& n : nodes) {
+      if (n->etcd.running && n->etcd.incarnation >= 0) CheckWritesKept(clusters_[n->etcd.incarnation], n->index, "ends the run a member");
+    }
+  }
+  for (const auto& c : clusters_) {
+    result_.acknowledged += static_cast<uint64_t>(
+        std::count_if(c.committed.begin(), c.committed.end(), [](const LogEntry& e) { return e.write != 0; }));
   }
   if (!failure_.empty()) {
     result_.ok = false;
@@ -2056,6 +2385,10 @@ const char* CheckName(Check check) {
       return "maintenance-not-leader";
     case Check::kNospaceStuck:
       return "nospace-stuck";
+    case Check::kWriteLost:
+      return "write-lost";
+    case Check::kBackupData:
+      return "backup-data";
   }
   return "unknown";
 }

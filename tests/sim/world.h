@@ -24,6 +24,7 @@
 #include "core/config.h"
 #include "core/etcd_version.h"
 #include "etcd/etcd_client.h"
+#include "node/backup_job.h"
 #include "node/init.h"
 #include "node/peers.h"
 #include "node/process.h"
@@ -34,6 +35,7 @@
 #include "quorate/member.h"
 #include "sim.h"
 #include "status/status_server.h"
+#include "testing/mem_vfs.h"
 
 namespace quorate::sim {
 
@@ -64,6 +66,15 @@ struct Wait {
 };
 
 struct Proc;
+
+// One entry of a cluster's raft log as a member's WAL holds it: the term of the leader that appended
+// it, and the client's put it carries (0: the empty entry a leader appends as it takes office, which
+// commits what earlier terms left uncommitted).
+struct LogEntry {
+  uint64_t term = 0;
+  uint64_t write = 0;
+  bool operator==(const LogEntry&) const = default;
+};
 
 struct Task {
   int node = -1;  // -1: the operator
@@ -163,6 +174,18 @@ struct Node {
   // Whether its own etcd's status, as its maintenance round last read it, named that etcd the leader
   // (§12 M1: only the leader's quorate maintains).
   bool maintainer_told_leader = false;
+  // Its etcd's raft log, every entry durable in its WAL once appended; kept with its data (a member
+  // that starts on an empty data dir, whatever its ID, has none of it). Of those, the commit index
+  // it last learnt, the entries applied to its backend and the ones bbolt committed to the db file:
+  // bbolt commits in batches, so an exit loses the applied tail past the last batch, which the WAL
+  // replays up to the known commit when etcd starts again.
+  std::vector<LogEntry> log;
+  uint64_t commit_seen = 0;
+  uint64_t kv_applied = 0;
+  uint64_t kv_committed = 0;
+  TimePoint batch_at{};
+  // Its disk stalls until then (RunOptions::laggards): as a follower it appends nothing meanwhile.
+  TimePoint stalled_until{};
   // WAL files its etcd wrote, by inode, where last seen: quorate may move them, never delete them.
   std::vector<std::pair<ino_t, std::string>> wals;
   TimePoint slow_until{}, frozen_until{}, odd_discovery_until{};
@@ -218,6 +241,13 @@ struct SimCluster {
   std::vector<MemberId> nospace;
   TimePoint nospace_since{};
   MemberId leader = 0;  // raft's, as last elected (World::LeaderSeenBy)
+  // The data: raft's current term, and the entries a majority of the voters held in their logs,
+  // in order: committed, so each put among them was acknowledged to the writer (and must never be lost).
+  uint64_t term = 1;
+  std::vector<LogEntry> committed;
+  // Rule 3's init-mode window started a member `new` beside a kept log past the bootstrap, which
+  // DESIGN §4 accepts: from then on the acknowledged puts of this cluster are not held to `write-lost`.
+  bool writes_forfeit = false;
 };
 
 class World {
@@ -260,7 +290,9 @@ class World {
   bool Serves(int node) const;
   bool Defragmenting(int node) const;
   // The node whose etcd leads node k's cluster as k sees it: the leader elected last while it runs on
-  // a quorum's side, else the first voter listed that does; -1 when k is on no quorum's side.
+  // a quorum's side, else one elected now by raft's rule (the first voter listed whose log is at
+  // least as up to date as those of a majority of the voters, among those on k's side); -1 when k
+  // is on no quorum's side.
   int LeaderSeenBy(int k);
   // The bytes of cluster c's database that hold data: the live keys and the history not compacted.
   int64_t InUse(const SimCluster& c) const;
@@ -319,12 +351,33 @@ class World {
   void QuorateMain(Node& n, Proc& p);
   void PodMain(Node& n, Proc& p);
   void UpkeepLoop(Proc& p, Upkeep& upkeep);
+  // What a snapshot of the simulated etcd streamed: its cluster, the member's applied puts, the bytes.
+  struct Streamed {
+    int incarnation = -1;
+    std::vector<uint64_t> puts;
+    std::string stream;
+  };
+  void BackupLoop(Node& n, Proc& p);
+  SnapshotSource SnapshotOf(int from, const std::string& endpoint, Streamed* streamed);
+  // The puts node k's etcd applied, in order.
+  std::vector<uint64_t> AppliedPuts(const Node& k) const;
+  void CheckBackup(const BackupMeta& meta, const Streamed& streamed, size_t leader_had);
   // The node's quorate starts again after `down`, or after a moment when none is given.
   void CrashProc(int node, bool lose_volume, const std::string& why, std::optional<Duration> down = std::nullopt);
   void EndProc(int node);
   void ExitEtcd(int node, ExitStatus status, const std::string& why);
   std::optional<std::string> BootEtcd(Node& n, const std::map<std::string, std::string>& flags);
   void WriteWal(Node& n, MemberId id, ClusterId cluster_id, int incarnation);
+  // The data's raft (DESIGN §10): the writer's puts due by now go to the leader of the newest
+  // cluster; the members on the leader's side take its log into theirs, the leader commits once a
+  // majority of the voters hold it, and each member applies what it knows committed, bbolt in batches.
+  void Writer();
+  void Replicate(int inc, int leader);
+  void Apply(Node& n);
+  // Node k was just elected leader of cluster c: every put acknowledged must be in its log, but those
+  // no member's kept data holds any more (lost with a majority's disks, not by quorate).
+  void CheckWritesKept(SimCluster& c, int k, const char* when);
+  void ClearLog(Node& n);
   void FlushWal(Node& n);
   // The agent's answer of node k's current quorate process; nullopt when none serves it.
   std::optional<AgentState> AgentAnswerOf(Node& k);
@@ -362,7 +415,14 @@ class World {
   bool extra_ = false;
   bool maintenance_ = false;
   bool learner_churn_ = false;
+  bool backups_ = false;
+  bool laggards_ = false;
+  // The backup store every node's schedule writes to (RunOptions::backups).
+  MemVfs store_;
   bool scale_in_ = false;
+  // The writer's next put and when it is due.
+  uint64_t next_write_ = 1;
+  TimePoint write_due_{};
   // The workload of maintenance seeds: writes each tick, and whether the StatefulSet's replicas
   // (rule M7's source) went down.
   int writes_per_tick_ = 0;
