@@ -425,6 +425,112 @@ class GcmCipher : public Sink {
   unsigned char out_[kOutChunk + 32];
 };
 
+class HandoffSink : public Sink {
+ public:
+  explicit HandoffSink(Sink& next) : next_(next) {
+    filling_.reserve(kHandoffPiece);
+    try {
+      worker_ = std::thread([this] { Work(); });
+    } catch (const std::system_error&) {
+      // No thread: Write passes straight on.
+    }
+  }
+  ~HandoffSink() override {
+    if (!worker_.joinable()) return;
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    queued_or_stopping_.notify_one();
+    worker_.join();
+  }
+
+  Status Write(std::string_view bytes) override {
+    if (!worker_.joinable()) return failed_.ok() ? next_.Write(bytes) : failed_;
+    while (!bytes.empty()) {
+      const size_t take = std::min(bytes.size(), kHandoffPiece - filling_.size());
+      filling_.append(bytes.substr(0, take));
+      bytes.remove_prefix(take);
+      if (filling_.size() == kHandoffPiece) {
+        if (Status s = Send(); !s.ok()) return s;
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status Finish() override {
+    // No thread: none could be made, or an earlier Finish joined it (whose error stays the answer).
+    if (!worker_.joinable()) return failed_.ok() ? next_.Finish() : failed_;
+    if (!filling_.empty()) {
+      if (Status s = Send(); !s.ok()) return s;
+    }
+    {
+      std::lock_guard lock(mu_);
+      ending_ = true;
+    }
+    queued_or_stopping_.notify_one();
+    worker_.join();
+    // The thread is gone: what it set is read without the lock, and next's Finish (a hash's
+    // check, say) runs here, after the last of its Writes.
+    if (!failed_.ok()) return failed_;
+    return next_.Finish();
+  }
+
+ private:
+  // Queues the buffer being filled, waiting while the queue is full, and takes a free one.
+  Status Send() {
+    std::unique_lock lock(mu_);
+    room_or_failed_.wait(lock, [this] { return !failed_.ok() || queued_.size() < kHandoffBuffers; });
+    if (!failed_.ok()) return failed_;
+    queued_.push_back(std::move(filling_));
+    if (free_.empty()) {
+      filling_ = std::string();
+      filling_.reserve(kHandoffPiece);
+    } else {
+      filling_ = std::move(free_.back());
+      free_.pop_back();
+    }
+    lock.unlock();
+    queued_or_stopping_.notify_one();
+    return Status::Ok();
+  }
+
+  void Work() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      queued_or_stopping_.wait(lock, [this] { return stopping_ || ending_ || !queued_.empty(); });
+      if (stopping_ || queued_.empty()) return;  // dropped, or every piece passed on
+      std::string piece = std::move(queued_.front());
+      queued_.pop_front();
+      lock.unlock();
+      room_or_failed_.notify_one();
+      Status s = next_.Write(piece);
+      piece.clear();  // its capacity is kept for the next piece
+      lock.lock();
+      free_.push_back(std::move(piece));
+      if (!s.ok()) {
+        failed_ = std::move(s);
+        queued_.clear();
+        room_or_failed_.notify_one();
+        return;
+      }
+    }
+  }
+
+  Sink& next_;
+  std::string filling_;  // the caller's: the piece being gathered
+  std::mutex mu_;
+  std::condition_variable queued_or_stopping_;  // the thread waits on it
+  std::condition_variable room_or_failed_;      // the caller waits on it
+  std::deque<std::string> queued_;
+  std::vector<std::string> free_;  // buffers passed on, kept for reuse
+  Status failed_ = Status::Ok();   // next's first error
+  bool ending_ = false;            // Finish: pass what is queued, then stop
+  bool stopping_ = false;          // dropped: stop now
+  // Started in the constructor's body, once every member is made; joined in the destructor or Finish.
+  std::thread worker_;
+};
+
 }  // namespace
 
 const char* CompressionName(Compression c) { return c == Compression::kGzip ? "gzip" : "zstd"; }
@@ -439,6 +545,8 @@ std::unique_ptr<Sink> MakeCompressor(Compression c, Sink& next) {
   if (c == Compression::kGzip) return std::make_unique<GzipCompressor>(next);
   return std::make_unique<ZstdCompressor>(next);
 }
+
+std::unique_ptr<Sink> MakeHandoff(Sink& next) { return std::make_unique<HandoffSink>(next); }
 
 std::unique_ptr<Sink> MakeDecompressor(Compression c, Sink& next) {
   if (c == Compression::kGzip) return std::make_unique<GzipDecompressor>(next);
