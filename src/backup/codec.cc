@@ -435,18 +435,10 @@ class HandoffSink : public Sink {
       // No thread: Write passes straight on.
     }
   }
-  ~HandoffSink() override {
-    if (!worker_.joinable()) return;
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    queued_or_stopping_.notify_one();
-    worker_.join();
-  }
+  ~HandoffSink() override { StopWorker(/*dropped=*/true); }
 
   Status Write(std::string_view bytes) override {
-    if (!worker_.joinable()) return failed_.ok() ? next_.Write(bytes) : failed_;
+    if (!worker_.joinable()) return failed().ok() ? next_.Write(bytes) : failed();
     while (!bytes.empty()) {
       const size_t take = std::min(bytes.size(), kHandoffPiece - filling_.size());
       filling_.append(bytes.substr(0, take));
@@ -459,75 +451,108 @@ class HandoffSink : public Sink {
   }
 
   Status Finish() override {
-    // No thread: none could be made, or an earlier Finish joined it (whose error stays the answer).
-    if (!worker_.joinable()) return failed_.ok() ? next_.Finish() : failed_;
-    if (!filling_.empty()) {
-      if (Status s = Send(); !s.ok()) return s;
+    if (worker_.joinable()) {
+      if (!filling_.empty()) {
+        if (Status s = Send(); !s.ok()) return s;
+      }
+      // The thread passes on at most the piece it holds; the rest is passed here, at once, rather
+      // than after the wake-ups of a thread that may be waiting for a core.
+      StopWorker(/*dropped=*/false);
+      while (true) {
+        auto passed = PassOldest();
+        if (!passed.ok()) return passed.status();
+        if (!*passed) break;
+      }
     }
-    {
-      std::lock_guard lock(mu_);
-      ending_ = true;
-    }
-    queued_or_stopping_.notify_one();
-    worker_.join();
-    // The thread is gone: what it set is read without the lock, and next's Finish (a hash's
-    // check, say) runs here, after the last of its Writes.
-    if (!failed_.ok()) return failed_;
+    if (Status s = failed(); !s.ok()) return s;  // an earlier Finish's, or the thread's
     return next_.Finish();
   }
 
  private:
-  // Queues the buffer being filled, waiting while the queue is full, and takes a free one.
+  Status failed() {
+    std::lock_guard lock(mu_);
+    return failed_;
+  }
+
+  // Queues the piece being filled and takes a free buffer. When the queue is full the thread is
+  // behind (on a busy machine, waiting for a core while the caller has one): the caller then
+  // passes the oldest piece on itself, so the stream never waits on the thread's wake-up.
   Status Send() {
-    std::unique_lock lock(mu_);
-    room_or_failed_.wait(lock, [this] { return !failed_.ok() || queued_.size() < kHandoffBuffers; });
-    if (!failed_.ok()) return failed_;
-    queued_.push_back(std::move(filling_));
-    if (free_.empty()) {
-      filling_ = std::string();
-      filling_.reserve(kHandoffPiece);
-    } else {
-      filling_ = std::move(free_.back());
-      free_.pop_back();
+    bool full;
+    {
+      std::lock_guard lock(mu_);
+      if (!failed_.ok()) return failed_;
+      queued_.push_back(std::move(filling_));
+      if (free_.empty()) {
+        filling_ = std::string();
+        filling_.reserve(kHandoffPiece);
+      } else {
+        filling_ = std::move(free_.back());
+        free_.pop_back();
+      }
+      full = queued_.size() > kHandoffBuffers;
     }
-    lock.unlock();
     queued_or_stopping_.notify_one();
-    return Status::Ok();
+    if (!full) return Status::Ok();
+    return PassOldest().status();
+  }
+
+  // Passes the oldest queued piece to next, on whichever thread calls: one piece at a time, in
+  // order (pass_mu_). False when none was queued; next's error stops the stream.
+  Result<bool> PassOldest() {
+    std::lock_guard pass(pass_mu_);
+    std::string piece;
+    {
+      std::lock_guard lock(mu_);
+      if (!failed_.ok()) return failed_;
+      if (queued_.empty()) return false;
+      piece = std::move(queued_.front());
+      queued_.pop_front();
+    }
+    Status s = next_.Write(piece);
+    piece.clear();  // its capacity is kept for the next piece
+    std::lock_guard lock(mu_);
+    free_.push_back(std::move(piece));
+    if (s.ok()) return true;
+    failed_ = s;
+    queued_.clear();
+    return s;
   }
 
   void Work() {
-    std::unique_lock lock(mu_);
     for (;;) {
-      queued_or_stopping_.wait(lock, [this] { return stopping_ || ending_ || !queued_.empty(); });
-      if (stopping_ || queued_.empty()) return;  // dropped, or every piece passed on
-      std::string piece = std::move(queued_.front());
-      queued_.pop_front();
-      lock.unlock();
-      room_or_failed_.notify_one();
-      Status s = next_.Write(piece);
-      piece.clear();  // its capacity is kept for the next piece
-      lock.lock();
-      free_.push_back(std::move(piece));
-      if (!s.ok()) {
-        failed_ = std::move(s);
-        queued_.clear();
-        room_or_failed_.notify_one();
-        return;
+      {
+        std::unique_lock lock(mu_);
+        queued_or_stopping_.wait(lock, [this] { return stopping_ || !queued_.empty(); });
+        if (stopping_) return;
       }
+      if (!PassOldest().ok()) return;
     }
+  }
+
+  // Once the piece the thread holds is passed on: `dropped`, the queue goes with the sink; else the
+  // caller passes what is left.
+  void StopWorker(bool dropped) {
+    if (!worker_.joinable()) return;
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+      if (dropped) queued_.clear();
+    }
+    queued_or_stopping_.notify_one();
+    worker_.join();
   }
 
   Sink& next_;
   std::string filling_;  // the caller's: the piece being gathered
-  std::mutex mu_;
-  std::condition_variable queued_or_stopping_;  // the thread waits on it
-  std::condition_variable room_or_failed_;      // the caller waits on it
+  std::mutex pass_mu_;   // held while a piece is passed on, by either thread
+  std::mutex mu_;        // the rest below
+  std::condition_variable queued_or_stopping_;
   std::deque<std::string> queued_;
   std::vector<std::string> free_;  // buffers passed on, kept for reuse
   Status failed_ = Status::Ok();   // next's first error
-  bool ending_ = false;            // Finish: pass what is queued, then stop
-  bool stopping_ = false;          // dropped: stop now
-  // Started in the constructor's body, once every member is made; joined in the destructor or Finish.
+  bool stopping_ = false;
+  // Started in the constructor's body, once every member is made; joined by Finish or the destructor.
   std::thread worker_;
 };
 

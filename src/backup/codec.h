@@ -108,15 +108,16 @@ class LimitSink : public Sink {
 };
 
 // Passes what it is given to `next` on a thread of its own, through a bounded queue: a backup read
-// back inflates on the caller's thread while this one hashes and writes, where one thread did all
-// of it in turn. That is shorter where a core is free (a node's own machine); where none is, the
-// handoff's copy and wake-ups cost some 5% more CPU than one thread. It holds at most
-// kHandoffBuffers queued buffers of kHandoffPiece bytes (and one each side), so memory stays
-// flat whatever the stream's size. An error of `next` stops the stream: the queue is dropped and
-// the caller's next Write (or Finish) returns it. Finish hands on what is left, waits for the
-// thread to pass it, then calls next's Finish on the caller's thread. Dropped without Finish (the
-// caller met an error), it drops what is queued and stops its thread. Where no thread can be made
-// it passes each write straight on, slower but the same bytes.
+// back inflates on the caller's thread while that one hashes and writes, where one thread did all
+// of it in turn. When the queue is full (the thread is waiting for a core: a busy machine gives a
+// process's threads no more time than one), the caller passes the oldest piece on itself, so the
+// stream goes no slower than on one thread waiting on the other's wake-ups. Pieces reach `next`
+// one at a time and in order, from either thread. It holds at most kHandoffBuffers queued buffers
+// of kHandoffPiece bytes and one each side, so memory stays flat whatever the stream's size. An
+// error of `next` stops the stream: the queue is dropped and the caller's next Write (or Finish)
+// returns it. Finish passes on what is left, then calls next's Finish on the caller's thread.
+// Dropped without Finish (the caller met an error), it drops what is queued and stops its thread.
+// Where no thread can be made it passes each write straight on, the same bytes.
 inline constexpr size_t kHandoffPiece = 256 * 1024;
 inline constexpr size_t kHandoffBuffers = 4;
 std::unique_ptr<Sink> MakeHandoff(Sink& next);

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -252,6 +253,42 @@ TEST_CASE("a handoff passes every byte on in order, whatever the writes' sizes, 
   REQUIRE(MakeHandoff(empty)->Finish().ok());
   CHECK(empty.finished);
   CHECK(empty.data.empty());
+}
+
+// Sees whether two Writes ever overlap, and which threads wrote.
+struct OverlapSink : Sink {
+  Status Write(std::string_view bytes) override {
+    if (inside.fetch_add(1) != 0) overlapped = true;
+    std::this_thread::yield();  // widens the window another thread's Write would have to come in
+    data.append(bytes);
+    {
+      std::lock_guard lock(mu);
+      writers.insert(std::this_thread::get_id());
+    }
+    inside.fetch_sub(1);
+    return Status::Ok();
+  }
+  Status Finish() override { return Status::Ok(); }
+  std::atomic<int> inside{0};
+  std::atomic<bool> overlapped{false};
+  std::string data;
+  std::mutex mu;
+  std::set<std::thread::id> writers;
+};
+
+TEST_CASE("a handoff's pieces reach next one at a time and in order, whichever thread passes them") {
+  // Fast writes fill the queue, so the caller passes pieces on itself beside the handoff's thread.
+  std::string data(40 * kHandoffPiece + 3, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7 + i / kHandoffPiece);
+  OverlapSink out;
+  auto handoff = MakeHandoff(out);
+  for (size_t at = 0; at < data.size(); at += kHandoffPiece / 2) {
+    REQUIRE(handoff->Write(std::string_view(data).substr(at, kHandoffPiece / 2)).ok());
+  }
+  REQUIRE(handoff->Finish().ok());
+  CHECK_FALSE(out.overlapped.load());
+  CHECK(out.data == data);
+  CHECK(out.writers.size() <= 2);
 }
 
 TEST_CASE("a handoff's error on its thread stops the stream, and the caller gets it") {
