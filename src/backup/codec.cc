@@ -425,6 +425,137 @@ class GcmCipher : public Sink {
   unsigned char out_[kOutChunk + 32];
 };
 
+class HandoffSink : public Sink {
+ public:
+  explicit HandoffSink(Sink& next) : next_(next) {
+    filling_.reserve(kHandoffPiece);
+    try {
+      worker_ = std::thread([this] { Work(); });
+    } catch (const std::system_error&) {
+      // No thread: Write passes straight on.
+    }
+  }
+  ~HandoffSink() override { StopWorker(/*dropped=*/true); }
+
+  Status Write(std::string_view bytes) override {
+    if (!worker_.joinable()) return failed().ok() ? next_.Write(bytes) : failed();
+    while (!bytes.empty()) {
+      const size_t take = std::min(bytes.size(), kHandoffPiece - filling_.size());
+      filling_.append(bytes.substr(0, take));
+      bytes.remove_prefix(take);
+      if (filling_.size() == kHandoffPiece) {
+        if (Status s = Send(); !s.ok()) return s;
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status Finish() override {
+    if (worker_.joinable()) {
+      if (!filling_.empty()) {
+        if (Status s = Send(); !s.ok()) return s;
+      }
+      // The thread passes on at most the piece it holds; the rest is passed here, at once, rather
+      // than after the wake-ups of a thread that may be waiting for a core.
+      StopWorker(/*dropped=*/false);
+      while (true) {
+        auto passed = PassOldest();
+        if (!passed.ok()) return passed.status();
+        if (!*passed) break;
+      }
+    }
+    if (Status s = failed(); !s.ok()) return s;  // an earlier Finish's, or the thread's
+    return next_.Finish();
+  }
+
+ private:
+  Status failed() {
+    std::lock_guard lock(mu_);
+    return failed_;
+  }
+
+  // Queues the piece being filled and takes a free buffer. When the queue is full the thread is
+  // behind (on a busy machine, waiting for a core while the caller has one): the caller then
+  // passes the oldest piece on itself, so the stream never waits on the thread's wake-up.
+  Status Send() {
+    bool full;
+    {
+      std::lock_guard lock(mu_);
+      if (!failed_.ok()) return failed_;
+      queued_.push_back(std::move(filling_));
+      if (free_.empty()) {
+        filling_ = std::string();
+        filling_.reserve(kHandoffPiece);
+      } else {
+        filling_ = std::move(free_.back());
+        free_.pop_back();
+      }
+      full = queued_.size() > kHandoffBuffers;
+    }
+    queued_or_stopping_.notify_one();
+    if (!full) return Status::Ok();
+    return PassOldest().status();
+  }
+
+  // Passes the oldest queued piece to next, on whichever thread calls: one piece at a time, in
+  // order (pass_mu_). False when none was queued; next's error stops the stream.
+  Result<bool> PassOldest() {
+    std::lock_guard pass(pass_mu_);
+    std::string piece;
+    {
+      std::lock_guard lock(mu_);
+      if (!failed_.ok()) return failed_;
+      if (queued_.empty()) return false;
+      piece = std::move(queued_.front());
+      queued_.pop_front();
+    }
+    Status s = next_.Write(piece);
+    piece.clear();  // its capacity is kept for the next piece
+    std::lock_guard lock(mu_);
+    free_.push_back(std::move(piece));
+    if (s.ok()) return true;
+    failed_ = s;
+    queued_.clear();
+    return s;
+  }
+
+  void Work() {
+    for (;;) {
+      {
+        std::unique_lock lock(mu_);
+        queued_or_stopping_.wait(lock, [this] { return stopping_ || !queued_.empty(); });
+        if (stopping_) return;
+      }
+      if (!PassOldest().ok()) return;
+    }
+  }
+
+  // Once the piece the thread holds is passed on: `dropped`, the queue goes with the sink; else the
+  // caller passes what is left.
+  void StopWorker(bool dropped) {
+    if (!worker_.joinable()) return;
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+      if (dropped) queued_.clear();
+    }
+    queued_or_stopping_.notify_one();
+    worker_.join();
+  }
+
+  Sink& next_;
+  std::string filling_;  // the caller's: the piece being gathered
+  std::mutex pass_mu_;   // held while a piece is passed on, by either thread
+  std::mutex mu_;        // the rest below
+  std::condition_variable queued_or_stopping_;
+  std::deque<std::string> queued_;
+  std::vector<std::string> free_;  // buffers passed on, kept for reuse
+  Status failed_ = Status::Ok();   // next's first error
+  bool stopping_ = false;
+  // Started in the constructor's body, once every member is made; joined by Finish or the destructor.
+  std::thread worker_;
+};
+
 }  // namespace
 
 const char* CompressionName(Compression c) { return c == Compression::kGzip ? "gzip" : "zstd"; }
@@ -439,6 +570,8 @@ std::unique_ptr<Sink> MakeCompressor(Compression c, Sink& next) {
   if (c == Compression::kGzip) return std::make_unique<GzipCompressor>(next);
   return std::make_unique<ZstdCompressor>(next);
 }
+
+std::unique_ptr<Sink> MakeHandoff(Sink& next) { return std::make_unique<HandoffSink>(next); }
 
 std::unique_ptr<Sink> MakeDecompressor(Compression c, Sink& next) {
   if (c == Compression::kGzip) return std::make_unique<GzipDecompressor>(next);

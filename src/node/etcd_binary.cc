@@ -73,20 +73,33 @@ std::optional<BinaryFile> FileOf(const std::string& etcd_path) {
 }  // namespace
 
 // quorate run asks before every start of etcd; each ask forks and execs a Go binary, which took
-// seconds on a loaded machine, for an answer that changes only with the file.
+// seconds on a loaded machine, for an answer that changes only with the file. quorate run also asks
+// ahead, beside a restore, so that init's ask after it joins that one (or finds its answer) instead
+// of running the binary again on etcd's critical path.
 Result<EtcdVersion> EtcdBinaryVersion(const std::string& etcd_path) {
   static std::mutex mu;
   static std::optional<std::pair<BinaryFile, EtcdVersion>> known;
+  // The ask under way, for the file it runs: one ask per file at a time.
+  static std::optional<std::pair<BinaryFile, std::shared_future<Result<EtcdVersion>>>> asking;
   auto file = FileOf(etcd_path);
+  std::promise<Result<EtcdVersion>> answer;
   if (file) {
-    std::lock_guard lock(mu);
+    std::unique_lock lock(mu);
     if (known && known->first == *file) return known->second;
+    if (asking && asking->first == *file) {
+      std::shared_future<Result<EtcdVersion>> under_way = asking->second;
+      lock.unlock();
+      return under_way.get();
+    }
+    asking = {{*file, answer.get_future().share()}};
   }
   auto version = AskBinaryVersion(etcd_path);
-  // Kept only when the file did not change while it was asked.
-  if (version.ok() && file && FileOf(etcd_path) == file) {
+  if (file) {
     std::lock_guard lock(mu);
-    known = {{*file, *version}};
+    // Kept only when the file did not change while it was asked.
+    if (version.ok() && FileOf(etcd_path) == file) known = {{*file, *version}};
+    if (asking && asking->first == *file) asking.reset();
+    answer.set_value(version);
   }
   return version;
 }

@@ -18,7 +18,8 @@ namespace quorate {
 // Runs `<etcd_path> --version` without a shell and reads at most 4 KiB of its output within 5 s.
 // NotFound when it cannot be started; InvalidArgument when it does not say a version as etcd does.
 // The answer is kept for the file it came from (path, inode, size, modification time): asked again,
-// the same file is not run again, a replaced one is.
+// the same file is not run again, a replaced one is; asked while an ask of the same file is under
+// way (on another thread), it waits for that one's answer.
 Result<EtcdVersion> EtcdBinaryVersion(const std::string& etcd_path);
 
 // GET /version of each member, on its peer URLs (the first that answers as etcd), all at once within

@@ -274,6 +274,8 @@ Status RestoreMemberDir(const Config& c, const RestorePaths& p, Vfs& store, cons
                         const Member& self) {
   if (Status s = MakeDirs(p.work); !s.ok()) return s;
   {
+    // Written from either thread of the read back (ReadBackupThrough's handoff), one piece at a
+    // time and in order, and finished and closed on this one once the other is done.
     FileSink copy(p.part);
     if (Status s = ReadBackupThrough(store, meta, keys, &copy); !s.ok()) return s;
   }

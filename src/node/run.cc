@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <future>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -13,6 +14,7 @@
 #include "etcd/etcd_config.h"
 #include "etcd/etcd_version.h"
 #include "node/backup_job.h"
+#include "node/etcd_binary.h"
 #include "node/etcd_env.h"
 #include "node/init.h"
 #include "node/restore.h"
@@ -123,6 +125,15 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   auto status_server = seams.serve_status(metrics, checks);
   if (!status_server.ok()) return status_server.status();
 
+  // `etcd --version` forks and execs a Go binary (most of the 0.06 s between a restore and etcd's
+  // start on a quiet machine, and more at load): asked from here, beside the stray etcd's stop and
+  // a restore (seconds), so that init's ask, EtcdBinaryVersion too, joins this one or finds its
+  // answer kept. Nothing waits on this future but its end (RunNode's); a seam answering for the
+  // binary is asked only by init.
+  std::future<Result<EtcdVersion>> version_asked_ahead;
+  if (!seams.init.etcd_version) {
+    version_asked_ahead = std::async(std::launch::async, EtcdBinaryVersion, config.etcd_path);
+  }
   if (Status s = seams.stop_stray_etcd(config.data_dir); !s.ok()) return s;
   if (!config.restore_from.empty()) {
     if (Status s = RestoreNode(config); !s.ok()) return s;

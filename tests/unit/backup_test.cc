@@ -2,8 +2,13 @@
 
 #include <stdlib.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -199,6 +204,231 @@ TEST_CASE("a gzip stream dropped half way (the snapshot failed) stops its worker
      // sanitizer build sees a worker left touching a gone compressor)
   CHECK(!packed.finished);
   CHECK(packed.data.size() < data.size() / 2);  // the header and the pieces emitted, no trailer
+}
+
+// Refuses every write past `fail_at` bytes, as a full disk would; counts what it was given after that.
+struct FailingSink : Sink {
+  explicit FailingSink(uint64_t at) : fail_at(at) {}
+  Status Write(std::string_view bytes) override {
+    if (failed) ++writes_after_failure;
+    if (failed || data.size() + bytes.size() > fail_at) {
+      failed = true;
+      return Status::FromErrno(ENOSPC, "write /state/restore/snapshot.db.part");
+    }
+    data.append(bytes);
+    return Status::Ok();
+  }
+  Status Finish() override {
+    finished = true;
+    return Status::Ok();
+  }
+  uint64_t fail_at;
+  std::string data;
+  bool failed = false;
+  int writes_after_failure = 0;
+  bool finished = false;
+};
+
+TEST_CASE("a handoff passes every byte on in order, whatever the writes' sizes, and finishes after them") {
+  std::string data;
+  uint64_t x = 2463534242;
+  while (data.size() < 3 * kHandoffPiece * kHandoffBuffers + 999) {
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    data += static_cast<char>(x);
+  }
+  for (size_t piece : {size_t{1}, size_t{31}, kHandoffPiece - 1, kHandoffPiece, kHandoffPiece + 1, data.size()}) {
+    CAPTURE(piece);
+    StringSink out;
+    auto handoff = MakeHandoff(out);
+    bool written = true;
+    for (size_t at = 0; at < data.size() && written; at += piece) {
+      written = handoff->Write(std::string_view(data).substr(at, piece)).ok();
+    }
+    REQUIRE(written);
+    REQUIRE(handoff->Finish().ok());
+    CHECK(out.finished);
+    CHECK(out.data == data);
+  }
+  StringSink empty;
+  REQUIRE(MakeHandoff(empty)->Finish().ok());
+  CHECK(empty.finished);
+  CHECK(empty.data.empty());
+}
+
+// Sees whether two Writes ever overlap, and which threads wrote.
+struct OverlapSink : Sink {
+  Status Write(std::string_view bytes) override {
+    if (inside.fetch_add(1) != 0) overlapped = true;
+    std::this_thread::yield();  // widens the window another thread's Write would have to come in
+    data.append(bytes);
+    {
+      std::lock_guard lock(mu);
+      writers.insert(std::this_thread::get_id());
+    }
+    inside.fetch_sub(1);
+    return Status::Ok();
+  }
+  Status Finish() override { return Status::Ok(); }
+  std::atomic<int> inside{0};
+  std::atomic<bool> overlapped{false};
+  std::string data;
+  std::mutex mu;
+  std::set<std::thread::id> writers;
+};
+
+TEST_CASE("a handoff's pieces reach next one at a time and in order, whichever thread passes them") {
+  // Fast writes fill the queue, so the caller passes pieces on itself beside the handoff's thread.
+  std::string data(40 * kHandoffPiece + 3, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7 + i / kHandoffPiece);
+  OverlapSink out;
+  auto handoff = MakeHandoff(out);
+  for (size_t at = 0; at < data.size(); at += kHandoffPiece / 2) {
+    REQUIRE(handoff->Write(std::string_view(data).substr(at, kHandoffPiece / 2)).ok());
+  }
+  REQUIRE(handoff->Finish().ok());
+  CHECK_FALSE(out.overlapped.load());
+  CHECK(out.data == data);
+  CHECK(out.writers.size() <= 2);
+}
+
+TEST_CASE("a handoff's error on its thread stops the stream, and the caller gets it") {
+  // Failing at once, part way, and with the last piece (seen only by Finish).
+  const std::string data(8 * kHandoffPiece + 5, 'e');
+  for (uint64_t fail_at : {uint64_t{0}, uint64_t{3 * kHandoffPiece + 7}, uint64_t{data.size() - 1}}) {
+    CAPTURE(fail_at);
+    FailingSink out(fail_at);
+    auto handoff = MakeHandoff(out);
+    Status status = Status::Ok();
+    for (size_t at = 0; at < data.size() && status.ok(); at += 1000) {
+      status = handoff->Write(std::string_view(data).substr(at, 1000));
+    }
+    if (status.ok()) status = handoff->Finish();
+    CHECK(status.code() == Status::Code::kInternal);
+    CHECK(status.message().find("snapshot.db.part") != std::string::npos);
+    CHECK(out.writes_after_failure == 0);  // nothing queued was passed on after the error
+    CHECK_FALSE(out.finished);
+    // Asked again, the error stays.
+    CHECK(handoff->Finish().code() == Status::Code::kInternal);
+  }
+}
+
+// Gives each Write back only when let go: the handoff's thread held in next's Write.
+struct GatedSink : Sink {
+  Status Write(std::string_view bytes) override {
+    std::unique_lock lock(mu);
+    let_go.wait(lock, [this] { return open; });
+    received += bytes.size();
+    return Status::Ok();
+  }
+  Status Finish() override { return Status::Ok(); }
+  void Open() {
+    {
+      std::lock_guard lock(mu);
+      open = true;
+    }
+    let_go.notify_all();
+  }
+  std::mutex mu;
+  std::condition_variable let_go;
+  bool open = false;
+  uint64_t received = 0;
+};
+
+TEST_CASE("a handoff holds at most its few buffers while the other side is slow, and stops when dropped") {
+  GatedSink slow;
+  std::atomic<uint64_t> accepted{0};
+  {
+    auto handoff = MakeHandoff(slow);
+    std::thread caller([&] {
+      const std::string piece(kHandoffPiece, 'p');
+      for (int i = 0; i < 64; ++i) {
+        if (!handoff->Write(piece).ok()) return;
+        accepted += piece.size();
+      }
+    });
+    // However long the other side takes, the caller is held once the queue is full: the buffer
+    // being filled, the queue, and the one next is given.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK(accepted.load() <= (kHandoffBuffers + 2) * kHandoffPiece);
+    slow.Open();
+    caller.join();
+    CHECK(accepted.load() == 64 * kHandoffPiece);
+  }  // dropped without Finish: its thread is stopped and joined (the sanitizer build sees one left)
+  CHECK(slow.received <= 64 * kHandoffPiece);
+}
+
+TEST_CASE("a backup read back through the handoff: errors on either side name the backup, caps hold") {
+  FakeSnapshot fake;
+  fake.db_bytes = 5 << 20;
+  TempStore t;
+  auto meta = SaveBackup(*t.store, t.url, fake.Source(), Options());
+  REQUIRE(meta.ok());
+  const std::string object = t.path + "/" + meta->folder + "/" + meta->object;
+
+  SUBCASE("the copy's side fails (a full disk): that error, and no more is written") {
+    FailingSink out(2 << 20);
+    Status s = ReadBackupThrough(*t.store, *meta, {}, &out);
+    CHECK(s.code() == Status::Code::kInternal);
+    CHECK(s.message().find(meta->url) != std::string::npos);
+    CHECK(s.message().find("snapshot.db.part") != std::string::npos);
+    CHECK(out.data.size() <= out.fail_at);
+    CHECK(out.writes_after_failure == 0);
+    CHECK_FALSE(out.finished);
+  }
+  SUBCASE("the inflate's side fails (garbage in the middle): DataLoss naming the backup, never finished") {
+    std::string bytes;
+    {
+      std::ifstream in(object, std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    for (size_t i = bytes.size() / 3; i < bytes.size() / 3 + 4096; ++i) bytes[i] = static_cast<char>(i * 131);
+    std::ofstream(object, std::ios::binary | std::ios::trunc) << bytes;
+    StringSink out;
+    Status s = ReadBackupThrough(*t.store, *meta, {}, &out);
+    CHECK(s.code() == Status::Code::kDataLoss);
+    CHECK(s.message().find(meta->url) != std::string::npos);
+    CHECK_FALSE(out.finished);
+  }
+  SUBCASE("an object of garbage from its first byte") {
+    std::string garbage(300000, '\0');
+    for (size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<char>((i * 2654435761u) >> 13);
+    std::ofstream(object, std::ios::binary | std::ios::trunc) << garbage;
+    meta->stored_bytes = garbage.size();
+    StringSink out;
+    Status s = ReadBackupThrough(*t.store, *meta, {}, &out);
+    CHECK(s.code() == Status::Code::kDataLoss);
+    CHECK(s.message().find(meta->url) != std::string::npos);
+    CHECK(out.data.empty());
+    CHECK_FALSE(out.finished);
+  }
+  SUBCASE("cut short at any point: DataLoss, never finished") {
+    for (uint64_t keep : {meta->stored_bytes - 1, meta->stored_bytes / 2, uint64_t{9}, uint64_t{0}}) {  // shorter each time
+      CAPTURE(keep);
+      fs::resize_file(object, keep);
+      StringSink out;
+      Status s = ReadBackupThrough(*t.store, *meta, {}, &out);
+      CHECK(s.code() == Status::Code::kDataLoss);
+      CHECK(s.message().find(meta->url) != std::string::npos);
+      CHECK_FALSE(out.finished);
+    }
+  }
+  SUBCASE("a database larger than declared stops at the cap, before the copy gets more") {
+    meta->db_bytes = 1 << 20;
+    CountingEnd out;
+    Status s = ReadBackupThrough(*t.store, *meta, {}, &out);
+    CHECK(s.code() == Status::Code::kDataLoss);
+    CHECK(s.message().find("dbBytes") != std::string::npos);
+    CHECK(out.bytes_seen <= meta->db_bytes + kSnapshotHashBytes);
+  }
+  SUBCASE("whole, it arrives byte for byte and finished") {
+    StringSink out;
+    BackupRead read;
+    REQUIRE(ReadBackupThrough(*t.store, *meta, {}, &out, &read).ok());
+    CHECK(out.data == fake.Stream());
+    CHECK(out.finished);
+    CHECK(read.sha256 == meta->sha256);
+    CHECK(read.db_bytes == fake.db_bytes);
+  }
 }
 
 TEST_CASE("backups follow etcd-manager's layout, and their URL leads back to them") {

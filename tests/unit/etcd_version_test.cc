@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
+#include <vector>
 
 #include "core/etcd_version.h"
 #include "etcd/etcd_version.h"
@@ -63,6 +65,27 @@ TEST_CASE("etcd --version is run once per binary file: the same file again is no
   install("3.5.30");
   CHECK(*EtcdBinaryVersion(etcd) == V(3, 5, 30));
   CHECK(runs_so_far() == 2);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("asks of one binary at once run it once: quorate run's ask ahead and init's join") {
+  char tmpl[] = "/tmp/quorate-etcd-version-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  const std::string etcd = dir + "/etcd";
+  const std::string runs = dir + "/runs";
+  // Slow to answer, as a Go binary on a loaded machine: the other asks come while it runs.
+  std::ofstream(etcd) << "#!/bin/sh\necho run >> " << runs << "\nsleep 0.3\necho 'etcd Version: 3.5.30'\n";
+  std::filesystem::permissions(etcd, std::filesystem::perms::owner_all);
+  std::vector<std::future<Result<EtcdVersion>>> asks;
+  for (int i = 0; i < 4; ++i) asks.push_back(std::async(std::launch::async, EtcdBinaryVersion, etcd));
+  for (auto& ask : asks) {
+    auto version = ask.get();
+    REQUIRE(version.ok());
+    CHECK(*version == V(3, 5, 30));
+  }
+  std::ifstream in(runs);
+  CHECK(std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n') == 1);
   std::filesystem::remove_all(dir);
 }
 
