@@ -53,12 +53,13 @@ bool ViewsLackUs(const PlanInput& input) {
 // view without the member, does not place a removal after this process's start (rule 1b): rule M6
 // removes a learner on a watch its leader kept while the learner's node was down, so that removal may
 // land before or as a fresh process restarts it, and §12 has that node join again.
-std::optional<bool> ListedAsLearner(const PlanInput& input, ClusterId cluster, MemberId member) {
+std::optional<bool> ListedAsLearner(const PlanInput& input) {
+  if (!input.local) return std::nullopt;
   std::optional<bool> learner;
   auto look = [&](const ClusterView& view) {
-    if (view.cluster_id != cluster) return;
+    if (view.cluster_id != input.local->cluster_id) return;
     for (const auto& m : view.members) {
-      if (m.id == member) learner = learner.value_or(true) && m.is_learner;
+      if (m.id == input.local->member_id) learner = learner.value_or(true) && m.is_learner;
     }
   };
   if (input.quorum_view) look(*input.quorum_view);
@@ -66,10 +67,6 @@ std::optional<bool> ListedAsLearner(const PlanInput& input, ClusterId cluster, M
     if (p.cluster) look(*p.cluster);
   }
   return learner;
-}
-std::optional<bool> ListedAsLearner(const PlanInput& input) {
-  if (!input.local) return std::nullopt;
-  return ListedAsLearner(input, input.local->cluster_id, input.local->member_id);
 }
 
 // The client URLs of the members the peers list as started: where the quorum view is asked.
@@ -918,16 +915,9 @@ Result<InitOutcome> InitJob::RunUntil(Clock::TimePoint deadline, std::shared_fut
     spdlog::info("decision: {}: {}", ActionName(decision->action), decision->reason);
     auto carried = Carry(*local, input, std::move(*decision), deadline);
     if (carried.ok() && carried->decision.action != Action::kRestart) {
+      // Its own add answered with the member listed, or it starts as a member the cluster lists.
       std::lock_guard lock(state_->mu);
-      // A start as a learner an earlier process added (rule 2, the member listed, never started): seen
-      // a learner only, which M6 may remove as it starts, and then it joins again (rule 1b).
-      if (!carried->decision.add_member && carried->decision.action == Action::kJoin &&
-          ListedAsLearner(input, carried->cluster_id, carried->member_id) == true) {
-        state_->unplaced.insert(carried->member_id);
-      } else {
-        // Its own add answered with the member listed, or it starts as a member the cluster lists.
-        state_->listed.insert(carried->member_id);
-      }
+      state_->listed.insert(carried->member_id);
     }
     if (carried.ok() || carried.status().reason() != Reason::kStaleDecision) return carried;
     spdlog::info("{}", carried.status().message());

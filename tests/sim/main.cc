@@ -208,10 +208,6 @@ constexpr Regression kRegressions[] = {
     // while a view does not list the ID).
     {938, 3, kRun, 0, 0, 0, "a replaying view lists a member removed since", 0, 1},
     {264, 5, kRun, 0, 1, 0, "a replaying view lists a member removed since", 0, 1},
-    // An extra node's fresh quorate started etcd as the learner its predecessor added, and M6 removed
-    // that learner as it started: the start counted as this process's own, and rule 1b held the node for
-    // good, a member short (init now counts it as seen a learner only).
-    {1267, 3, kRun, 0, 1, 1, "maintenance removed a learner whose etcd runs", 1, 1},
 };
 
 // Bugs of quorate the simulator found and that are not fixed yet (docs/DESIGN.md §10, "Found and

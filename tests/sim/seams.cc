@@ -121,11 +121,6 @@ class SimClient : public EtcdClient {
       return Status::NotFound("etcdserver: member not found");
     }
     if (maintainer_) w_.Mark(it->is_learner ? "maintenance removed a learner" : "maintenance removed a voter");
-    if (maintainer_ && it->is_learner &&
-        std::any_of(w_.nodes.begin(), w_.nodes.end(),
-                    [&](const auto& n) { return n->etcd.running && n->data_member == id; })) {
-      w_.Mark("maintenance removed a learner whose etcd runs");
-    }
     if (w_.strict() && !it->is_learner && !EnoughStartedAfter(c, id, false)) {
       return Status::Unavailable("etcdserver: re-configuration failed due to not enough started members")
           .With(Reason::kNotEnoughStarted);

@@ -405,31 +405,6 @@ TEST_CASE("init: a removal of a member this process saw a learner or missing, ne
   CHECK(rig.OursInCluster().size() == 1);
 }
 
-// Simulator seed 1267 of 3 nodes (--backups no --laggards no): an extra node's fresh quorate started
-// etcd as the learner its predecessor had added, and M6, whose deadline for that never-started learner
-// ran out meanwhile, removed it 0.1 s later; the start counted as this process's own, so the node was
-// held for good with the cluster a member short.
-TEST_CASE("init: a start as the learner an earlier process added, removed by M6 as it starts, joins again") {
-  InitRig rig;
-  rig.PeersRun();
-  const MemberId added = 0x5151;
-  rig.cluster.AddUnstarted(added, {kN1}, /*is_learner=*/true);  // the earlier process's MemberAdd
-  InitJob job(rig.config, rig.Options());
-  auto started = job.Run();
-  REQUIRE_MESSAGE(started.ok(), started.status().message());
-  CHECK(started->decision.action == Action::kJoin);
-  CHECK_FALSE(started->decision.add_member);
-  REQUIRE(WriteWal(rig.config.data_dir, added, rig.cluster.View().cluster_id).ok());  // etcd started
-  job.SetRunning(true);
-  REQUIRE(rig.cluster.MemberRemove(added).ok());  // rule M6
-  job.SetRunning(false);
-  auto out = job.Run();
-  REQUIRE_MESSAGE(out.ok(), out.status().message());
-  CHECK(out->decision.action == Action::kJoin);
-  CHECK(Contains(out->decision.reason, "moving its data aside"));
-  CHECK(rig.OursInCluster().size() == 1);
-}
-
 // Simulator seed 50724 of 3 nodes: a member list read with quorum showed the member removed (the
 // cluster full, so it waited as extra); a partition later left no quorum to read one, and rule 1
 // restarted etcd on the removed member's data.
