@@ -121,6 +121,16 @@ class SimClient : public EtcdClient {
       return Status::NotFound("etcdserver: member not found");
     }
     if (maintainer_) w_.Mark(it->is_learner ? "maintenance removed a learner" : "maintenance removed a voter");
+    // M6's removal of a learner whose etcd runs under its quorate: rule 1b holds that node until its
+    // quorate starts anew (DESIGN §12 M6), as after the operator's removal.
+    if (maintainer_ && it->is_learner) {
+      for (auto& n : w_.nodes) {
+        if (n->data_member != id || !n->etcd.running || !n->proc || !n->proc->etcd_ran) continue;
+        w_.Mark("maintenance removed a learner whose etcd runs");
+        n->removed_under = id;
+        n->removed_in_gen = n->proc->gen;
+      }
+    }
     if (w_.strict() && !it->is_learner && !EnoughStartedAfter(c, id, false)) {
       return Status::Unavailable("etcdserver: re-configuration failed due to not enough started members")
           .With(Reason::kNotEnoughStarted);
@@ -132,7 +142,7 @@ class SimClient : public EtcdClient {
     if (from_ < 0) {
       for (auto& n : w_.nodes) {
         if (n->data_member != id) continue;
-        n->operator_removed = id;
+        n->removed_under = id;
         if (n->proc && n->proc->etcd_ran) n->removed_in_gen = n->proc->gen;
       }
     }

@@ -2079,8 +2079,9 @@ bool World::Converged(std::string* why) {
       return false;
     }
     // Rule 1b holds a node on a member the operator removed, once its etcd ran under this process
-    // (and a fresh process that only learns of the removal from its own etcd ran it too).
-    bool out = n->operator_removed != 0 && n->operator_removed == n->data_member && HoldsData(*n) &&
+    // (and a fresh process that only learns of the removal from its own etcd ran it too), and on a
+    // learner M6 removed while its etcd ran (§12: it joins again when its quorate starts anew).
+    bool out = n->removed_under != 0 && n->removed_under == n->data_member && HoldsData(*n) &&
                !n->etcd.running && n->last_wait == WaitKind::kRemoved;
     // A node for which the cluster has no seat (an extra one, or one whose seat another took) waits,
     // saying it is extra; the size check below holds the cluster to the rest.

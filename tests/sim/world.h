@@ -195,9 +195,11 @@ struct Node {
   // facts a change rests on are those of the last round.
   std::vector<TimePoint> asked_at;
   std::string last_message;    // the last wait or failure the real code gave
-  int removed_in_gen = -1;     // the operator removed its member while this quorate process ran etcd
+  // Its member was removed while this quorate process ran etcd: by the operator, or by M6 (a learner)
+  // while that etcd ran; rule 1b holds it, and never adds it back from this process.
+  int removed_in_gen = -1;
   int held_removed_gen = -1;   // this quorate process held etcd stopped: its member was removed (rule 1b)
-  MemberId operator_removed = 0;  // the member the operator removed while this node held its data
+  MemberId removed_under = 0;  // the member removed (as above, or the operator's at any time) while this node held its data
   // Outside the discovered set, with the same token (RunOptions::extra).
   bool extra = false;
   // The rule of the last decision its init job made, when that was a wait (kNone after a start),
