@@ -1,10 +1,15 @@
 #include "testing/mem_vfs.h"
 
+#include <chrono>
+#include <thread>
+
 #include <fmt/format.h>
+
+#include "quorate/fs.h"
 
 namespace quorate {
 
-MemVfs::MemVfs() : objects_(std::make_shared<Objects>()) {}
+MemVfs::MemVfs(bool exclusive) : objects_(std::make_shared<Objects>()) { objects_->exclusive = exclusive; }
 
 std::unique_ptr<Vfs> MemVfs::Share() const { return std::unique_ptr<Vfs>(new MemVfs(objects_)); }
 
@@ -21,22 +26,37 @@ Result<std::vector<std::string>> MemVfs::List(const std::string& prefix) {
 Result<std::string> MemVfs::Read(const std::string& key, size_t max_bytes) {
   std::lock_guard lock(objects_->mu);
   auto it = objects_->by_key.find(key);
-  if (it == objects_->by_key.end()) return Status::NotFound(fmt::format("{}{}: no such object", Describe(), key));
-  if (it->second.size() > max_bytes) {
-    return Status::DataLoss(fmt::format("{}{} holds {} bytes, more than the {} read", Describe(), key, it->second.size(), max_bytes));
-  }
+  if (it == objects_->by_key.end()) return Status::NotFound(fmt::format("{}/{}: no such object", Describe(), key));
+  if (it->second.size() > max_bytes) return TooLargeToRead(Describe() + "/" + key, it->second.size(), max_bytes);
   return it->second;
 }
 
 Result<bool> MemVfs::CreateIfAbsent(const std::string& key, const std::string& content) {
+  {
+    std::lock_guard lock(objects_->mu);
+    if (objects_->by_key.contains(key)) return false;
+    if (objects_->exclusive) {
+      objects_->Put(key, content);
+      return true;
+    }
+  }
+  // S3's two steps: another writer's check may come in between.
+  std::this_thread::sleep_for(std::chrono::microseconds(50));
   std::lock_guard lock(objects_->mu);
-  return objects_->by_key.emplace(key, content).second;
+  objects_->Put(key, content);
+  return true;
 }
 
 Status MemVfs::Write(const std::string& key, const std::string& content) {
   std::lock_guard lock(objects_->mu);
-  objects_->by_key[key] = content;
+  objects_->Put(key, content);
   return Status::Ok();
+}
+
+std::vector<std::string> MemVfs::History(const std::string& key) const {
+  std::lock_guard lock(objects_->mu);
+  auto it = objects_->history.find(key);
+  return it == objects_->history.end() ? std::vector<std::string>{} : it->second;
 }
 
 Result<std::unique_ptr<VfsUpload>> MemVfs::Upload(const std::string& key) {

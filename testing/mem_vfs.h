@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "quorate/vfs.h"
 
@@ -14,7 +15,9 @@ namespace quorate {
 
 class MemVfs : public Vfs {
  public:
-  MemVfs();
+  // `exclusive`: CreateIfAbsent is atomic (a directory, Cloud Storage, Azure Blob). Not: S3's (and
+  // s3rver's) check and put are two steps, so racing writers can both "win".
+  explicit MemVfs(bool exclusive = true);
   // Another handle on the same objects.
   std::unique_ptr<Vfs> Share() const;
 
@@ -27,13 +30,21 @@ class MemVfs : public Vfs {
   Status Remove(const std::string& key) override;
   // An upload here commits or vanishes with its handle: none is ever left behind.
   Result<int> RemoveAbandonedUploads(const std::string& prefix, std::chrono::system_clock::time_point started_before) override;
-  bool exclusive_create() const override { return true; }
+  bool exclusive_create() const override { return objects_->exclusive; }
   std::string Describe() const override { return "mem://"; }
+  // Every content ever written under `key`, in order.
+  std::vector<std::string> History(const std::string& key) const;
 
  private:
   struct Objects {
     std::mutex mu;
     std::map<std::string, std::string> by_key;
+    std::map<std::string, std::vector<std::string>> history;
+    bool exclusive = true;
+    void Put(const std::string& key, const std::string& content) {
+      by_key[key] = content;
+      history[key].push_back(content);
+    }
   };
   explicit MemVfs(std::shared_ptr<Objects> objects) : objects_(std::move(objects)) {}
   std::shared_ptr<Objects> objects_;

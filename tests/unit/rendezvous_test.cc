@@ -20,6 +20,7 @@
 #include "quorate/rendezvous.h"
 #include "quorate/vfs.h"
 #include "testing/forwarding_vfs.h"
+#include "testing/mem_vfs.h"
 
 namespace quorate {
 namespace {
@@ -37,102 +38,6 @@ struct TempDir {
   }
   ~TempDir() { fs::remove_all(path); }
   std::string path;
-};
-
-// An in-memory store. Linearizable like S3, and, when not exclusive, with S3's (and s3rver's)
-// create-if-absent race: the check and the put are two steps, so racing writers can both "win".
-class MemVfs : public Vfs {
- public:
-  explicit MemVfs(bool exclusive) : exclusive_(exclusive) {}
-
-  Result<std::vector<std::string>> List(const std::string& prefix) override {
-    std::lock_guard lock(mu_);
-    std::vector<std::string> keys;
-    for (const auto& [key, value] : objects_) {
-      if (prefix.empty() || key.rfind(prefix + "/", 0) == 0) keys.push_back(key);
-    }
-    return keys;
-  }
-  Result<std::string> Read(const std::string& key, size_t max_bytes) override {
-    std::lock_guard lock(mu_);
-    auto it = objects_.find(key);
-    if (it == objects_.end()) return Status::NotFound("no " + key);
-    if (it->second.size() > max_bytes) return TooLargeToRead(Describe() + "/" + key, it->second.size(), max_bytes);
-    return it->second;
-  }
-  Result<bool> CreateIfAbsent(const std::string& key, const std::string& content) override {
-    {
-      std::lock_guard lock(mu_);
-      if (objects_.count(key)) return false;
-      if (exclusive_) {
-        Put(key, content);
-        return true;
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-    std::lock_guard lock(mu_);
-    Put(key, content);
-    return true;
-  }
-  Status Write(const std::string& key, const std::string& content) override {
-    std::lock_guard lock(mu_);
-    Put(key, content);
-    return Status::Ok();
-  }
-  Result<std::unique_ptr<VfsUpload>> Upload(const std::string& key) override {
-    struct MemUpload : VfsUpload {
-      MemUpload(MemVfs& store, std::string key) : store(store), key(std::move(key)) {}
-      Status Append(std::string_view bytes) override {
-        content.append(bytes);
-        return Status::Ok();
-      }
-      Status Commit() override { return store.Write(key, content); }
-      MemVfs& store;
-      std::string key, content;
-    };
-    return std::unique_ptr<VfsUpload>(new MemUpload(*this, key));
-  }
-  Result<std::unique_ptr<VfsDownload>> Download(const std::string& key) override {
-    struct MemDownload : VfsDownload {
-      explicit MemDownload(std::string content) : content(std::move(content)) {}
-      Result<size_t> Read(char* buffer, size_t size) override {
-        size_t n = content.copy(buffer, size, at);
-        at += n;
-        return n;
-      }
-      std::string content;
-      size_t at = 0;
-    };
-    auto content = Read(key, std::string::npos);
-    if (!content.ok()) return content.status();
-    return std::unique_ptr<VfsDownload>(new MemDownload(std::move(*content)));
-  }
-  Status Remove(const std::string& key) override {
-    std::lock_guard lock(mu_);
-    objects_.erase(key);
-    return Status::Ok();
-  }
-  // Uploads here commit or vanish with their object: none is ever left behind.
-  Result<int> RemoveAbandonedUploads(const std::string&, std::chrono::system_clock::time_point) override { return 0; }
-  bool exclusive_create() const override { return exclusive_; }
-  std::string Describe() const override { return "mem://"; }
-
-  void SetForTest(const std::string& key, const std::string& content) { Write(key, content).ok(); }
-  // Every content ever put under `key`, in order.
-  std::vector<std::string> History(const std::string& key) {
-    std::lock_guard lock(mu_);
-    return history_[key];
-  }
-
- private:
-  void Put(const std::string& key, const std::string& content) {
-    objects_[key] = content;
-    history_[key].push_back(content);
-  }
-  bool exclusive_;
-  std::mutex mu_;
-  std::map<std::string, std::string> objects_;
-  std::map<std::string, std::vector<std::string>> history_;
 };
 
 Member Node(int i) {
@@ -217,7 +122,7 @@ TEST_CASE("the seal is a pure function of the registrations") {
   // Registrations carry their own time; copy them so both stores hold the same records.
   auto keys = a.List("tok/members");
   REQUIRE(keys.ok());
-  for (const auto& key : *keys) b.SetForTest(key, *a.Read(key, kWhole));
+  for (const auto& key : *keys) REQUIRE(b.Write(key, *a.Read(key, kWhole)).ok());
   REQUIRE(Make(a, "tok", 3).Seal().ok());
   REQUIRE(Make(b, "tok", 3).Seal().ok());
   CHECK(*a.Read("tok/sealed", kWhole) == *b.Read("tok/sealed", kWhole));
@@ -369,7 +274,7 @@ TEST_CASE("corrupt registrations are reported by key and never overwritten") {
        }) {
     CAPTURE(c.what);
     MemVfs vfs(true);
-    vfs.SetForTest(c.key, c.content);
+    REQUIRE(vfs.Write(c.key, c.content).ok());
     REQUIRE(Make(vfs, "tok", 2).Register(Node(1)).ok());
     auto got = Make(vfs, "tok", 2).Discover(Node(1));
     REQUIRE_FALSE(got.ok());
@@ -381,7 +286,7 @@ TEST_CASE("corrupt registrations are reported by key and never overwritten") {
   }
   // The owner of a corrupt registration is told too, and does not replace it.
   MemVfs vfs(true);
-  vfs.SetForTest("tok/members/n2", half);
+  REQUIRE(vfs.Write("tok/members/n2", half).ok());
   Status s = Make(vfs, "tok", 2).Register(Node(2));
   CHECK(s.code() == Status::Code::kDataLoss);
   CHECK(s.message().find("remove it and restart node 'n2'") != std::string::npos);
