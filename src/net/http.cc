@@ -229,6 +229,9 @@ HttpResult HttpSend(const HttpRequest& request) {
     sent = client.send(req, res, error);
     deadline_hit = watchdog.fired();
   }
+  // httplib's own timeouts are the whole budget, counted from later than `start`: a failure they
+  // cause comes past the deadline, maybe before a starved watchdog thread got to run.
+  const bool failed_at_deadline = deadline_hit || std::chrono::steady_clock::now() >= deadline;
   const bool began = headers_arrived || bytes_came;
   if (socket_copy >= 0) close(socket_copy);
 
@@ -254,7 +257,7 @@ HttpResult HttpSend(const HttpRequest& request) {
   // A server that refuses our client certificate closes the connection once the handshake is done,
   // which the client sees as a failed write or read, depending on timing.
   const char* refused_hint = https ? "; our TLS certificate refused?" : "";
-  if (deadline_hit) {
+  if (failed_at_deadline) {
     if (began) {
       return fail(HttpFailure::kPartial,
                   fmt::format("the answer was not whole within {} ms (sent too slowly)", budget.count()));

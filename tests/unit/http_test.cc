@@ -230,7 +230,9 @@ TEST_CASE("http: a body without a length that the deadline cuts short is not tak
   HttpResult r = HttpSend(Get(server, milliseconds(500)));
   CHECK(Steady::now() - start < std::chrono::seconds(10));
   CHECK_MESSAGE(r.failure == HttpFailure::kPartial, r.why, " body '", r.response.body, "'");
-  CHECK_MESSAGE(r.why == "the answer was not whole within 500 ms (cut short after 10 bytes of body)", r.why);
+  // Cut by the watchdog it reads as whole to httplib (cut short after its 10 bytes); on a loaded
+  // machine httplib's own read timeout, the same budget, may end it first (sent too slowly).
+  CHECK_MESSAGE(r.why.starts_with("the answer was not whole within 500 ms ("), r.why);
   CHECK(r.ToStatus("GET x").IsUnavailable());
 
   // Closed by the server, the same body is whole: that is how such a body ends.
