@@ -36,29 +36,51 @@ SystemClock::time_point ForGrpc(Clock::TimePoint t) {
   return SystemClock::now() + std::chrono::duration_cast<SystemClock::duration>(t - RealClock().Now());
 }
 
+// A wait that a Cancellation may end looks at it this often: gRPC's waits take no fd to watch.
+constexpr milliseconds kCancelLook(50);
+
+bool Cancelled(const Cancellation* cancel) { return cancel != nullptr && cancel->cancelled(); }
+
+// The end of the next slice of a wait until `deadline`: all of it without a Cancellation.
+SystemClock::time_point NextLook(SystemClock::time_point deadline, const Cancellation* cancel) {
+  return cancel == nullptr ? deadline : std::min(deadline, SystemClock::now() + kCancelLook);
+}
+
+Status Stopped(const std::string& what) {
+  return Status::Cancelled(fmt::format("{}: cancelled: quorate is stopping", what));
+}
+
 // Waits until the channel is connected. False at once when a connection attempt fails, so a dead
-// endpoint costs nothing, and false at the deadline for a silent one.
-bool WaitReady(grpc::Channel& channel, SystemClock::time_point deadline) {
+// endpoint costs nothing, and false at the deadline for a silent one, or once cancelled.
+bool WaitReady(grpc::Channel& channel, SystemClock::time_point deadline, const Cancellation* cancel) {
   grpc_connectivity_state state = channel.GetState(/*try_to_connect=*/true);
   while (state != GRPC_CHANNEL_READY) {
     if (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN) return false;
-    if (!channel.WaitForStateChange(state, deadline)) return false;
-    state = channel.GetState(/*try_to_connect=*/true);
+    if (channel.WaitForStateChange(state, NextLook(deadline, cancel))) {
+      state = channel.GetState(/*try_to_connect=*/true);
+    } else if (SystemClock::now() >= deadline || Cancelled(cancel)) {
+      return false;
+    }
   }
   return true;
 }
 
-// Waits until `until`, or less once a channel that was down connects. Waiting on the channels
-// rather than sleeping is what lets gRPC see a reconnect at all: nothing else polls them but a
-// backup poller every 5 s.
-void PauseWatching(const std::vector<grpc::Channel*>& channels, SystemClock::time_point until) {
+// Waits until `until`, or less once a channel that was down connects, or once cancelled. Waiting on
+// the channels rather than sleeping is what lets gRPC see a reconnect at all: nothing else polls
+// them but a backup poller every 5 s.
+void PauseWatching(const std::vector<grpc::Channel*>& channels, SystemClock::time_point until,
+                   const Cancellation* cancel) {
   for (size_t i = 0; i < channels.size(); ++i) {
     auto now = SystemClock::now();
-    if (now >= until) return;
+    if (now >= until || Cancelled(cancel)) return;
     auto slice_end = now + (until - now) / static_cast<int>(channels.size() - i);
     grpc_connectivity_state state = channels[i]->GetState(/*try_to_connect=*/true);
-    while (state != GRPC_CHANNEL_READY && channels[i]->WaitForStateChange(state, slice_end)) {
-      state = channels[i]->GetState(/*try_to_connect=*/true);
+    while (state != GRPC_CHANNEL_READY && !Cancelled(cancel)) {
+      if (channels[i]->WaitForStateChange(state, NextLook(slice_end, cancel))) {
+        state = channels[i]->GetState(/*try_to_connect=*/true);
+      } else if (SystemClock::now() >= slice_end) {
+        break;
+      }
     }
     if (state == GRPC_CHANNEL_READY) return;
   }
@@ -66,18 +88,20 @@ void PauseWatching(const std::vector<grpc::Channel*>& channels, SystemClock::tim
 
 // The real clock, except that its waits watch the channels (PauseWatching), so a Backoff on it
 // paces the rounds of a read and ends a pause early when an endpoint comes back. A call has no stop
-// fd: its timeout bounds it.
+// fd: its timeout bounds it, and the options' Cancellation ends it sooner.
 class ChannelWatch : public Clock {
  public:
-  explicit ChannelWatch(std::vector<grpc::Channel*> channels) : channels_(std::move(channels)) {}
+  ChannelWatch(std::vector<grpc::Channel*> channels, const Cancellation* cancel)
+      : channels_(std::move(channels)), cancel_(cancel) {}
   TimePoint Now() override { return RealClock().Now(); }
   Result<int> Poll(std::span<pollfd>, TimePoint deadline) override {
-    PauseWatching(channels_, ForGrpc(deadline));
+    PauseWatching(channels_, ForGrpc(deadline), cancel_);
     return 0;
   }
 
  private:
   std::vector<grpc::Channel*> channels_;
+  const Cancellation* cancel_;
 };
 
 // The members as etcd listed them, each name and URL checked as etcd would: they end up in etcd's
@@ -410,16 +434,19 @@ class GrpcEtcdClient : public EtcdClient {
     }
     std::vector<grpc::Channel*> channels;
     for (Target* t : targets) channels.push_back(t->channel.get());
-    ChannelWatch clock(std::move(channels));
+    const Cancellation* cancel = options_.cancel.get();
+    ChannelWatch clock(std::move(channels), cancel);
     const Clock::TimePoint deadline = std::min(clock.Now() + timeout.value_or(options_.timeout), options_.deadline);
     Backoff backoff(clock, kFirstBackoff, kMaxBackoff, deadline);
     while (true) {
       std::vector<std::string> failures;
       for (size_t i = 0; i < targets.size(); ++i) {
+        if (Cancelled(cancel)) return Stopped(what);
         Target& t = *targets[i];
         auto now = clock.Now();
         auto attempt_deadline = now + (deadline - now) / static_cast<int>(targets.size() - i);
-        bool ready = WaitReady(*t.channel, ForGrpc(attempt_deadline));
+        bool ready = WaitReady(*t.channel, ForGrpc(attempt_deadline), cancel);
+        if (Cancelled(cancel)) return Stopped(what);
         if (!ready && clock.Now() >= attempt_deadline) {
           failures.push_back(fmt::format("{}: no connection within {} ms", t.endpoint,
                                          std::chrono::duration_cast<milliseconds>(attempt_deadline - now).count()));
@@ -441,6 +468,8 @@ class GrpcEtcdClient : public EtcdClient {
           ctx.AddMetadata("token", auth_token_);
         }
         auto stub = Service::NewStub(t.channel);
+        auto cancels_call = cancel != nullptr ? options_.cancel->OnCancel([&ctx] { ctx.TryCancel(); })
+                                              : Cancellation::Registration();
         grpc::Status st;
         if constexpr (std::is_invocable_v<Rpc, typename Service::Stub&, grpc::ClientContext*,
                                           const std::shared_ptr<grpc::Channel>&>) {
@@ -449,6 +478,8 @@ class GrpcEtcdClient : public EtcdClient {
           st = rpc(*stub, &ctx);
         }
         if (st.ok()) return Status::Ok();
+        // A change cancelled in flight may have been made: said so, as for one not answered.
+        if (Cancelled(cancel)) return kind == Kind::kChange ? OutcomeUnknown(st, t.endpoint, what) : Stopped(what);
         if (!auth_token_.empty() && st.error_message().find("invalid auth token") != std::string::npos) {
           // etcd forgets a token after its TTL (5 idle minutes) or a restart; it refused the call
           // unread, so the next round asks again with a new one.
@@ -512,7 +543,7 @@ Result<SnapshotHeader> StreamSnapshot(const EtcdClientOptions& options, const st
   auto unavailable = [&](const std::string& why) {
     return Status::Unavailable(fmt::format("snapshot of {}: {}", endpoint, why));
   };
-  if (!WaitReady(*target.channel, deadline)) return unavailable("no connection");
+  if (!WaitReady(*target.channel, deadline, nullptr)) return unavailable("no connection");
   auto stub = pb::Maintenance::NewStub(target.channel);
   SnapshotHeader header;
   header.endpoint = endpoint;

@@ -12,9 +12,10 @@
 #include <string_view>
 #include <vector>
 
+#include "core/cancel.h"
+#include "core/cluster.h"
 #include "quorate/clock.h"
 #include "quorate/member.h"
-#include "core/cluster.h"
 #include "quorate/status.h"
 #include "quorate/tls.h"
 
@@ -34,6 +35,10 @@ struct EtcdClientOptions {
   // for them. Empty user: no auth. The password is never put in a message.
   std::string user{};
   std::string password{};
+  // Cancelled, it ends every call of the client at once (within 50 ms), a call in flight included:
+  // Cancelled for a read, Unavailable (outcome unknown) for a change that was sent. The one who
+  // stops the thread that calls cancels it. Null: only the timeouts bound the calls.
+  std::shared_ptr<Cancellation> cancel{};
 };
 
 struct MemberListing {

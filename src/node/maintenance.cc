@@ -76,6 +76,8 @@ Result<MaintenanceLook> Maintainer::Look(EtcdClient& client, MemberId self) {
   for (MemberUpkeepFacts& m : f.members) {
     if (m.client_url.empty()) continue;
     auto st = client.EndpointStatusOf(m.client_url);
+    // quorate is stopping: the member did answer for all that is known, so no look is had.
+    if (st.status().IsCancelled()) return st.status();
     if (!st.ok()) continue;
     m.answered = true;
     m.raft_applied_index = st->raft_applied_index;

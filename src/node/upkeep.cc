@@ -70,7 +70,9 @@ void Upkeep::MakeClientLocked() {
   OwnClientTls tls = ClientTlsNow();
   if (options_.tls != nullptr) client_tls_generation_ = options_.tls->generation();
   client_rotation_generation_ = tls.generation;
-  client_ = options_.etcd_clients({endpoints_, tls.files, kEtcdCallTimeout});
+  EtcdClientOptions options{endpoints_, tls.files, kEtcdCallTimeout};
+  options.cancel = cancel_;
+  client_ = options_.etcd_clients(options);
 }
 
 void Upkeep::SetEtcdRunning(bool running) {
@@ -214,6 +216,7 @@ void Upkeep::Stop() {
   if (stop_fd_ < 0) return;
   uint64_t one = 1;
   (void)!::write(stop_fd_, &one, sizeof one);
+  cancel_->Cancel();
   if (thread_.joinable()) thread_.join();
   ::close(stop_fd_);
   stop_fd_ = -1;
@@ -230,6 +233,8 @@ void Upkeep::Loop() {
       running = etcd_running_;
     }
     Status ready = running ? Tick() : Status::Unavailable(kNotRunning);
+    // Stopped meanwhile: what the round found is its calls' cancellation, nothing to say or act on.
+    if (cancel_->cancelled()) return;
     std::unique_lock lock(mu_);
     // A round that began before etcd exited must not put its answer back over the exit.
     if (!etcd_running_) ready = Status::Unavailable(kNotRunning);
@@ -241,6 +246,7 @@ void Upkeep::Loop() {
     if (options_.tls != nullptr) options_.tls->Round();
     // After readiness is set: a defragmentation takes long, and a probe must not wait on it.
     Maintain();
+    if (cancel_->cancelled()) return;
     Rotate();
   }
 }

@@ -71,7 +71,8 @@ class Upkeep {
   // What the last round found; Unavailable before the first.
   Status Ready() const;
 
-  // Runs a round every interval on a thread of its own, until Stop().
+  // Runs a round every interval on a thread of its own, until Stop(), which cancels the round's calls
+  // in flight (a cluster without quorum would hold each for its timeout) and is final.
   void Start();
   void Stop();
 
@@ -109,6 +110,8 @@ class Upkeep {
   RollingChanges* rotation_ = nullptr;
   Clock::TimePoint last_rotation_{};
   int stop_fd_ = -1;
+  // Every client made here carries it; Stop() cancels it.
+  std::shared_ptr<Cancellation> cancel_ = std::make_shared<Cancellation>();
   std::thread thread_;
 };
 
