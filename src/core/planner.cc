@@ -369,7 +369,8 @@ bool Departed(const PlanInput& in, const ClusterMember& m) {
 }
 
 // Rule 9's other face: voters whose instance departed never come back. Nor, while a departed voter
-// stays listed, does a voter whose etcd is silent and whose agent says its data dir is empty: never
+// stays listed, does a voter whose etcd is silent and whose agent says its data dir is empty (or said
+// so when it last answered: its quorate may be down between --timeout exits): never
 // started, rule 3 starts it only once every other voter answers, and the departed one never will;
 // started and emptied, rule 4 replaces it only through a change that commits. When the voters left
 // besides these could not make a quorum even if every one came back, no member can be added or
@@ -387,7 +388,9 @@ std::optional<Decision> MajorityDeparted(const PlanInput& in, const ClusterView&
       continue;
     }
     const PeerFacts* p = FactsOfVoter(in, m);
-    if (p != nullptr && !p->cluster && p->agent.reachable && p->agent.data_state == DataState::kEmpty) {
+    const bool empty_agent = p != nullptr && (p->agent.reachable ? p->agent.data_state == DataState::kEmpty
+                                                                : p->empty_when_last_answered);
+    if (empty_agent && !p->cluster) {
       empty.push_back(NameFor(m, in.expected));
     }
   }

@@ -22,6 +22,11 @@ struct PeerFacts {
   // "no etcd there"; this means "unknown", and no new cluster is started past it.
   std::string foreign_answer;
   std::optional<VersionAnswer> version;  // its GET /version, when it answered as etcd
+  // Its agent does not answer now (its quorate between a --timeout exit and its next start, say),
+  // and said its data dir was empty when it last answered this process. Its etcd, silent, gains no
+  // vote but through a change that commits: rule 9's count of the voters that never vote again takes
+  // it, as one that answers empty now.
+  bool empty_when_last_answered = false;
 };
 
 struct PlanInput {

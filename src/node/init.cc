@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <future>
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -296,6 +297,8 @@ struct InitJob::State {
   std::optional<MemberId> removed_fresh;
   // Our member IDs this process set out to replace (rule 4): rule 3 never starts `new` under one.
   std::set<MemberId> replaced;
+  // What each peer's agent said of its data dir when it last answered (PeerFacts::empty_when_last_answered).
+  std::map<std::string, DataState> agent_said;
   std::unique_ptr<AgentServer> agent;
   std::shared_ptr<void> agent_served;  // the serve_agent seam's handle, in place of `agent`
 };
@@ -572,6 +575,16 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, co
       }
     }
     input.peers = GatherFacts(peers_, expected, input.self.name);
+    {
+      std::lock_guard lock(state_->mu);
+      for (PeerFacts& p : input.peers) {
+        if (p.agent.reachable) {
+          state_->agent_said[p.name] = p.agent.data_state;
+        } else if (auto said = state_->agent_said.find(p.name); said != state_->agent_said.end()) {
+          p.empty_when_last_answered = said->second == DataState::kEmpty;
+        }
+      }
+    }
     // Whichever peer leads applies MemberAdd's check: strict if any of them is strict; with no peer
     // version known, as strict as the binary.
     input.member_add_needs_every_voter = false;

@@ -1210,6 +1210,17 @@ TEST_CASE("rule 9 keeps quorum and goes one member at a time") {
       PeerNamed(t.in, "n3").agent.data_state = DataState::kHasData;
       CHECK(Plan(t.in).wait == WaitKind::kPeersNotReady);
     }
+    SUBCASE("its agent silent now, it said it was empty when it last answered: still no vote") {
+      // Simulator seed 356 of 5 nodes: that voter's quorate was down between its --timeout exits.
+      PeerNamed(t.in, "n3").agent = AgentReport{};
+      PeerNamed(t.in, "n3").empty_when_last_answered = true;
+      Decision again = Plan(t.in);
+      CHECK(again.wait == WaitKind::kMajorityLost);
+      CHECK(Contains(again.reason, "and 1 (n3) holds no data"));
+      // Never heard empty: it may hold data, and come back with it.
+      PeerNamed(t.in, "n3").empty_when_last_answered = false;
+      CHECK(Plan(t.in).wait == WaitKind::kPeersNotReady);
+    }
   }
   SUBCASE("an even count: the removal commits under the voters before it, not the ones left after") {
     // Four voters (n2, n3, n5 and the departed n4), n5 silent too: 2 answer. After the removal 2 of 3
