@@ -20,7 +20,6 @@
 #include "discovery/discovery.h"
 #include "etcd/etcd_client.h"
 #include "etcd/etcd_wal.h"
-#include "etcd/peer_probe.h"
 #include "etcd/wal_commit.h"
 #include "node/backup_job.h"
 #include "node/etcd_env.h"
@@ -78,17 +77,18 @@ const TlsFiles& ClientTls(const Config& c) { return c.etcdctl_tls.enabled() ? c.
 
 // The members of any cluster other than `new_cluster` whose etcd reports a leader: the peers'
 // GET /members gives each cluster's started members, and their Maintenance.Status the leader.
-std::vector<std::string> OldLeaders(const Config& c, const std::vector<Member>& peers, ClusterId new_cluster) {
+std::vector<std::string> OldLeaders(const Config& c, Peers& probes, const EtcdClientFactory& etcd_clients,
+                                    const std::vector<Member>& peers, ClusterId new_cluster) {
   std::vector<std::string> leaders;
   std::set<std::string> asked;
   for (const Member& peer : peers) {
     for (const std::string& peer_url : peer.peer_urls) {
-      auto view = ProbeMembers(peer_url, c.peer_tls, kProbeTimeout);
+      auto view = probes.Probe(peer_url, kProbeTimeout);
       if (!view.ok() || view->cluster_id == new_cluster) continue;
       for (const ClusterMember& m : view->members) {
         for (const std::string& endpoint : m.client_urls) {
           if (!asked.insert(endpoint).second) continue;
-          auto client = MakeEtcdClient({{endpoint}, ClientTls(c), kProbeTimeout});
+          auto client = etcd_clients({{endpoint}, ClientTls(c), kProbeTimeout});
           auto status = client->EndpointStatusOf(endpoint);
           if (status.ok() && status->leader != 0) {
             leaders.push_back(fmt::format("{} of cluster {}", m.name.empty() ? endpoint : m.name,
@@ -270,7 +270,7 @@ bool HoldsRestoredMember(const Config& c, const MemberSet& set, const Member& se
 // Rule 7's steps on disk: the backup into a checked local copy, the old member aside, etcd's
 // restore tool into a scratch dir, its member/ into place. The caller removes the copies.
 Status RestoreMemberDir(const Config& c, const RestorePaths& p, Vfs& store, const BackupMeta& meta,
-                        const std::vector<BackupKey>& keys, const std::string& tool, const MemberSet& set,
+                        const std::vector<BackupKey>& keys, const RestoreSeams& seams, const MemberSet& set,
                         const Member& self) {
   if (Status s = MakeDirs(p.work); !s.ok()) return s;
   {
@@ -296,15 +296,13 @@ Status RestoreMemberDir(const Config& c, const RestorePaths& p, Vfs& store, cons
   std::error_code ec;
   fs::remove_all(p.scratch, ec);
   AfterStep("scratch cleared");
-  if (Status s = RunRestoreTool(tool,
-                                // The copy's sha256 was checked as it was written: a second pass
-                                // over the whole database by the tool adds time, not safety.
-                                {"snapshot", "restore", p.db, "--skip-hash-check", "--name", self.name,
-                                 "--data-dir", p.scratch,
-                                 "--initial-cluster", set.InitialCluster(), "--initial-cluster-token",
-                                 set.token(), "--initial-advertise-peer-urls",
-                                 fmt::format("{}", fmt::join(self.peer_urls, ","))},
-                                p.work + "/restore.log");
+  if (Status s = seams.restore_tool(
+          // The copy's sha256 was checked as it was written: a second pass over the whole
+          // database by the tool adds time, not safety.
+          {"snapshot", "restore", p.db, "--skip-hash-check", "--name", self.name, "--data-dir", p.scratch,
+           "--initial-cluster", set.InitialCluster(), "--initial-cluster-token", set.token(),
+           "--initial-advertise-peer-urls", fmt::format("{}", fmt::join(self.peer_urls, ","))},
+          p.work + "/restore.log");
       !s.ok()) {
     return s;
   }
@@ -465,19 +463,30 @@ Result<std::unique_ptr<ReplayedCopy>> ReplayedCopy::Start(const Config& c, const
 
 void SetRestoreStepHookForTest(RestoreStepHook hook) { StepHook() = std::move(hook); }
 
-Status RestoreNode(const Config& c) {
+Status RestoreNode(const Config& c, RestoreSeams seams) {
+  Clock& clock = seams.clock != nullptr ? *seams.clock : RealClock();
+  std::unique_ptr<Peers> own_peers;
+  if (seams.peers == nullptr) {
+    own_peers = MakePeers(c);
+    seams.peers = own_peers.get();
+  }
+  if (!seams.etcd_clients) seams.etcd_clients = MakeEtcdClient;
+  if (!seams.open_store) {
+    seams.open_store = [&](const std::string& store_url) { return OpenVfs(store_url, clock.Now() + c.backup_timeout); };
+  }
   auto location = ParseBackupUrl(c.restore_from);
   if (!location.ok()) return location.status().Prefixed("--restore-from");
-  auto store = OpenVfs(location->store_url, RealClock().Now() + c.backup_timeout);
+  auto store = seams.open_store(location->store_url);
   if (!store.ok()) return store.status().Prefixed("--restore-from");
   auto keys = LoadBackupKeys(c.backup_key_files);
   if (!keys.ok()) return keys.status();
 
   // The members to restore for, with the new token: what discovery (or --initial-cluster) says.
-  const Clock::TimePoint deadline = std::chrono::steady_clock::now() + c.timeout;
+  const Clock::TimePoint deadline = clock.Now() + c.timeout;
   auto provider = ProviderFromConfig(c, deadline);
   if (!provider.ok()) return provider.status();
-  auto discovered = DiscoverExpected(**provider, c, deadline);
+  Backoff discovery_polls(clock, kDiscoveryPollInterval, kDiscoveryPollInterval, deadline);
+  auto discovered = DiscoverExpected(**provider, c, discovery_polls);
   if (!discovered.ok()) return discovered.status();
   for (Member& m : *discovered) {
     if (m.name != c.name) continue;
@@ -510,7 +519,7 @@ Status RestoreNode(const Config& c) {
     for (const Member& m : set->members()) {
       if (m.name != c.name) others.push_back(m);
     }
-    facts.old_leaders = OldLeaders(c, others, set->cluster_id());
+    facts.old_leaders = OldLeaders(c, *seams.peers, seams.etcd_clients, others, set->cluster_id());
   }
   RestoreDecision decision = PlanRestore(facts);
   spdlog::info("decision: restore: {}", decision.reason);
@@ -533,8 +542,13 @@ Status RestoreNode(const Config& c) {
     if (auto key = KeyFor(*meta, *keys); !key.ok()) return key.status();
   }
   if (Status s = CheckRoomForRestore(c, *meta); !s.ok()) return s;
-  auto tool = RestoreTool(c);
-  if (!tool.ok()) return tool.status();
+  if (!seams.restore_tool) {
+    auto tool = RestoreTool(c);
+    if (!tool.ok()) return tool.status();
+    seams.restore_tool = [tool = *tool](const std::vector<std::string>& args, const std::string& log_path) {
+      return RunRestoreTool(tool, args, log_path);
+    };
+  }
 
   // 2. The marker, first as "restoring": from here on, the bucket this restore writes (the new
   //    token's) is no old cluster's, and a node killed at any later step and started again with
@@ -550,7 +564,7 @@ Status RestoreNode(const Config& c) {
   if (facts.restoring && HoldsRestoredMember(c, *set, *self)) {
     spdlog::info("restore: {} already holds member {} of cluster {}, restored by an earlier try; finishing it",
                  paths.member, IdToHex(set->IdOf(*self)), IdToHex(set->cluster_id()));
-  } else if (Status s = RestoreMemberDir(c, paths, **store, *meta, *keys, *tool, *set, *self); !s.ok()) {
+  } else if (Status s = RestoreMemberDir(c, paths, **store, *meta, *keys, seams, *set, *self); !s.ok()) {
     return s;
   }
   RemoveRestoreCopies(paths);
@@ -591,7 +605,7 @@ Result<BackupMeta> RecoverFromMember(const Config& c) {
   for (const Member& m : bucket->members.members()) {
     if (m.name != c.name) others.push_back(m);
   }
-  std::vector<std::string> leaders = OldLeaders(c, others, 0);
+  std::vector<std::string> leaders = OldLeaders(c, *MakePeers(c), MakeEtcdClient, others, 0);
   if (!leaders.empty() && !c.force) {
     return Status::FailedPrecondition(fmt::format(
         "the cluster still has a live quorum ({} report a leader): recovering from {} would lose every write "

@@ -17,16 +17,35 @@
 
 #include "backup/backup.h"
 #include "core/config.h"
+#include "etcd/etcd_client.h"
+#include "node/peers.h"
+#include "quorate/clock.h"
 #include "quorate/status.h"
+#include "quorate/vfs.h"
 
 namespace quorate {
+
+// What a restore does to the world beyond its own files, each a seam so the simulator (tests/sim)
+// runs the real restore against its modelled store and etcd; null means the real one.
+struct RestoreSeams {
+  // Discovery's waits.
+  Clock* clock = nullptr;
+  // Rule 7c's look for a live old quorum: the peers' GET /members, then their members' status.
+  Peers* peers = nullptr;
+  EtcdClientFactory etcd_clients;
+  // Opens the store of --restore-from (its store URL, the backup's folder cut off); null: OpenVfs.
+  std::function<Result<std::unique_ptr<Vfs>>(const std::string& store_url)> open_store;
+  // etcd's own `snapshot restore`, run with these arguments (after the tool's name), its output to
+  // `log_path`; null: etcdutl beside --etcd, else etcdctl, looked for before anything is written.
+  std::function<Status(const std::vector<std::string>& args, const std::string& log_path)> restore_tool;
+};
 
 // Before init, when --restore-from is given. OK once this node holds the restored data and its
 // member bucket (then init restarts etcd on it, rule 1); InvalidArgument for a token that is not new
 // or a key that does not fit; FailedPrecondition while the old cluster has a live quorum, or for a
 // backup larger than the free space; what the store or the restore tool met otherwise. Nothing is
 // moved unless the backup checked out, and a failed restore removes its copies of the snapshot.
-Status RestoreNode(const Config& config);
+Status RestoreNode(const Config& config, RestoreSeams seams = {});
 
 // `quorate recover --from-member NAME` on NAME: stops a stray etcd on its data dir, refuses while
 // the old cluster has a live quorum (unless --force), and stores, as a backup in --backup-to, the

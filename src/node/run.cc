@@ -136,7 +136,11 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   }
   if (Status s = seams.stop_stray_etcd(config.data_dir); !s.ok()) return s;
   if (!config.restore_from.empty()) {
-    if (Status s = RestoreNode(config); !s.ok()) return s;
+    RestoreSeams restore = std::move(seams.restore);
+    if (restore.clock == nullptr) restore.clock = &clock;
+    if (restore.peers == nullptr) restore.peers = seams.init.peers;
+    if (!restore.etcd_clients) restore.etcd_clients = seams.init.etcd_clients;
+    if (Status s = RestoreNode(config, std::move(restore)); !s.ok()) return s;
   }
   // One watcher from the start, so a stop signal also ends init's waits (for peers, for quorum),
   // and the supervisor then takes its signals from it.

@@ -11,6 +11,7 @@
 #include "core/config.h"
 #include "node/init.h"
 #include "node/process.h"
+#include "node/restore.h"
 #include "node/signal_watcher.h"
 #include "node/upkeep.h"
 #include "quorate/clock.h"
@@ -20,8 +21,8 @@
 namespace quorate {
 
 // What `quorate run` and `quorate upkeep` do to the world beside etcd's own files, each a seam so the
-// simulator (tests/sim) runs them itself; null (or empty) means the real one. --backup-to,
-// --restore-from and the TLS flags bring in more, on their own seams (the store's URL, the clock).
+// simulator (tests/sim) runs them itself; null (or empty) means the real one. --backup-to and the
+// TLS flags bring in more, on their own seams (the store's URL, the clock).
 struct NodeSeams {
   Clock* clock = nullptr;
   // Serves /healthz, /readyz and /metrics until the handle is dropped; null: StatusServer on
@@ -46,6 +47,9 @@ struct RunSeams : NodeSeams {
   // The init job's seams: the clock, the agent mode, the stop source and etcd_files_required are
   // set over them.
   InitOptions init;
+  // The restore's (--restore-from): its store and etcd's tool; its clock, peers and etcd clients,
+  // unless given, are init's.
+  RestoreSeams restore;
   // The simulator's view, null in quorate itself: every answer of the init job (the first decision
   // and each one before a restart), and etcd starting (true) or exiting (false) as the supervisor saw it.
   std::function<void(const Result<InitOutcome>& outcome)> on_decided;
