@@ -21,6 +21,8 @@
 //                                                      each checked against the data (default: the seed picks)
 //   --laggards yes|no                                  a follower's disk stalls, so it falls behind the leader's
 //                                                      log (default: the seed picks)
+//   --restore yes|no                                   the operator restores the newest backup on every node with
+//                                                      a new token (rule 7), amid kills (default: the seed picks)
 //   --find CONDITION --seeds N [--start S] ...         the first seed that reaches CONDITION (World::Mark),
 //                                                      to keep as a regression; --list-conditions: those of a run
 //   --reached                                          with --seed: the conditions the run reached
@@ -60,6 +62,8 @@ struct Regression {
   // The same for the scheduled backups and the followers whose disks stall.
   int backups = 0;
   int laggards = 0;
+  // The same for the operator's restore (rule 7).
+  int restore = 0;
 };
 
 // A seed that fails on a bug of quorate found and not fixed yet, with the check it fails.
@@ -228,7 +232,7 @@ int Usage() {
                "                   [--nodes 3|5] [--verbose] [--reached] [--replay-check] [--hashes FILE]\n"
                "                   [--etcd 3.4|3.5] [--mode run|init] [--cloud yes|no] [--strict yes|no]\n"
                "                   [--extra yes|no] [--maintenance yes|no] [--learner-churn yes|no] [--backups yes|no]\n"
-               "                   [--laggards yes|no] [--all-failures]\n");
+               "                   [--laggards yes|no] [--restore yes|no] [--all-failures]\n");
   return 2;
 }
 
@@ -249,6 +253,7 @@ RunOptions OptionsOf(const Regression& r) {
   options.learner_churn = r.learner_churn;
   options.backups = r.backups;
   options.laggards = r.laggards;
+  options.restore = r.restore;
   return options;
 }
 
@@ -263,6 +268,7 @@ std::string Flags(const RunOptions& o) {
   if (o.learner_churn >= 0) out += o.learner_churn == 1 ? " --learner-churn yes" : " --learner-churn no";
   if (o.backups >= 0) out += o.backups == 1 ? " --backups yes" : " --backups no";
   if (o.laggards >= 0) out += o.laggards == 1 ? " --laggards yes" : " --laggards no";
+  if (o.restore >= 0) out += o.restore == 1 ? " --restore yes" : " --restore no";
   return out;
 }
 
@@ -309,7 +315,7 @@ int main(int argc, char** argv) {
   int nodes = 3;
   int etcd_minor = 0;
   auto mode = quorate::sim::RunOptions::Mode::kSeedPicks;
-  int cloud = -1, strict = -1, extra = -1, maintenance = -1, learner_churn = -1, backups = -1, laggards = -1;
+  int cloud = -1, strict = -1, extra = -1, maintenance = -1, learner_churn = -1, backups = -1, laggards = -1, restore = -1;
   bool verbose = false, replay_check = false, regressions = false, single = false, reached = false;
   bool all_failures = false;
   const char* hashes_path = nullptr;
@@ -324,7 +330,7 @@ int main(int argc, char** argv) {
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     if (a == "--seeds" || a == "--start" || a == "--seed" || a == "--nodes" || a == "--hashes" || a == "--etcd" ||
         a == "--mode" || a == "--cloud" || a == "--strict" || a == "--extra" || a == "--maintenance" || a == "--find" ||
-        a == "--learner-churn" || a == "--backups" || a == "--laggards") {
+        a == "--learner-churn" || a == "--backups" || a == "--laggards" || a == "--restore") {
       const char* v = value();
       if (v == nullptr) return Usage();
       if (a == "--seeds") count = std::strtoull(v, nullptr, 10);
@@ -348,6 +354,7 @@ int main(int argc, char** argv) {
       if (a == "--learner-churn" && !yes_no(v, &learner_churn)) return Usage();
       if (a == "--backups" && !yes_no(v, &backups)) return Usage();
       if (a == "--laggards" && !yes_no(v, &laggards)) return Usage();
+      if (a == "--restore" && !yes_no(v, &restore)) return Usage();
       if (a == "--etcd") etcd_minor = std::string(v) == "3.4" ? 4 : std::string(v) == "3.5" ? 5 : -1;
     } else if (a == "--verbose") {
       verbose = true;
@@ -367,7 +374,8 @@ int main(int argc, char** argv) {
   if (regressions) return RunKept();
   std::vector<RunOptions> runs;
   for (uint64_t s = start; s < start + count; ++s) {
-    RunOptions options = OptionsOf({s, nodes, mode, cloud, strict, extra, "", maintenance, learner_churn, backups, laggards});
+    RunOptions options =
+        OptionsOf({s, nodes, mode, cloud, strict, extra, "", maintenance, learner_churn, backups, laggards, restore});
     options.verbose = verbose;
     options.etcd_minor = etcd_minor;
     runs.push_back(options);
@@ -390,7 +398,7 @@ int main(int argc, char** argv) {
   std::FILE* hashes = hashes_path != nullptr ? std::fopen(hashes_path, "a") : nullptr;
   std::set<uint64_t> sequences;
   long quorate_starts = 0, etcd_starts = 0, majority_lost = 0, failed = 0, known = 0, init_mode = 0, clouds = 0,
-       windows = 0, lax = 0, extras = 0, maintained = 0;
+       windows = 0, lax = 0, extras = 0, maintained = 0, restored = 0, restores_done = 0;
   uint64_t steps = 0, acknowledged = 0, backups_taken = 0;
   double simulated = 0;
   auto began = std::chrono::steady_clock::now();
@@ -421,12 +429,14 @@ int main(int argc, char** argv) {
     lax += result.strict ? 0 : 1;
     extras += result.extra ? 1 : 0;
     maintained += result.maintenance ? 1 : 0;
+    restored += result.restore ? 1 : 0;
+    restores_done += result.restores_done;
     if (single) {
       std::printf("seed %llu nodes %d etcd %s%s %s mode%s%s%s: %s, trace %016llx, %llu steps, %.1f simulated s\n",
                   static_cast<unsigned long long>(options.seed), options.nodes, result.etcd35 ? "3.5" : "3.4",
                   result.strict ? "" : " (guards off)", result.init_mode ? "init" : "run",
                   result.cloud ? " on a cloud" : "", result.extra ? " with an extra node" : "",
-                  result.maintenance ? " with maintenance" : "",
+                  result.maintenance ? " with maintenance" : result.restore ? " with a restore" : "",
                   !result.ok             ? "FAILED"
                   : result.majority_lost ? "ok (majority lost: waits, saying so)"
                                          : "ok",
@@ -455,10 +465,11 @@ int main(int argc, char** argv) {
       "seeds/s), %ld failed, %ld on known findings; %ld node starts (%ld quorate, %ld etcd), %ld ended with a majority "
       "lost (waiting, as rule 4 says); %zu distinct decision sequences; %llu steps, %.0f simulated hours; %ld with the "
       "leader's maintenance; %ld started in rule 3's init-mode window; %llu puts acknowledged, %llu scheduled backups "
-      "checked\n",
+      "checked; %ld with the operator's restore, %ld restored members put in place\n",
       runs.size(), init_mode, clouds, lax, extras, wall, static_cast<double>(runs.size()) / wall, failed, known,
       quorate_starts + etcd_starts, quorate_starts, etcd_starts, majority_lost, sequences.size(),
       static_cast<unsigned long long>(steps), simulated / 3600, maintained, windows,
-      static_cast<unsigned long long>(acknowledged), static_cast<unsigned long long>(backups_taken));
+      static_cast<unsigned long long>(acknowledged), static_cast<unsigned long long>(backups_taken), restored,
+      restores_done);
   return failed == 0 ? 0 : 1;
 }

@@ -59,6 +59,13 @@ struct RunOptions {
   // from an empty log that should not vote can lose a put). -1: one seed in four, picked apart; 0: off,
   // as the seeds kept before run.
   int laggards = -1;
+  // Once the faults stop and the cluster converged, or a node says a majority is lost, the operator
+  // restores the newest scheduled backup on every node (`quorate run --restore-from` with a new
+  // token, rule 7), trying it first on one node with the old token (rule 7b must refuse it), while
+  // quorate processes are killed between any two calls and after each of the restore's steps. Run
+  // mode without a cloud, an extra node or maintenance; implies backups. -1: one seed in four,
+  // picked apart; 0: off, as the seeds kept before ran.
+  int restore = -1;
   // Where the nodes' data and state dirs go (one directory per run, removed after it).
   std::string scratch = "/dev/shm";
 };
@@ -95,6 +102,8 @@ enum class Check {
   kNospaceStuck,        // liveness: a NOSPACE alarm stands 15 minutes after the faults stopped
   kWriteLost,           // §4: a put acknowledged by a majority of the voters is missing from a new leader's log
   kBackupData,          // §11: a committed backup does not hold the leader's applied puts at its revision
+  kRestoreOldCluster,   // §4 rule 7b: a restore makes the cluster ID of an old cluster, which its old members fit
+  kRestoreData,         // §4 rule 7: a restored member does not hold the backup's puts
 };
 const char* CheckName(Check check);
 
@@ -122,6 +131,9 @@ struct RunResult {
   bool learner_churn = false;
   bool backups = false;
   bool laggards = false;
+  bool restore = false;
+  // Nodes whose restore put the backup's member in place (the modelled etcdutl's runs that finished).
+  int restores_done = 0;
   int backups_taken = 0;  // committed by the nodes' backup schedules, each checked (World::CheckBackup)
   // The named conditions the run reached (World::Mark): what a kept regression seed must still reach.
   std::set<std::string> reached;

@@ -17,6 +17,7 @@
 #include <semaphore>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include "node/init.h"
 #include "node/peers.h"
 #include "node/process.h"
+#include "node/restore.h"
 #include "node/run.h"
 #include "node/signal_watcher.h"
 #include "node/upkeep.h"
@@ -89,6 +91,8 @@ struct Task {
   bool after_change = false;
   // Parked right after renaming a file into place, its directory not synced yet.
   bool in_write = false;
+  // Parked right after this step of a restore (RestoreStepHook): a crash here is one after it.
+  std::string restore_step;
 };
 
 // A file renamed into place by a quorate process whose directory was not synced since: a power cut
@@ -202,6 +206,11 @@ struct Node {
   MemberId removed_under = 0;  // the member removed (as above, or the operator's at any time) while this node held its data
   // Outside the discovered set, with the same token (RunOptions::extra).
   bool extra = false;
+  // The operator tries the restore on this node first with the old token, which rule 7b refuses.
+  bool restore_trial = false;
+  // The member etcd's restore tool wrote for this node (its cluster incarnation and member ID), not
+  // yet seen in place under the data dir: the data is that member's once its WAL is (AdoptRestored).
+  std::optional<std::pair<int, MemberId>> restored_pending;
   // The rule of the last decision its init job made, when that was a wait (kNone after a start),
   // and when it was made: a change it carries out rests on facts no older than that.
   WaitKind last_wait = WaitKind::kNone;
@@ -250,6 +259,8 @@ struct SimCluster {
   // Rule 3's init-mode window started a member `new` beside a kept log past the bootstrap, which
   // DESIGN §4 accepts: from then on the acknowledged puts of this cluster are not held to `write-lost`.
   bool writes_forfeit = false;
+  // Made by etcd's restore tool (rule 7), not by a bootstrap.
+  bool restored = false;
 };
 
 class World {
@@ -380,6 +391,20 @@ class World {
   // no member's kept data holds any more (lost with a majority's disks, not by quorate).
   void CheckWritesKept(SimCluster& c, int k, const char* when);
   void ClearLog(Node& n);
+  // Restore seeds (RunOptions::restore). etcd's `snapshot restore` as the restore runs it on node i:
+  // reads the checked copy of the backup (the streamed puts and their sha256) and writes a member
+  // of the cluster that the initial cluster and the token make, whose data is the backup's.
+  Status RestoreTool(int i, const std::vector<std::string>& args);
+  // A restore's step done (node/restore.h's hook): the task parks there, so it may be killed after it.
+  void RestoreStep(std::string_view step);
+  // The member the restore tool wrote for n is in place under its data dir: the data is that member's.
+  void AdoptRestored(Node& n);
+  void OperatorRestoreWhenDue();
+  void OperatorRestore();
+  bool RestorePending() const { return restore_ && !restore_began_ && !restore_given_up_; }
+  // A quorate process may be killed between two calls: while the faults strike, and for a while
+  // after the operator's restore began.
+  bool KillsOn() const { return FaultsOn() || now_ < kills_until_; }
   void FlushWal(Node& n);
   // The agent's answer of node k's current quorate process; nullopt when none serves it.
   std::optional<AgentState> AgentAnswerOf(Node& k);
@@ -419,6 +444,17 @@ class World {
   bool learner_churn_ = false;
   bool backups_ = false;
   bool laggards_ = false;
+  bool restore_ = false;
+  bool restore_began_ = false;
+  bool restore_given_up_ = false;
+  TimePoint kills_until_{};
+  // The newest backup a schedule committed and CheckBackup found right, and the one being restored.
+  struct CheckedBackup {
+    std::string url;
+    int64_t revision = 0;
+    std::vector<uint64_t> puts;
+  };
+  std::optional<CheckedBackup> newest_backup_, restoring_;
   // The backup store every node's schedule writes to (RunOptions::backups).
   MemVfs store_;
   bool scale_in_ = false;
