@@ -1,6 +1,7 @@
 // RestoreNode's refusals and clean-up, without etcd (tests/integration has the restores themselves):
 // a backup whose key is not given, or whose declared database does not fit the disk, is refused
-// before anything is written; one that fails its checks part way leaves no copy of the snapshot.
+// before anything is written; one that fails its checks part way leaves no copy of the snapshot; and
+// a restore runs whole on its seams (RestoreSeams), as the simulator runs it.
 #include <doctest/doctest.h>
 
 #include <stdlib.h>
@@ -12,9 +13,13 @@
 #include <fmt/format.h>
 
 #include "backup/backup.h"
+#include "core/bucket.h"
+#include "etcd/etcd_wal.h"
 #include "node/restore.h"
 #include "quorate/fs.h"
+#include "testing/fake_peers.h"
 #include "testing/fake_snapshot.h"
+#include "testing/fake_wal.h"
 #include "../support/ports.h"
 
 namespace quorate {
@@ -131,6 +136,45 @@ TEST_CASE("a restore whose backup fails its checks part way leaves no copy of it
   Status st = RestoreNode(s.config);
   CHECK(st.code() == Status::Code::kDataLoss);
   CHECK(fs::exists(s.dir + "/data/member/wal"));
+  s.CheckNoCopies();
+}
+
+TEST_CASE("a restore runs on its seams: the store, the peers and etcd's tool given, none of the real ones") {
+  RestoreSetup s;
+  // No etcd binary and no tool beside it: a real restore would be refused before it writes.
+  s.config.etcd_path = s.dir + "/bin/none";
+  FakePeers peers;
+  std::vector<std::string> tool_args;
+  RestoreSeams seams;
+  seams.peers = &peers;
+  seams.etcd_clients = [](const EtcdClientOptions&) -> std::unique_ptr<EtcdClient> { return nullptr; };
+  seams.open_store = [&](const std::string& store_url) -> Result<std::unique_ptr<Vfs>> {
+    CHECK(store_url == "file://" + s.dir + "/store");
+    return OpenVfs(store_url);
+  };
+  // etcd's tool, as far as quorate sees it: the member the initial cluster and token make, in --data-dir.
+  auto members = ParseInitialCluster(s.config.initial_cluster, "--initial-cluster");
+  REQUIRE(members.ok());
+  auto set = MemberSet::Create(*members, "restored");
+  REQUIRE(set.ok());
+  const MemberId self = set->IdOf(*set->FindByName("n1"));
+  seams.restore_tool = [&](const std::vector<std::string>& args, const std::string&) {
+    tool_args = args;
+    auto out = std::find(args.begin(), args.end(), "--data-dir");
+    REQUIRE(out != args.end());
+    return WriteWal(*(out + 1), self, set->cluster_id());
+  };
+  Status st = RestoreNode(s.config, std::move(seams));
+  REQUIRE(st.ok());
+  CHECK(std::find(tool_args.begin(), tool_args.end(), "restored") != tool_args.end());
+  auto wal = ReadWalIdentity(s.config.data_dir);
+  REQUIRE(wal.ok());
+  CHECK(wal->member_id == self);
+  CHECK(wal->cluster_id == set->cluster_id());
+  auto bucket = LoadBucket(s.config.state_dir);
+  REQUIRE(bucket.ok());
+  CHECK(bucket->members.token() == "restored");
+  CHECK(ReadFile(s.config.state_dir + "/restore.json")->find("\"restored\"") != std::string::npos);
   s.CheckNoCopies();
 }
 
