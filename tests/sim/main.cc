@@ -219,6 +219,14 @@ constexpr Regression kRegressions[] = {
     // counted n5 among the empty voters only while n5's agent answered, n5's quorate was down between
     // its --timeout exits, and no node said a majority was lost. Its last answer now counts.
     {356, 5, kRun, 1, 0, 0, "wait majority-lost"},
+    // The operator's restore (rule 7), kept where it meets what the restore must survive: a lost
+    // majority, of 3 and of 5; the node killed right after the restore's rename put the new member in
+    // place, and after the old member was moved aside; and in each, one node's first try with the old
+    // token, which rule 7b refuses (the catalogue's restore-old-token makes the old cluster there).
+    {2, 3, kRun, 0, 1, 0, "a restore after a lost majority", 0, 0, 0, 0, 1},
+    {18, 5, kRun, 0, 0, 0, "a restore after a lost majority", 0, 0, 0, 0, 1},
+    {9, 3, kRun, 0, 1, 0, "a restore killed after: member in place", 0, 0, 0, 0, 1},
+    {5, 3, kRun, 0, 1, 0, "a restore killed after: old member aside", 0, 0, 0, 0, 1},
 };
 
 // Bugs of quorate the simulator found and that are not fixed yet (docs/DESIGN.md §10, "Found and
