@@ -818,6 +818,20 @@ Status World::RestoreTool(int i, const std::vector<std::string>& args) {
   return Status::Ok();
 }
 
+namespace {
+
+// The node's data dir holds member `id` of cluster incarnation `inc` from now on, nothing applied yet.
+void TakeData(Node& n, int inc, MemberId id) {
+  n.data_incarnation = inc;
+  n.data_member = id;
+  n.log_past_bootstrap = false;
+  n.data_refounded = false;
+  n.db_size = 0;
+  n.applied = 0;
+}
+
+}  // namespace
+
 void World::AdoptRestored(Node& n) {
   if (!n.restored_pending) return;
   auto [inc, id] = *n.restored_pending;
@@ -825,12 +839,7 @@ void World::AdoptRestored(Node& n) {
   if (!wal.ok() || wal->member_id != id || wal->cluster_id != clusters_[inc].id) return;
   n.restored_pending.reset();
   const SimCluster& c = clusters_[inc];
-  n.data_incarnation = inc;
-  n.data_member = id;
-  n.log_past_bootstrap = false;
-  n.data_refounded = false;
-  n.db_size = 0;
-  n.applied = 0;
+  TakeData(n, inc, id);
   // Its log is the restore's: the backup's puts, the entries of term 1 (every leader of the restored
   // cluster appends from term 2 on).
   n.log.clear();
@@ -923,12 +932,7 @@ void World::WriteWal(Node& n, MemberId id, ClusterId cluster_id, int incarnation
      [this, i = n.index, child = n.etcd.child] {
        if (nodes[i]->etcd.child == child) FlushWal(*nodes[i]);
      });
-  n.data_incarnation = incarnation;
-  n.data_member = id;
-  n.log_past_bootstrap = false;
-  n.data_refounded = false;
-  n.db_size = 0;
-  n.applied = 0;
+  TakeData(n, incarnation, id);
   ClearLog(n);
 }
 
