@@ -78,31 +78,52 @@ class Writer(threading.Thread):
 
 
 class QuorumWatch(Sampler):
-    """Asks every member's etcd for its status at once, every 0.2 s: a majority must always answer with a
-    leader. Each ask has 2 s, so an etcdctl slow to start on a loaded machine is not taken for a member down."""
+    """Asks every member's etcd for its status at once, every 0.2 s. A majority must always answer: two
+    members down at once would show here. A majority that knows a leader may be missing for the time of
+    one election, never longer: a leader stopped by SIGTERM hands its leadership on (etcd's Stop), and a
+    follower knows no leader between the new one's vote request and its first append, which on a loaded
+    machine one sample can catch. Each ask has 2 s, so an etcdctl slow to start is not taken for a member
+    down."""
+
+    ELECTION = 3.0  # etcd's default election timeout is 1 s; a follower waits up to 2 of them
 
     def __init__(self, cluster):
         super().__init__(0.2)
         self.cluster = cluster
         self.samples = 0
-        self.short = []
+        self.short = []  # (time, answering) of each sample in which a majority did not answer
+        self.leaderless = []  # [first, last, who knew a leader] of each run of samples without a majority that did
+        self._run = None
 
-    def ask(self, node, up):
+    def ask(self, node, up, led):
         r = run(["etcdctl", "--endpoints", node.client_url, "--dial-timeout", "2s", "--command-timeout", "2s",
                  "endpoint", "status", "-w", "json"], check_rc=None, timeout=10)
-        if r.returncode == 0 and json.loads(r.stdout)[0]["Status"].get("leader"):
+        if r.returncode == 0:
             up.append(node.name)
+            if json.loads(r.stdout)[0]["Status"].get("leader"):
+                led.append(node.name)
 
     def sample(self):
-        up = []
-        asks = [threading.Thread(target=self.ask, args=(n, up)) for n in self.cluster.nodes]
+        at, up, led = time.time(), [], []
+        asks = [threading.Thread(target=self.ask, args=(n, up, led)) for n in self.cluster.nodes]
         for t in asks:
             t.start()
         for t in asks:
             t.join()
         self.samples += 1
-        if len(up) * 2 <= len(self.cluster.nodes):
-            self.short.append((time.strftime("%H:%M:%S"), sorted(up)))
+        half = len(self.cluster.nodes) / 2
+        if len(up) <= half:
+            self.short.append((time.strftime("%H:%M:%S", time.localtime(at)), sorted(up)))
+        if len(led) > half:
+            self._run = None
+        elif self._run is None:
+            self._run = [at, at, sorted(led)]
+            self.leaderless.append(self._run)
+        else:
+            self._run[1] = at
+
+    def longest_leaderless(self):
+        return max((r[1] - r[0] for r in self.leaderless), default=0.0)
 
 
 def stamp(line):
@@ -167,9 +188,12 @@ def check_rolling(c, spans, phases, w, q, unbounded=()):
     longest_restart = max(s[1] - s[0] for s in spans if (s[2], s[3]) not in unbounded)
     stall = w.longest_failing()
     log(f"writer: {len(w.puts)} puts, {sum(1 for p in w.puts if not p[2])} failed, longest failing {stall:.2f}s; "
-        f"longest restart {longest_restart:.2f}s; quorum samples {q.samples}, short {q.short}")
+        f"longest restart {longest_restart:.2f}s; quorum samples {q.samples}, short {q.short}, "
+        f"leaderless runs {len(q.leaderless)}, longest {q.longest_leaderless():.2f}s")
     check(stall <= longest_restart + 1.0, f"writes failed for {stall:.2f}s, longer than a restart ({longest_restart:.2f}s)")
     check(q.samples > 10 and not q.short, f"a majority did not answer: {q.short}")
+    check(q.longest_leaderless() <= q.ELECTION,
+          f"a majority knew no leader for longer than an election: {q.leaderless}")
     check(sum(1 for p in w.puts if p[2]) > 20, "the writer got few puts through")
 
 
