@@ -344,33 +344,26 @@ Result<std::vector<int>> FreeLoopbackPorts(int count) {
   return ports;
 }
 
-// Rule 8's etcd: the --etcd binary on a private copy of the survivor's member/, alone
+// Rule 8's etcd: the --etcd binary on the private copy of the survivor's member/, alone
 // (--force-new-cluster: the other members are gone, and a lone member of several never gets a
 // leader, so it would never serve), on loopback ports nobody else uses, with none of the
-// operator's ETCD_* variables (one could make it listen elsewhere or join something). The copy's
-// log is committed to its last entry first (CommitWalTail); serving, etcd has applied all of it.
-// Killed, and the copy removed, when it goes.
-class ReplayedCopy {
+// operator's ETCD_* variables (one could make it listen elsewhere or join something). Killed when
+// it goes.
+class EtcdOnCopy : public ReplayedEtcd {
  public:
-  ~ReplayedCopy() {
-    child_.reset();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
+  static Result<std::unique_ptr<ReplayedEtcd>> Start(const Config& c, const std::string& etcd, const std::string& dir,
+                                                      std::chrono::milliseconds timeout);
+  Result<SnapshotHeader> Snapshot(const SnapshotSink& sink) override {
+    return StreamSnapshot({{client_url_}, TlsFiles{}, timeout_}, client_url_, sink);
   }
-  ReplayedCopy(const ReplayedCopy&) = delete;
-  ReplayedCopy& operator=(const ReplayedCopy&) = delete;
-
-  static Result<std::unique_ptr<ReplayedCopy>> Start(const Config& c, const std::string& etcd,
-                                                      const std::string& dir);
-  const std::string& client_url() const { return client_url_; }
 
  private:
-  explicit ReplayedCopy(std::string dir) : dir_(std::move(dir)) {}
-  Status Copy(const Config& c);
+  EtcdOnCopy(std::string dir, std::chrono::milliseconds timeout) : dir_(std::move(dir)), timeout_(timeout) {}
   // Started and serving with a leader (itself); Unavailable with etcd's log when it exits first.
   Status Launch(const Config& c, const std::string& etcd, Clock::TimePoint deadline);
 
   std::string dir_;
+  std::chrono::milliseconds timeout_;
   std::string log_path_;
   std::string client_url_;
   std::unique_ptr<ChildProcess> child_;
@@ -386,19 +379,30 @@ uint64_t BytesUnder(const std::string& dir) {
   return total;
 }
 
-Status ReplayedCopy::Copy(const Config& c) {
+// The survivor's member/ copied into <dir>/data (room checked first; what a killed earlier recover
+// left there goes first, a copy, never the original), its log committed to its last entry: etcd
+// drops what its WAL holds past the last saved commit, and a leader elected from this member would
+// commit its whole log (rule 8).
+Status PrepareCopy(const Config& c, const std::string& dir) {
+  std::error_code ec;
+  fs::remove_all(dir, ec);
   const std::string member = c.data_dir + "/member";
   auto room = RoomAt(c.state_dir);
   if (!room.ok()) return room.status();
   if (Status s = CheckFits(*room, BytesUnder(member), "a private copy of " + member); !s.ok()) return s;
-  if (Status s = MakeDirs(dir_ + "/data"); !s.ok()) return s;
-  std::error_code ec;
-  fs::copy(member, dir_ + "/data/member", fs::copy_options::recursive, ec);
-  if (ec) return Status::FromErrno(ec.value(), fmt::format("copy {} to {}", member, dir_));
+  if (Status s = MakeDirs(dir + "/data"); !s.ok()) return s;
+  fs::copy(member, dir + "/data/member", fs::copy_options::recursive, ec);
+  if (ec) return Status::FromErrno(ec.value(), fmt::format("copy {} to {}", member, dir));
+  uint64_t committed = 0;
+  if (Status s = CommitWalTail(dir + "/data", &committed); !s.ok()) {
+    return s.Prefixed(fmt::format("the copy of {}'s WAL", c.name));
+  }
+  spdlog::info("recover: {} entries of {}'s WAL past its last saved commit are committed in the copy", committed,
+               c.name);
   return Status::Ok();
 }
 
-Status ReplayedCopy::Launch(const Config& c, const std::string& etcd, Clock::TimePoint deadline) {
+Status EtcdOnCopy::Launch(const Config& c, const std::string& etcd, Clock::TimePoint deadline) {
   auto ports = FreeLoopbackPorts(2);
   if (!ports.ok()) return ports.status();
   client_url_ = fmt::format("http://127.0.0.1:{}", (*ports)[0]);
@@ -432,21 +436,9 @@ Status ReplayedCopy::Launch(const Config& c, const std::string& etcd, Clock::Tim
   }
 }
 
-Result<std::unique_ptr<ReplayedCopy>> ReplayedCopy::Start(const Config& c, const std::string& etcd,
-                                                          const std::string& dir) {
-  std::unique_ptr<ReplayedCopy> copy(new ReplayedCopy(dir));
-  // What a killed earlier recover left: a copy, never the original.
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  if (Status s = copy->Copy(c); !s.ok()) return s;
-  // etcd drops what its WAL holds past the last saved commit; a leader elected from this member
-  // would commit its whole log, so the copy's log is committed to its last entry first (rule 8).
-  uint64_t committed = 0;
-  if (Status s = CommitWalTail(dir + "/data", &committed); !s.ok()) {
-    return s.Prefixed(fmt::format("the copy of {}'s WAL", c.name));
-  }
-  spdlog::info("recover: {} entries of {}'s WAL past its last saved commit are committed in the copy", committed,
-               c.name);
+Result<std::unique_ptr<ReplayedEtcd>> EtcdOnCopy::Start(const Config& c, const std::string& etcd,
+                                                         const std::string& dir, std::chrono::milliseconds timeout) {
+  std::unique_ptr<EtcdOnCopy> copy(new EtcdOnCopy(dir, timeout));
   copy->log_path_ = c.state_dir + "/recover-etcd.log";
   const Clock::TimePoint deadline = RealClock().Now() + c.timeout;
   // A port taken between the look and etcd's bind makes etcd exit at once: twice more on new ports.
@@ -456,8 +448,17 @@ Result<std::unique_ptr<ReplayedCopy>> ReplayedCopy::Start(const Config& c, const
     if (launched.ok() || copy->child_ == nullptr || !copy->child_->exit_status()) break;
   }
   if (!launched.ok()) return launched;
-  return copy;
+  return std::unique_ptr<ReplayedEtcd>(std::move(copy));
 }
+
+// Removes rule 8's copy when recover ends, whatever happened (after its etcd was killed).
+struct CopyRemover {
+  std::string dir;
+  ~CopyRemover() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
 
 }  // namespace
 
@@ -583,7 +584,7 @@ Status RestoreNode(const Config& c, RestoreSeams seams) {
   return Status::Ok();
 }
 
-Result<BackupMeta> RecoverFromMember(const Config& c) {
+Result<BackupMeta> RecoverFromMember(const Config& c, RecoverSeams seams) {
   if (c.from_member != c.name) {
     return Status::InvalidArgument(fmt::format(
         "--from-member {} is not this node (--name {}): run recover on {}, whose data seeds the new cluster",
@@ -595,17 +596,30 @@ Result<BackupMeta> RecoverFromMember(const Config& c) {
     return Status::InvalidArgument(
         fmt::format("--data-dir {}: no WAL in {}/member/wal; recover needs the survivor's data", c.data_dir, c.data_dir));
   }
-  auto etcd = FindProgram(c.etcd_path);
-  if (!etcd.ok()) return Status::InvalidArgument(fmt::format("--etcd: {}", etcd.status().message()));
+  if (!seams.replay) {
+    auto etcd = FindProgram(c.etcd_path);
+    if (!etcd.ok()) return Status::InvalidArgument(fmt::format("--etcd: {}", etcd.status().message()));
+    seams.replay = [&c, etcd = *etcd, timeout = settings->timeout](const std::string& dir) {
+      return EtcdOnCopy::Start(c, etcd, dir, timeout);
+    };
+  }
   auto bucket = LoadBucket(c.state_dir);
   if (!bucket.ok()) return bucket.status().Prefixed("the member bucket of the old cluster");
-  if (Status s = StopStrayEtcd(c.data_dir); !s.ok()) return s;
+  if (Status s = seams.stop_stray_etcd ? seams.stop_stray_etcd(c.data_dir) : StopStrayEtcd(c.data_dir); !s.ok()) {
+    return s;
+  }
 
+  std::unique_ptr<Peers> own_peers;
+  if (seams.peers == nullptr) {
+    own_peers = MakePeers(c);
+    seams.peers = own_peers.get();
+  }
+  if (!seams.etcd_clients) seams.etcd_clients = MakeEtcdClient;
   std::vector<Member> others;
   for (const Member& m : bucket->members.members()) {
     if (m.name != c.name) others.push_back(m);
   }
-  std::vector<std::string> leaders = OldLeaders(c, *MakePeers(c), MakeEtcdClient, others, 0);
+  std::vector<std::string> leaders = OldLeaders(c, *seams.peers, seams.etcd_clients, others, 0);
   if (!leaders.empty() && !c.force) {
     return Status::FailedPrecondition(fmt::format(
         "the cluster still has a live quorum ({} report a leader): recovering from {} would lose every write "
@@ -615,13 +629,15 @@ Result<BackupMeta> RecoverFromMember(const Config& c) {
 
   // member/snap/db lacks what is only in the WAL yet (the last writes before a crash): etcd replays
   // the WAL on a copy, and the backup is that etcd's snapshot, checked and at its revision like any.
-  auto store = OpenVfs(settings->store_url, RealClock().Now() + settings->timeout);
+  auto store = seams.open_store ? seams.open_store(settings->store_url)
+                                : OpenVfs(settings->store_url, RealClock().Now() + settings->timeout);
   if (!store.ok()) return store.status().Prefixed("--backup-to");
-  auto replayed = ReplayedCopy::Start(c, *etcd, c.state_dir + "/recover");
+  CopyRemover copy{c.state_dir + "/recover"};
+  if (Status s = PrepareCopy(c, copy.dir); !s.ok()) return s;
+  auto replayed = seams.replay(copy.dir);
   if (!replayed.ok()) return replayed.status();
-  const std::string url = (*replayed)->client_url();
   SnapshotSource source = [&](const SnapshotSink& sink) -> Result<SnapshotHeader> {
-    auto header = StreamSnapshot({{url}, TlsFiles{}, settings->timeout}, url, sink);
+    auto header = (*replayed)->Snapshot(sink);
     if (header.ok()) header->endpoint = fmt::format("the data dir {} of member {}, replayed by etcd", c.data_dir, c.name);
     return header;
   };
@@ -630,7 +646,7 @@ Result<BackupMeta> RecoverFromMember(const Config& c) {
   options.compression = settings->compression;
   if (!settings->keys.empty()) options.key = settings->keys.front();
   options.member_count = static_cast<int>(bucket->members.size());
-  options.now = std::chrono::system_clock::now();
+  options.now = seams.now ? seams.now() : std::chrono::system_clock::now();
   auto meta = SaveBackup(**store, settings->store_url, source, options);
   replayed->reset();
   if (!meta.ok()) return meta.status();

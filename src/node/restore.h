@@ -11,7 +11,9 @@
 // Both refuse while the old cluster still has a live quorum, unless --force.
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -47,12 +49,37 @@ struct RestoreSeams {
 // moved unless the backup checked out, and a failed restore removes its copies of the snapshot.
 Status RestoreNode(const Config& config, RestoreSeams seams = {});
 
+// Rule 8's etcd on the private copy of the survivor's data, its log committed to its last entry:
+// serving, it has replayed every entry the copy's WAL holds as committed. The backup is its
+// snapshot. It is stopped when it goes; the copy is recover's to remove.
+class ReplayedEtcd {
+ public:
+  virtual ~ReplayedEtcd() = default;
+  virtual Result<SnapshotHeader> Snapshot(const SnapshotSink& sink) = 0;
+};
+
+// What recover reaches beyond its own files; each null one is the real thing.
+struct RecoverSeams {
+  // The look for a live old quorum (as rule 7c's): the peers' GET /members, then their members' status.
+  Peers* peers = nullptr;
+  EtcdClientFactory etcd_clients;
+  // Opens --backup-to's store; null: OpenVfs.
+  std::function<Result<std::unique_ptr<Vfs>>(const std::string& store_url)> open_store;
+  // Stops an etcd still on the data dir; null: StopStrayEtcd.
+  std::function<Status(const std::string& data_dir)> stop_stray_etcd;
+  // etcd started on the prepared copy (<dir>/data), serving; null: the --etcd binary, looked for
+  // before anything is done, with --force-new-cluster on free loopback ports.
+  std::function<Result<std::unique_ptr<ReplayedEtcd>>(const std::string& dir)> replay;
+  // The backup's time; null: the system clock.
+  std::function<std::chrono::system_clock::time_point()> now;
+};
+
 // `quorate recover --from-member NAME` on NAME: stops a stray etcd on its data dir, refuses while
 // the old cluster has a live quorum (unless --force), and stores, as a backup in --backup-to, the
 // snapshot of an etcd started on a private copy of the data dir (every write its WAL holds as
 // committed, at its real revision); the copy is removed whatever happens. The returned backup is
 // what every node then gives --restore-from.
-Result<BackupMeta> RecoverFromMember(const Config& config);
+Result<BackupMeta> RecoverFromMember(const Config& config, RecoverSeams seams = {});
 
 // Called with the step's name after each of the restore's file steps and renames. Unset in quorate
 // itself; a test build's hook kills the process there (tests/integration/quorate_faults.cc), to show

@@ -23,6 +23,8 @@
 //                                                      log (default: the seed picks)
 //   --restore yes|no                                   the operator restores the newest backup on every node with
 //                                                      a new token (rule 7), amid kills (default: the seed picks)
+//   --recover yes|no                                   in a restore seed, from `quorate recover` on a surviving
+//                                                      member instead (rule 8; default: the seed picks)
 //   --find CONDITION --seeds N [--start S] ...         the first seed that reaches CONDITION (World::Mark),
 //                                                      to keep as a regression; --list-conditions: those of a run
 //   --reached                                          with --seed: the conditions the run reached
@@ -62,8 +64,9 @@ struct Regression {
   // The same for the scheduled backups and the followers whose disks stall.
   int backups = 0;
   int laggards = 0;
-  // The same for the operator's restore (rule 7).
+  // The same for the operator's restore (rule 7), and its recover (rule 8).
   int restore = 0;
+  int recover = 0;
 };
 
 // A seed that fails on a bug of quorate found and not fixed yet, with the check it fails.
@@ -227,6 +230,13 @@ constexpr Regression kRegressions[] = {
     {18, 5, kRun, 0, 0, 0, "a restore after a lost majority", 0, 0, 0, 0, 1},
     {9, 3, kRun, 0, 1, 0, "a restore killed after: member in place", 0, 0, 0, 0, 1},
     {5, 3, kRun, 0, 1, 0, "a restore killed after: old member aside", 0, 0, 0, 0, 1},
+    // The operator's recover (rule 8) from a follower whose WAL saved a commit short of puts the
+    // leader had acknowledged (the catalogue's recover-keeps-commit loses them there), of 3 and of
+    // 5; and a recover after a lost majority, of 3 and of 5.
+    {41, 3, kRun, 0, -1, 0, "a recover kept acknowledged puts past the saved commit", 0, 0, 1, 0, 1, 1},
+    {6, 5, kRun, 0, -1, 0, "a recover kept acknowledged puts past the saved commit", 0, 0, 1, 0, 1, 1},
+    {2, 3, kRun, 0, -1, 0, "a recover after a lost majority", 0, 0, 1, 0, 1, 1},
+    {18, 5, kRun, 0, -1, 0, "a recover after a lost majority", 0, 0, 1, 0, 1, 1},
 };
 
 // Bugs of quorate the simulator found and that are not fixed yet (docs/DESIGN.md §10, "Found and
@@ -240,7 +250,7 @@ int Usage() {
                "                   [--nodes 3|5] [--verbose] [--reached] [--replay-check] [--hashes FILE]\n"
                "                   [--etcd 3.4|3.5] [--mode run|init] [--cloud yes|no] [--strict yes|no]\n"
                "                   [--extra yes|no] [--maintenance yes|no] [--learner-churn yes|no] [--backups yes|no]\n"
-               "                   [--laggards yes|no] [--restore yes|no] [--all-failures]\n");
+               "                   [--laggards yes|no] [--restore yes|no] [--recover yes|no] [--all-failures]\n");
   return 2;
 }
 
@@ -262,6 +272,7 @@ RunOptions OptionsOf(const Regression& r) {
   options.backups = r.backups;
   options.laggards = r.laggards;
   options.restore = r.restore;
+  options.recover = r.recover;
   return options;
 }
 
@@ -277,6 +288,7 @@ std::string Flags(const RunOptions& o) {
   if (o.backups >= 0) out += o.backups == 1 ? " --backups yes" : " --backups no";
   if (o.laggards >= 0) out += o.laggards == 1 ? " --laggards yes" : " --laggards no";
   if (o.restore >= 0) out += o.restore == 1 ? " --restore yes" : " --restore no";
+  if (o.recover >= 0) out += o.recover == 1 ? " --recover yes" : " --recover no";
   return out;
 }
 
@@ -324,6 +336,7 @@ int main(int argc, char** argv) {
   int etcd_minor = 0;
   auto mode = quorate::sim::RunOptions::Mode::kSeedPicks;
   int cloud = -1, strict = -1, extra = -1, maintenance = -1, learner_churn = -1, backups = -1, laggards = -1, restore = -1;
+  int recover = -1;
   bool verbose = false, replay_check = false, regressions = false, single = false, reached = false;
   bool all_failures = false;
   const char* hashes_path = nullptr;
@@ -338,7 +351,8 @@ int main(int argc, char** argv) {
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     if (a == "--seeds" || a == "--start" || a == "--seed" || a == "--nodes" || a == "--hashes" || a == "--etcd" ||
         a == "--mode" || a == "--cloud" || a == "--strict" || a == "--extra" || a == "--maintenance" || a == "--find" ||
-        a == "--learner-churn" || a == "--backups" || a == "--laggards" || a == "--restore") {
+        a == "--learner-churn" || a == "--backups" || a == "--laggards" || a == "--restore" ||
+        a == "--recover") {
       const char* v = value();
       if (v == nullptr) return Usage();
       if (a == "--seeds") count = std::strtoull(v, nullptr, 10);
@@ -363,6 +377,7 @@ int main(int argc, char** argv) {
       if (a == "--backups" && !yes_no(v, &backups)) return Usage();
       if (a == "--laggards" && !yes_no(v, &laggards)) return Usage();
       if (a == "--restore" && !yes_no(v, &restore)) return Usage();
+      if (a == "--recover" && !yes_no(v, &recover)) return Usage();
       if (a == "--etcd") etcd_minor = std::string(v) == "3.4" ? 4 : std::string(v) == "3.5" ? 5 : -1;
     } else if (a == "--verbose") {
       verbose = true;
@@ -383,7 +398,7 @@ int main(int argc, char** argv) {
   std::vector<RunOptions> runs;
   for (uint64_t s = start; s < start + count; ++s) {
     RunOptions options =
-        OptionsOf({s, nodes, mode, cloud, strict, extra, "", maintenance, learner_churn, backups, laggards, restore});
+        OptionsOf({s, nodes, mode, cloud, strict, extra, "", maintenance, learner_churn, backups, laggards, restore, recover});
     options.verbose = verbose;
     options.etcd_minor = etcd_minor;
     runs.push_back(options);
@@ -406,7 +421,7 @@ int main(int argc, char** argv) {
   std::FILE* hashes = hashes_path != nullptr ? std::fopen(hashes_path, "a") : nullptr;
   std::set<uint64_t> sequences;
   long quorate_starts = 0, etcd_starts = 0, majority_lost = 0, failed = 0, known = 0, init_mode = 0, clouds = 0,
-       windows = 0, lax = 0, extras = 0, maintained = 0, restored = 0, restores_done = 0;
+       windows = 0, lax = 0, extras = 0, maintained = 0, restored = 0, restores_done = 0, recovered = 0;
   uint64_t steps = 0, acknowledged = 0, backups_taken = 0;
   double simulated = 0;
   auto began = std::chrono::steady_clock::now();
@@ -439,12 +454,16 @@ int main(int argc, char** argv) {
     maintained += result.maintenance ? 1 : 0;
     restored += result.restore ? 1 : 0;
     restores_done += result.restores_done;
+    recovered += result.recover ? 1 : 0;
     if (single) {
       std::printf("seed %llu nodes %d etcd %s%s %s mode%s%s%s: %s, trace %016llx, %llu steps, %.1f simulated s\n",
                   static_cast<unsigned long long>(options.seed), options.nodes, result.etcd35 ? "3.5" : "3.4",
                   result.strict ? "" : " (guards off)", result.init_mode ? "init" : "run",
                   result.cloud ? " on a cloud" : "", result.extra ? " with an extra node" : "",
-                  result.maintenance ? " with maintenance" : result.restore ? " with a restore" : "",
+                  result.maintenance ? " with maintenance"
+                  : result.recover   ? " with a recover and a restore"
+                  : result.restore   ? " with a restore"
+                                     : "",
                   !result.ok             ? "FAILED"
                   : result.majority_lost ? "ok (majority lost: waits, saying so)"
                                          : "ok",
@@ -473,11 +492,11 @@ int main(int argc, char** argv) {
       "seeds/s), %ld failed, %ld on known findings; %ld node starts (%ld quorate, %ld etcd), %ld ended with a majority "
       "lost (waiting, as rule 4 says); %zu distinct decision sequences; %llu steps, %.0f simulated hours; %ld with the "
       "leader's maintenance; %ld started in rule 3's init-mode window; %llu puts acknowledged, %llu scheduled backups "
-      "checked; %ld with the operator's restore, %ld restored members put in place\n",
+      "checked; %ld with the operator's restore (%ld of them from a recover), %ld restored members put in place\n",
       runs.size(), init_mode, clouds, lax, extras, wall, static_cast<double>(runs.size()) / wall, failed, known,
       quorate_starts + etcd_starts, quorate_starts, etcd_starts, majority_lost, sequences.size(),
       static_cast<unsigned long long>(steps), simulated / 3600, maintained, windows,
       static_cast<unsigned long long>(acknowledged), static_cast<unsigned long long>(backups_taken), restored,
-      restores_done);
+      recovered, restores_done);
   return failed == 0 ? 0 : 1;
 }

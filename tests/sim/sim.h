@@ -66,6 +66,11 @@ struct RunOptions {
   // mode without a cloud, an extra node or maintenance; implies backups. -1: one seed in four,
   // picked apart; 0: off, as the seeds kept before ran.
   int restore = -1;
+  // In a restore seed, the operator first recovers from a member whose data survived (`quorate
+  // recover --from-member`, rule 8: etcd replays a copy of its WAL, committed to its last entry)
+  // and restores that backup instead of the newest scheduled one. -1: one restore seed in two; 0:
+  // off, as the seeds kept before ran.
+  int recover = -1;
   // Where the nodes' data and state dirs go (one directory per run, removed after it).
   std::string scratch = "/dev/shm";
 };
@@ -104,6 +109,7 @@ enum class Check {
   kBackupData,          // §11: a committed backup does not hold the leader's applied puts at its revision
   kRestoreOldCluster,   // §4 rule 7b: a restore makes the cluster ID of an old cluster, which its old members fit
   kRestoreData,         // §4 rule 7: a restored member does not hold the backup's puts
+  kRecoverLost,         // §4 rule 8: recover's backup lacks a put the survivor's log held, acknowledged
 };
 const char* CheckName(Check check);
 
@@ -132,6 +138,7 @@ struct RunResult {
   bool backups = false;
   bool laggards = false;
   bool restore = false;
+  bool recover = false;  // the operator recovered from a surviving member (RunOptions::recover)
   // Nodes whose restore put the backup's member in place (the modelled etcdutl's runs that finished).
   int restores_done = 0;
   int backups_taken = 0;  // committed by the nodes' backup schedules, each checked (World::CheckBackup)

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -163,6 +164,8 @@ World::World(const RunOptions& options) : options_(options), rng_(options.seed *
   maintenance_ = options.maintenance == 1 || (options.maintenance < 0 && !restore_picked &&
                                               Rng(options.seed ^ 0x6d61696e74656e61ULL).Below(4) == 0);
   restore_ = restore_picked && !init_mode_ && !cloud_ && !extra_ && !maintenance_;
+  recover_ = restore_ && (options.recover == 1 ||
+                          (options.recover < 0 && Rng(options.seed ^ 0x7265636f76657221ULL).Below(2) == 0));
   learner_churn_ = options.learner_churn == 1 ||
                    (options.learner_churn < 0 && Rng(options.seed ^ 0x6c6561726e636875ULL).Below(2) == 0);
   // `quorate run` takes the scheduled backups; init mode's `quorate upkeep` none.
@@ -333,7 +336,7 @@ void World::At(TimePoint t, std::function<void()> fn) { events_.emplace(t, std::
 void World::StartProc(int i) {
   Node& n = *nodes[i];
   n.restart_pending = false;
-  if (n.proc || n.gone) return;
+  if (n.proc || n.gone || recovering_) return;
   auto proc = std::make_unique<Proc>();
   proc->node = i;
   proc->gen = n.gens++;
@@ -670,6 +673,13 @@ void World::OperatorRestoreWhenDue() {
   const bool lost = std::any_of(nodes.begin(), nodes.end(), [](const std::unique_ptr<Node>& n) {
     return n->last_wait == WaitKind::kMajorityLost || n->last_reason == Reason::kNoQuorumCommits;
   });
+  if (recover_ && (lost || Converged(&why))) {
+    if (const int s = Survivor(); s >= 0) {
+      if (lost) Mark("a recover after a lost majority");
+      OperatorRecover(s);
+      return;
+    }
+  }
   if (newest_backup_ && (lost || Converged(&why))) {
     if (lost) Mark("a restore after a lost majority");
     OperatorRestore();
@@ -690,6 +700,10 @@ void World::OperatorRestoreWhenDue() {
 void World::OperatorRestore() {
   restore_began_ = true;
   restoring_ = newest_backup_;
+  RestartRestoring();
+}
+
+void World::RestartRestoring() {
   kills_until_ = now_ + seconds(30);
   end_ = std::max(end_, now_ + std::chrono::minutes(15));
   Mark("the operator restores a backup");
@@ -710,6 +724,171 @@ void World::OperatorRestore() {
       At(now_ + rng_.Between(milliseconds(0), milliseconds(2000)), [this, i = n->index] { StartProc(i); });
     }
   }
+}
+
+// --- the operator's recover (rule 8) ---
+
+int World::Survivor() {
+  if (clusters_.empty()) return -1;
+  const int inc = static_cast<int>(clusters_.size()) - 1;
+  const SimCluster& c = clusters_[inc];
+  std::vector<int> holders;
+  for (auto& n : nodes) {
+    if (n->gone || !HoldsData(*n) || n->data_incarnation != inc) continue;
+    if (std::any_of(c.members.begin(), c.members.end(), [&](const ClusterMember& m) { return m.id == n->data_member; })) {
+      holders.push_back(n->index);
+    }
+  }
+  return holders.empty() ? -1 : holders[rng_.Below(holders.size())];
+}
+
+// Recover seeds: the operator stops every quorate (etcd with it) and runs `quorate recover
+// --from-member` on a node whose data survived, any of them (the one the majority-lost wait names,
+// or, with the cluster whole, a follower as likely as the leader); its backup is then restored on
+// every node as a scheduled one would be.
+void World::OperatorRecover(int s) {
+  restore_began_ = true;
+  recovering_ = true;
+  end_ = std::max(end_, now_ + std::chrono::minutes(15));
+  Mark("the operator recovers from a surviving member");
+  for (auto& n : nodes) {
+    if (n->proc) EndProc(n->index);
+  }
+  Event(fmt::format("operator: quorate recover --from-member {} (its log {} entries, {} known committed)", nodes[s]->name,
+                    nodes[s]->log.size(), nodes[s]->commit_seen));
+  Spawn(nullptr, -1, [this, s] { RecoverOn(s); });
+}
+
+void World::RecoverOn(int s) {
+  Node& n = *nodes[s];
+  Config c = n.config;
+  c.from_member = n.name;
+  c.backup_to = "mem://sim";
+  c.backup_cluster = kToken;
+  c.backup_timeout = seconds(30);
+  auto peers = MakeSimPeers(*this, s);
+  RecoverSeams seams;
+  seams.peers = peers.get();
+  seams.etcd_clients = ClientFactory(-1, 0);
+  seams.open_store = [this](const std::string& store_url) -> Result<std::unique_ptr<Vfs>> {
+    if (store_url != "mem://sim") return Status::NotFound("sim: no store at " + store_url);
+    return store_.Share();
+  };
+  seams.stop_stray_etcd = [this, s](const std::string&) { return SaveWal(*nodes[s]); };
+  seams.replay = [this, s](const std::string& dir) { return Replay(s, dir); };
+  seams.now = [this] { return SystemTime(std::chrono::duration_cast<SystemTime::duration>(now_ - start_)); };
+  auto meta = RecoverFromMember(c, std::move(seams));
+  if (!failure_.empty()) return;
+  if (!meta.ok()) {
+    Fail(Check::kNoConvergence, fmt::format("operator: recover from {} failed: {}", n.name, meta.status().message()));
+    return;
+  }
+  Mark("a recover's backup stored");
+  restoring_ = CheckedBackup{meta->url, meta->revision, recovered_puts_};
+  At(now_, [this] {
+    recovering_ = false;
+    RestartRestoring();
+  });
+}
+
+Status World::SaveWal(Node& n) {
+  if (!HoldsData(n)) return Status::Ok();
+  WalBuilder w;
+  w.Crc();
+  w.Metadata(n.data_member, clusters_[n.data_incarnation].id);
+  w.Snapshot(0, 0);
+  uint64_t term = 1;
+  for (size_t i = 0; i < n.log.size(); ++i) {
+    w.Entry(n.log[i].term, i + 1, n.log[i].write != 0 ? std::to_string(n.log[i].write) : "");
+    term = std::max(term, n.log[i].term);
+  }
+  w.State(term, 0, std::min<uint64_t>(n.commit_seen, n.log.size()));
+  const std::string path = WalFile(n.data_dir);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << w.bytes;
+  if (!out.flush()) return Status::Internal("sim: cannot write " + path);
+  return Status::Ok();
+}
+
+namespace {
+
+// How many entries from the start `log` shares with `committed`. Raft's log matching (an entry of a
+// term at an index is the same entry in every log that has one there, with the same entries before
+// it) makes "the entries at this index agree" true up to some index and false from there on.
+size_t Matching(const std::vector<LogEntry>& log, const std::vector<LogEntry>& committed) {
+  size_t lo = 0, hi = std::min(log.size(), committed.size());
+  while (lo < hi) {
+    const size_t mid = (lo + hi + 1) / 2;
+    if (log[mid - 1] == committed[mid - 1]) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
+// etcd's Maintenance.Snapshot of the etcd recover started on its copy: the puts it replayed.
+class SimReplayed : public ReplayedEtcd {
+ public:
+  SimReplayed(std::vector<uint64_t> puts, ClusterId cluster_id, MemberId member_id, EtcdVersion version)
+      : puts_(std::move(puts)), cluster_id_(cluster_id), member_id_(member_id), version_(version) {}
+  Result<SnapshotHeader> Snapshot(const SnapshotSink& sink) override {
+    std::string db = fmt::format("{}", fmt::join(puts_, "\n"));
+    unsigned char digest[SHA256_DIGEST_LENGTH];
+    SHA256(reinterpret_cast<const unsigned char*>(db.data()), db.size(), digest);
+    if (Status s = sink(db + std::string(reinterpret_cast<const char*>(digest), sizeof digest)); !s.ok()) return s;
+    return SnapshotHeader{"sim: etcd on the copy", cluster_id_, member_id_, static_cast<int64_t>(puts_.size()) + 1,
+                          version_.ToString()};
+  }
+
+ private:
+  std::vector<uint64_t> puts_;
+  ClusterId cluster_id_;
+  MemberId member_id_;
+  EtcdVersion version_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ReplayedEtcd>> World::Replay(int s, const std::string& dir) {
+  // etcd reads the copy and replays its WAL, a moment.
+  if (!Sleep(rng_.Between(milliseconds(100), milliseconds(2000)))) return Status::Unavailable("sim: killed");
+  auto log = ReadWalLog(WalFile(dir + "/data"));
+  if (!log.ok()) return Status::Internal("sim: etcd on the copy: " + log.status().message());
+  std::vector<uint64_t> puts;
+  for (const auto& e : log->entries) {
+    if (e.index > log->commit) break;
+    uint64_t put = 0;
+    if (!e.data.empty() && std::from_chars(e.data.data(), e.data.data() + e.data.size(), put).ec != std::errc()) {
+      return Status::Internal("sim: etcd on the copy: an entry that is no put: " + e.data);
+    }
+    if (put != 0) puts.push_back(put);
+  }
+  Node& n = *nodes[s];
+  const SimCluster& c = clusters_[n.data_incarnation];
+  Event(fmt::format("{}: etcd on recover's copy replays {} of its {} entries (commit {}), {} puts", n.name,
+                    std::min<uint64_t>(log->commit, log->entries.size()), log->entries.size(), log->commit, puts.size()));
+  // Every put of the survivor's log that its cluster acknowledged is in what etcd replayed, those
+  // past the commit its WAL saved too.
+  if (!c.writes_forfeit) {
+    const size_t held = Matching(n.log, c.committed);
+    for (size_t i = 0; i < held; ++i) {
+      const uint64_t put = c.committed[i].write;
+      if (put == 0) continue;
+      if (std::find(puts.begin(), puts.end(), put) == puts.end()) {
+        Fail(Check::kRecoverLost,
+             fmt::format("recover from {} replays {} puts without put {}, acknowledged at index {} and held in {}'s "
+                         "log ({} entries, the WAL's last HardState commits {}): rule 8 keeps every write the "
+                         "survivor's WAL holds",
+                         n.name, puts.size(), put, i + 1, n.name, n.log.size(), n.commit_seen));
+        return Status::Unavailable("sim: a failed check");
+      }
+      if (i >= n.commit_seen) Mark("a recover kept acknowledged puts past the saved commit");
+    }
+  }
+  recovered_puts_ = puts;
+  return std::unique_ptr<ReplayedEtcd>(std::make_unique<SimReplayed>(std::move(puts), c.id, n.data_member, EtcdVersionOfSim()));
 }
 
 void World::RestoreStep(std::string_view step) {
@@ -1276,26 +1455,6 @@ int World::LeaderSeenBy(int k) {
   return -1;
 }
 
-namespace {
-
-// How many entries from the start `log` shares with `committed`. Raft's log matching (an entry of a
-// term at an index is the same entry in every log that has one there, with the same entries before
-// it) makes "the entries at this index agree" true up to some index and false from there on.
-size_t Matching(const std::vector<LogEntry>& log, const std::vector<LogEntry>& committed) {
-  size_t lo = 0, hi = std::min(log.size(), committed.size());
-  while (lo < hi) {
-    const size_t mid = (lo + hi + 1) / 2;
-    if (log[mid - 1] == committed[mid - 1]) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  return lo;
-}
-
-}  // namespace
-
 void World::CheckWritesKept(SimCluster& c, int k, const char* when) {
   if (c.committed.empty() || c.writes_forfeit) return;
   const Node& leader = *nodes[k];
@@ -1378,11 +1537,14 @@ void World::Replicate(int inc, int l) {
   }
   // Committed once a majority of the voters holds it, and a leader that kept what was committed
   // before (CheckWritesKept ended the run otherwise) holds the committed entries first.
+  const size_t known = c.committed.size();
   if (holding * 2 > voters && leader.log.size() > c.committed.size() && failure_.empty()) {
     c.committed.insert(c.committed.end(), leader.log.begin() + static_cast<long>(c.committed.size()), leader.log.end());
   }
-  // The leader's next message tells its followers how far it committed.
-  for (Node* n : synced) n->commit_seen = std::min(c.committed.size(), n->log.size());
+  // The leader knows at once how far it committed; its followers learn it from its next message,
+  // so a follower's commit trails the entries it acknowledged until then (its WAL's last HardState
+  // too: what rule 8's recover commits on its copy).
+  for (Node* n : synced) n->commit_seen = std::min(n == &leader ? c.committed.size() : known, n->log.size());
 }
 
 void World::Apply(Node& n) {
@@ -2482,6 +2644,7 @@ RunResult World::Run() {
   result_.backups = backups_;
   result_.laggards = laggards_;
   result_.restore = restore_;
+  result_.recover = recover_;
   if (backups_) Mark("scheduled backups");
   std::string why;
   while (failure_.empty()) {
@@ -2638,6 +2801,8 @@ const char* CheckName(Check check) {
       return "restore-old-cluster";
     case Check::kRestoreData:
       return "restore-data";
+    case Check::kRecoverLost:
+      return "recover-write-lost";
   }
   return "unknown";
 }

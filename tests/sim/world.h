@@ -401,6 +401,21 @@ class World {
   void AdoptRestored(Node& n);
   void OperatorRestoreWhenDue();
   void OperatorRestore();
+  // Every node started again with --restore-from restoring_ and the new token, one node first with
+  // the old token (rule 7b); processes are killed for a while after.
+  void RestartRestoring();
+  // Recover seeds (RunOptions::recover): a node whose data holds a member of the newest cluster,
+  // picked at random (-1: none); every quorate stopped, `quorate recover --from-member` on it.
+  int Survivor();
+  void OperatorRecover(int s);
+  void RecoverOn(int s);
+  // etcd's WAL of node n's data as its etcd left it: the log, each entry synced, and the last
+  // HardState with the commit it learnt (which trails the entries a follower acknowledged until the
+  // leader's next message).
+  Status SaveWal(Node& n);
+  // etcd started with --force-new-cluster on recover's copy of node s's data (`dir`): it replays
+  // the WAL's entries up to its last HardState's commit, and drops the rest.
+  Result<std::unique_ptr<ReplayedEtcd>> Replay(int s, const std::string& dir);
   bool RestorePending() const { return restore_ && !restore_began_ && !restore_given_up_; }
   // A quorate process may be killed between two calls: while the faults strike, and for a while
   // after the operator's restore began.
@@ -445,6 +460,8 @@ class World {
   bool backups_ = false;
   bool laggards_ = false;
   bool restore_ = false;
+  bool recover_ = false;
+  bool recovering_ = false;  // every quorate stays stopped while the operator's recover runs
   bool restore_began_ = false;
   bool restore_given_up_ = false;
   TimePoint kills_until_{};
@@ -455,6 +472,7 @@ class World {
     std::vector<uint64_t> puts;
   };
   std::optional<CheckedBackup> newest_backup_, restoring_;
+  std::vector<uint64_t> recovered_puts_;  // what the etcd on recover's copy replayed
   // The backup store every node's schedule writes to (RunOptions::backups).
   MemVfs store_;
   bool scale_in_ = false;

@@ -9,47 +9,10 @@
 
 #include "etcd/wal_commit.h"
 #include "quorate/fs.h"
+#include "testing/fake_wal.h"
 
 namespace quorate {
 namespace {
-
-std::string Varint(uint64_t v) {
-  std::string out;
-  while (v >= 0x80) {
-    out += static_cast<char>((v & 0x7f) | 0x80);
-    v >>= 7;
-  }
-  out += static_cast<char>(v);
-  return out;
-}
-
-std::string Frame(const std::string& record) {
-  size_t pad = (8 - record.size() % 8) % 8;
-  uint64_t word = record.size() | (pad != 0 ? (static_cast<uint64_t>(0x80 | pad) << 56) : 0);
-  std::string out;
-  for (int i = 0; i < 8; ++i) out += static_cast<char>((word >> (8 * i)) & 0xff);
-  return out + record + std::string(pad, '\0');
-}
-
-// A WAL written record by record as etcd's encoder does: each record's crc chained from the last.
-struct WalBuilder {
-  uint32_t crc = 0;
-  std::string bytes;
-
-  void Record(uint64_t type, const std::string& data) {
-    crc = Crc32cExtend(crc, data);
-    bytes += Frame("\x08" + Varint(type) + "\x10" + Varint(crc) + "\x1a" + Varint(data.size()) + data);
-  }
-  void Crc() { bytes += Frame("\x08\x04\x10" + Varint(crc)); }  // a file's first record: the chain so far
-  void Metadata() { Record(1, std::string("\x08\x07\x10\x09", 4)); }
-  void Snapshot(uint64_t index, uint64_t term) { Record(5, "\x08" + Varint(index) + "\x10" + Varint(term)); }
-  void Entry(uint64_t term, uint64_t index) {
-    Record(2, std::string("\x08\x00", 2) + "\x10" + Varint(term) + "\x18" + Varint(index) + "\x22\x03put");
-  }
-  void State(uint64_t term, uint64_t vote, uint64_t commit) {
-    Record(3, "\x08" + Varint(term) + "\x10" + Varint(vote) + "\x18" + Varint(commit));
-  }
-};
 
 struct TempDataDir {
   std::string dir;
