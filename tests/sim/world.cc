@@ -2478,8 +2478,7 @@ bool World::Converged(std::string* why) {
       return false;
     }
     // Rule 1b holds a node on a member the operator removed, once its etcd ran under this process
-    // (and a fresh process that only learns of the removal from its own etcd ran it too), and on a
-    // learner M6 removed while its etcd ran (§12: it joins again when its quorate starts anew).
+    // (and a fresh process that only learns of the removal from its own etcd ran it too).
     bool out = n->removed_under != 0 && n->removed_under == n->data_member && HoldsData(*n) &&
                !n->etcd.running && n->last_wait == WaitKind::kRemoved;
     // A node for which the cluster has no seat (an extra one, or one whose seat another took) waits,

@@ -417,6 +417,18 @@ TEST_CASE("removed while etcd ran here: wait, never restart etcd, never rejoin")
   CHECK(d.data_removed);
 }
 
+TEST_CASE("removed by rule M6 (its record says so) while etcd ran here: a stuck learner's node joins again, its data aside") {
+  MemberSet set = MakeSet(5);
+  PlanInput in = RemovedInput(set, {1, 2, 3}, {1, 2, 3});
+  in.etcd_ran = true;
+  in.removed_by_learner_deadline = true;
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kJoin);
+  CHECK(d.move_data_aside);
+  CHECK(d.data_removed);
+  CHECK(Contains(d.reason, "rule M6's record says it removed that learner, stuck past --learner-deadline"));
+}
+
 TEST_CASE("removed, as a decision of this process found before, and no quorum view now: wait, never restart") {
   MemberSet set = MakeSet(5);
   PlanInput in = RemovedInput(set, {1, 2, 3}, {1, 2, 3});
