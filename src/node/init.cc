@@ -588,6 +588,18 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, co
       input.replaced_here = state_->replaced;
     }
     Decision decision = Plan(input);
+    if (decision.action == Action::kReplace && !input.quorum_view) {
+      // Rule 4 removes a voter: counted again on a member list read with quorum (the peers' views may
+      // predate a removal). None read: the decision stands, and its removal commits only with quorum.
+      const TlsFiles& client_tls = config_.etcdctl_tls.enabled() ? config_.etcdctl_tls : config_.client_tls;
+      auto listing = options_.etcd_clients({decision.endpoints, client_tls, kQuorumViewTimeout})->MemberListLinearizable();
+      if (listing.ok()) {
+        input.quorum_view = ClusterView{listing->cluster_id, listing->members};
+        decision = Plan(input);
+      } else {
+        spdlog::debug("no member list read with quorum before the replacement: {}", listing.status().message());
+      }
+    }
     {
       std::lock_guard lock(state_->mu);
       // Before the removal is asked: once it may have gone through, a restart of etcd decides again

@@ -1810,6 +1810,16 @@ std::optional<ClusterView> World::ViewAnswered(int k) {
     }
     return partial;
   }
+  // A member removed while its etcd was down answers, restarted on its data, the membership it last
+  // saw: itself and every voter of then (rule 4 must not count on such a view).
+  if (n.etcd.incarnation >= 0) {
+    const auto& members = clusters_[n.etcd.incarnation].members;
+    const auto id = n.etcd.id;
+    if (std::none_of(members.begin(), members.end(), [&](const ClusterMember& m) { return m.id == id; }) &&
+        std::any_of(n.view->members.begin(), n.view->members.end(), [&](const ClusterMember& m) { return m.id == id; })) {
+      Mark("a removed member answers the membership from before its removal");
+    }
+  }
   return n.view;
 }
 

@@ -925,6 +925,35 @@ TEST_CASE("started member without data is replaced only with quorum (3 members)"
   }
 }
 
+TEST_CASE("replace counts the voters on the member list read with quorum, not on older views") {
+  // Simulator seed 1347 of 5 nodes: the views list every initial member a voter (a removed member's
+  // etcd, restarted on data that never saw its removal), and n3 and n4 answer at their peer URLs;
+  // the cluster itself is n1 (this node, its data gone), n2 and n5, of which only n2 answers.
+  MemberSet set = MakeSet(5);
+  PlanInput in = MakeInput(set);
+  GiveAllViews(in, ViewOf(set, {1, 2, 3, 4, 5}));
+  PeerNamed(in, "n5").cluster.reset();
+  Decision on_views = Plan(in);
+  REQUIRE(on_views.action == Action::kReplace);
+  CHECK(Contains(on_views.reason, "3 of 5 voters answer"));
+
+  ClusterView listed = ViewOf(set, {1, 2, 3, 4, 5});
+  std::erase_if(listed.members, [&](const ClusterMember& m) {
+    return m.id == set.IdOf(MemberNo(3)) || m.id == set.IdOf(MemberNo(4));
+  });
+  in.quorum_view = listed;
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kWait);
+  CHECK(d.wait == WaitKind::kMajorityLost);
+  CHECK(Contains(d.reason, "only 1 of 3 voters answer"));
+  CHECK_FALSE(d.remove_id.has_value());
+
+  SUBCASE("a list of another cluster is not counted on") {
+    in.quorum_view->cluster_id ^= 1;
+    CHECK(Plan(in).action == Action::kReplace);
+  }
+}
+
 TEST_CASE("replace counts a voter outside the discovered set whose peer URL answers") {
   // The cluster is n1 (this node, its data gone), n2 and n4, a node outside the discovered set that
   // joined by rule 2 into the seat of n3, which the operator removed; n3 holds its data, stopped.
