@@ -285,14 +285,40 @@ Result<EndpointStatus> FakeEtcdClient::EndpointStatusOf(const std::string& endpo
   return Status::Unavailable(endpoint + ": connection refused");
 }
 
-// The membership is what this fake is for; the KV calls belong to the etcd provider's tests.
-Status FakeEtcdClient::Put(const std::string& key, const std::string&) { return NoKeys("Put " + key); }
-Result<std::optional<std::string>> FakeEtcdClient::Get(const std::string& key) { return NoKeys("Get " + key); }
-Result<std::vector<KeyValue>> FakeEtcdClient::GetPrefix(const std::string& prefix) {
-  return NoKeys("GetPrefix " + prefix);
+// Keys as quorate's records use them (rule M6's, the rolling changes'): through the leader, so
+// refused without quorum, as linearizable reads and writes are.
+Status FakeEtcdClient::Put(const std::string& key, const std::string& value) {
+  Record("Put " + key);
+  std::lock_guard lock(mu_);
+  if (!has_quorum_) return Status::Unavailable("Put: etcdserver: request timed out").With(Reason::kOutcomeUnknown);
+  keys[key] = value;
+  return Status::Ok();
 }
-Result<bool> FakeEtcdClient::PutIfAbsent(const std::string& key, const std::string&) {
-  return NoKeys("PutIfAbsent " + key);
+
+Result<std::optional<std::string>> FakeEtcdClient::Get(const std::string& key) {
+  Record("Get " + key);
+  std::lock_guard lock(mu_);
+  if (!has_quorum_) return Status::Unavailable("Range: etcdserver: no leader");
+  auto it = keys.find(key);
+  return it == keys.end() ? std::optional<std::string>() : std::optional(it->second);
+}
+
+Result<std::vector<KeyValue>> FakeEtcdClient::GetPrefix(const std::string& prefix) {
+  Record("GetPrefix " + prefix);
+  std::lock_guard lock(mu_);
+  if (!has_quorum_) return Status::Unavailable("Range: etcdserver: no leader");
+  std::vector<KeyValue> out;
+  for (const auto& [k, v] : keys) {
+    if (k.rfind(prefix, 0) == 0) out.push_back({k, v, 1});
+  }
+  return out;
+}
+
+Result<bool> FakeEtcdClient::PutIfAbsent(const std::string& key, const std::string& value) {
+  Record("PutIfAbsent " + key);
+  std::lock_guard lock(mu_);
+  if (!has_quorum_) return Status::Unavailable("Txn: etcdserver: request timed out").With(Reason::kOutcomeUnknown);
+  return keys.emplace(key, value).second;
 }
 
 void FakeEtcdClient::SetDatabase(MemberId id, int64_t size, int64_t in_use) {
@@ -355,10 +381,5 @@ Status FakeEtcdClient::Defragment(const std::string& endpoint, std::chrono::mill
   return Status::Unavailable("Defragment: no member at " + endpoint);
 }
 
-Status FakeEtcdClient::NoKeys(std::string call) {
-  Status s = Status::Internal(call + ": FakeEtcdClient keeps no keys");
-  Record(std::move(call));
-  return s;
-}
 
 }  // namespace quorate

@@ -74,9 +74,12 @@ class FakeEtcdClient : public EtcdClient {
   Status Compact(int64_t revision) override;
   Status Defragment(const std::string& endpoint, std::chrono::milliseconds timeout) override;
 
+
+  // The keys the calls above keep; a test may set or read them between calls.
+  std::map<std::string, std::string> keys;
+
  private:
   void Record(std::string call);
-  Status NoKeys(std::string call);
   void After(const std::string& call);
   MemberListing ListingLocked() const;
   std::vector<ClusterMember>::iterator FindLocked(MemberId id);

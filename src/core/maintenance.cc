@@ -207,6 +207,8 @@ const char* MaintenanceActionName(MaintenanceAction action) {
   return "none";
 }
 
+std::string LearnerRemovalKey(MemberId id) { return "/quorate/maintenance/removed-learners/" + IdToHex(id); }
+
 MaintenanceDecision PlanMaintenance(const MaintenanceFacts& f, const MaintenanceSettings& s) {
   if (!s.enabled) return Decide(MaintenanceAction::kNone, "M0", "maintenance is off (--maintenance=false)");
   if (f.self == 0 || f.self != f.leader) {

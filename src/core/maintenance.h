@@ -79,6 +79,13 @@ struct MaintenanceDecision {
 
 MaintenanceDecision PlanMaintenance(const MaintenanceFacts& facts, const MaintenanceSettings& settings);
 
+// Rule M6's record of a learner it removes, kept in etcd under this key: rule 1b reads it to tell
+// M6's removal (its node joins again) from the operator's (its node holds). Written before the
+// removal with the state kLearnerRemoving, and with kLearnerRemovalAbandoned when etcd refused it.
+std::string LearnerRemovalKey(MemberId id);
+inline constexpr const char* kLearnerRemoving = "removing";
+inline constexpr const char* kLearnerRemovalAbandoned = "abandoned";
+
 // Rule M6's memory, kept by the leader's quorate between rounds: when each learner last made
 // progress. Forgotten whenever this quorate does not lead (Forget), so a new leadership watches every
 // learner for a whole deadline before it removes one.

@@ -321,12 +321,18 @@ std::string MajorityLostAdvice(const PlanInput& in, const ClusterView& c, const 
 // and add us back as a learner, with quorum. `started`: the member ran (rule 4: its data is gone);
 // else it never started, but the membership changed since the bootstrap.
 Decision PlanReplace(const PlanInput& in, const ClusterView& c, const ClusterMember& listed, bool started) {
+  // The voters are counted on the member list read with quorum when there is one: the peers' views
+  // may be older than a removal (a removed member's etcd, restarted on data that never saw it, lists
+  // every initial member a voter), and the live node at a removed voter's peer URLs would count as
+  // that voter answering (simulator seed 1347 of 5 nodes).
+  const ClusterView& counted =
+      in.quorum_view && in.quorum_view->cluster_id == c.cluster_id ? *in.quorum_view : c;
   size_t voters = 0;
   size_t live = 0;
-  for (const auto& m : c.members) {
+  for (const auto& m : counted.members) {
     if (m.is_learner) continue;
     ++voters;
-    if (&m != &listed && VoterAnswers(in, m)) ++live;
+    if (m.id != listed.id && VoterAnswers(in, m)) ++live;
   }
   size_t majority = voters / 2 + 1;
   const std::string what =
@@ -643,7 +649,7 @@ std::optional<std::pair<size_t, size_t>> MajorityWithout(const PlanInput& in, co
 
 // Rule 1b's decision once `removed` (what the quorum view says of our member) is known.
 Decision PlanRemovedFrom(const PlanInput& in, const ClusterView& view, const std::string& removed) {
-  if (in.etcd_ran) {
+  if (in.etcd_ran && !in.removed_by_learner_deadline) {
     return Wait(WaitKind::kRemoved,
                 fmt::format("{}: not restarting etcd, and not rejoining, since a removal is deliberate; delete this "
                             "node, or restart quorate to join again while the cluster is below --cluster-size",
@@ -669,12 +675,12 @@ Decision PlanRemovedFrom(const PlanInput& in, const ClusterView& view, const std
 // made right after a linearizable read, so it holds every change committed before it. A peer URL's
 // GET /members is not enough, whichever way it points: etcd answers it while it still rebuilds the
 // membership from its WAL after a restart (lacking members it has), and a member that has not yet
-// applied a removal still lists the removed one. Then a removal met while etcd ran here, after this
-// process saw the member listed (PlanInput::etcd_ran), was the operator's (scale-down) or rule M6's and
-// is never undone from here; on a fresh start, or one whose etcd only found out (started on stale data
-// of a member removed before this process saw it listed), the node is a new one for the cluster (a
-// kept volume reused by a scale-up, a learner M6 removed while its node was down), which joins by rule
-// 2 when the cluster is below its size, its old data moved aside, never deleted.
+// applied a removal still lists the removed one. Then a removal met while etcd ran here
+// (PlanInput::etcd_ran) was the operator's (a scale-down) or rule M7's, and is never undone from here,
+// unless rule M6's record names the member (a stuck learner, removed to free etcd's learner seat,
+// whose node §12 has join again). On a fresh start, or after M6's removal, the node is a new one for
+// the cluster (a kept volume reused by a scale-up, a learner M6 removed), which joins by rule 2 when
+// the cluster is below its size, its old data moved aside, never deleted.
 std::optional<Decision> PlanRemoved(const PlanInput& in) {
   const WalIdentity& local = *in.local;
   const ClusterView& view = *in.quorum_view;
@@ -683,8 +689,11 @@ std::optional<Decision> PlanRemoved(const PlanInput& in) {
     if (m.id == local.member_id) return std::nullopt;
   }
   std::string removed =
-      fmt::format("member {} ({}) was removed from cluster {}: a member list read with quorum lacks it",
-                  IdToHex(local.member_id), in.self.name, IdToHex(view.cluster_id));
+      fmt::format("member {} ({}) was removed from cluster {}: a member list read with quorum lacks it{}",
+                  IdToHex(local.member_id), in.self.name, IdToHex(view.cluster_id),
+                  in.removed_by_learner_deadline
+                      ? ", and rule M6's record says it removed that learner, stuck past --learner-deadline"
+                      : "");
   Decision d = PlanRemovedFrom(in, view, removed);
   d.data_removed = true;
   return d;

@@ -36,13 +36,12 @@ struct PlanInput {
   bool has_local_data = false;  // <data-dir>/member/wal exists
   // Whose that data is, from its WAL; nullopt without data or when the WAL cannot be read.
   std::optional<WalIdentity> local;
-  // etcd ran under this process on this member's data, and what this process saw of the member before
-  // this decision placed no removal before it: a removal met now came during this process's life, and
-  // is not undone (rule 1b). A member this process never saw a voter, but saw listed as a learner or
-  // missing from a peer's view, may have been removed before it started (rule M6, on a watch kept
-  // while its node was down; its etcd, started on the stale data, was only refused): that is met as
-  // on a fresh start.
+  // etcd ran under this process on this member's data: a removal met now came during this process's
+  // life, and is not undone (rule 1b), unless it was rule M6's.
   bool etcd_ran = false;
+  // Rule M6's record in etcd (LearnerRemovalKey) says M6 removed this member, a learner stuck past
+  // --learner-deadline, read with the quorum view: its node joins again whenever it finds out (§12).
+  bool removed_by_learner_deadline = false;
   // An earlier decision of this process found, with quorum, this member removed (rule 1b on a fresh
   // start): its data is never started on again, whether or not a member list can be read with quorum now.
   bool removed_before = false;

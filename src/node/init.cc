@@ -14,6 +14,7 @@
 
 #include "agent/agent.h"
 #include "core/bucket.h"
+#include "core/maintenance.h"
 #include "etcd/etcd_config.h"
 #include "etcd/etcd_version.h"
 #include "etcd/etcd_wal.h"
@@ -21,6 +22,7 @@
 #include "node/rotation.h"
 #include "quorate/fs.h"
 #include "quorate/log.h"
+#include "quorate/text.h"
 #include "store/sealed_bucket.h"
 
 namespace quorate {
@@ -49,25 +51,19 @@ bool ViewsLackUs(const PlanInput& input) {
   return false;
 }
 
-// How a peer's view or the quorum view lists the member of our data: nullopt when none does, true
-// when every one that does lists a learner, false when one lists a voter. A learner's listing, or a
-// view without the member, does not place a removal after this process's start (rule 1b): rule M6
-// removes a learner on a watch its leader kept while the learner's node was down, so that removal may
-// land before or as a fresh process restarts it, and §12 has that node join again.
-std::optional<bool> ListedAsLearner(const PlanInput& input) {
-  if (!input.local) return std::nullopt;
-  std::optional<bool> learner;
-  auto look = [&](const ClusterView& view) {
-    if (view.cluster_id != input.local->cluster_id) return;
-    for (const auto& m : view.members) {
-      if (m.id == input.local->member_id) learner = learner.value_or(true) && m.is_learner;
-    }
-  };
-  if (input.quorum_view) look(*input.quorum_view);
-  for (const auto& p : input.peers) {
-    if (p.cluster) look(*p.cluster);
+bool Lists(const ClusterView& view, MemberId member) {
+  return std::any_of(view.members.begin(), view.members.end(), [&](const ClusterMember& m) { return m.id == member; });
+}
+
+// Whether the value at LearnerRemovalKey is rule M6's record of a removal it asked: one marked
+// abandoned (etcd refused it), or not M6's JSON at all, is none.
+bool RecordsRemoval(const std::string& value) {
+  auto doc = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("state") || !doc["state"].is_string()) {
+    spdlog::warn("the record of rule M6 read is not its JSON, so taken for none: {}", Printable(value, 200));
+    return false;
   }
-  return learner;
+  return doc["state"].get<std::string>() == kLearnerRemoving;
 }
 
 // The client URLs of the members the peers list as started: where the quorum view is asked.
@@ -283,13 +279,6 @@ struct InitJob::State {
   std::mutex mu;
   AgentState agent_state;
   bool etcd_ran = false;
-  // The members this process saw listed as voters (in a view or the quorum view, answering a status
-  // as voters with a leader: WatchVoters), or made by its own add or start; and those it saw listed
-  // as learners, or missing from a view. A removal of ours met once etcd ran came during this
-  // process's life (rule 1b), unless the member is in `unplaced` and not in `listed`. A member ID
-  // never comes back, so once is enough.
-  std::set<MemberId> listed;
-  std::set<MemberId> unplaced;
   // Rule 1b's removal, once a majority said so: that member ID never comes back, so the hold stands
   // for its data even when the majority stops answering later.
   std::optional<std::pair<MemberId, std::string>> removed;
@@ -339,59 +328,6 @@ void InitJob::SetRunning(bool running) {
   std::lock_guard lock(state_->mu);
   state_->agent_state.data_state = running ? DataState::kRunning : DataState::kHasData;
   state_->etcd_ran = state_->etcd_ran || running;
-}
-
-namespace {
-
-// An etcd client that reports the members whose status answers them voters with a leader.
-class VoterWatch : public EtcdClient {
- public:
-  VoterWatch(std::unique_ptr<EtcdClient> inner, std::function<void(MemberId)> saw)
-      : inner_(std::move(inner)), saw_(std::move(saw)) {}
-  Result<EndpointStatus> EndpointStatusOf(const std::string& endpoint) override {
-    auto status = inner_->EndpointStatusOf(endpoint);
-    if (status.ok() && status->leader != 0 && !status->is_learner) saw_(status->member_id);
-    return status;
-  }
-  Result<MemberListing> MemberList() override { return inner_->MemberList(); }
-  Result<MemberListing> MemberListLinearizable() override { return inner_->MemberListLinearizable(); }
-  Result<MemberListing> MemberAdd(const std::vector<std::string>& peer_urls, bool is_learner,
-                                  MemberId* added) override {
-    return inner_->MemberAdd(peer_urls, is_learner, added);
-  }
-  Status MemberRemove(MemberId id) override { return inner_->MemberRemove(id); }
-  Status MemberPromote(MemberId id) override { return inner_->MemberPromote(id); }
-  Status MemberUpdate(MemberId id, const std::vector<std::string>& peer_urls) override {
-    return inner_->MemberUpdate(id, peer_urls);
-  }
-  Status Put(const std::string& key, const std::string& value) override { return inner_->Put(key, value); }
-  Result<std::optional<std::string>> Get(const std::string& key) override { return inner_->Get(key); }
-  Result<std::vector<KeyValue>> GetPrefix(const std::string& prefix) override { return inner_->GetPrefix(prefix); }
-  Result<bool> PutIfAbsent(const std::string& key, const std::string& value) override {
-    return inner_->PutIfAbsent(key, value);
-  }
-  Result<std::vector<EtcdAlarm>> AlarmList() override { return inner_->AlarmList(); }
-  Status AlarmDisarm(const EtcdAlarm& alarm) override { return inner_->AlarmDisarm(alarm); }
-  Status Compact(int64_t revision) override { return inner_->Compact(revision); }
-  Status Defragment(const std::string& endpoint, std::chrono::milliseconds timeout) override {
-    return inner_->Defragment(endpoint, timeout);
-  }
-
- private:
-  std::unique_ptr<EtcdClient> inner_;
-  std::function<void(MemberId)> saw_;
-};
-
-}  // namespace
-
-EtcdClientFactory InitJob::WatchVoters(EtcdClientFactory inner) {
-  if (!inner) inner = MakeEtcdClient;
-  return [this, inner = std::move(inner)](const EtcdClientOptions& options) -> std::unique_ptr<EtcdClient> {
-    return std::make_unique<VoterWatch>(inner(options), [this](MemberId member) {
-      std::lock_guard lock(state_->mu);
-      state_->listed.insert(member);
-    });
-  };
 }
 
 Result<InitJob::Local> InitJob::GatherLocal(Clock::TimePoint deadline) {
@@ -628,15 +564,23 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, co
       } else {
         spdlog::debug("no member list read with quorum, so no removal is concluded: {}", listing.status().message());
       }
+      // Whose removal it was, when it was one: rule M6's leaves a record (§12), the operator's none.
+      if (input.quorum_view && !Lists(*input.quorum_view, input.local->member_id)) {
+        auto record = client->Get(LearnerRemovalKey(input.local->member_id));
+        if (!record.ok()) {
+          spdlog::debug("rule M6's record not read, so no removal is concluded: {}", record.status().message());
+          input.quorum_view.reset();
+        } else {
+          input.removed_by_learner_deadline = *record && RecordsRemoval(**record);
+        }
+      }
     }
     AdoptListedTwins(input, twins);
     {
       // Only what was seen before this decision: a view that lists us beside a quorum view that lacks
       // us is one that has not applied the removal yet, no sign of when it came.
       std::lock_guard lock(state_->mu);
-      input.etcd_ran = state_->etcd_ran && input.local &&
-                       (state_->listed.contains(input.local->member_id) ||
-                        !state_->unplaced.contains(input.local->member_id));
+      input.etcd_ran = state_->etcd_ran && input.local;
     }
     input.removed_before = removed_before;
     {
@@ -644,19 +588,24 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, co
       input.replaced_here = state_->replaced;
     }
     Decision decision = Plan(input);
+    if (decision.action == Action::kReplace && !input.quorum_view) {
+      // Rule 4 removes a voter: counted again on a member list read with quorum (the peers' views may
+      // predate a removal). None read: the decision stands, and its removal commits only with quorum.
+      const TlsFiles& client_tls = config_.etcdctl_tls.enabled() ? config_.etcdctl_tls : config_.client_tls;
+      auto listing = options_.etcd_clients({decision.endpoints, client_tls, kQuorumViewTimeout})->MemberListLinearizable();
+      if (listing.ok()) {
+        input.quorum_view = ClusterView{listing->cluster_id, listing->members};
+        decision = Plan(input);
+      } else {
+        spdlog::debug("no member list read with quorum before the replacement: {}", listing.status().message());
+      }
+    }
     {
       std::lock_guard lock(state_->mu);
       // Before the removal is asked: once it may have gone through, a restart of etcd decides again
       // in this process on views that may predate that member's start.
       if (decision.action == Action::kReplace && decision.remove_id) state_->replaced.insert(*decision.remove_id);
       if (decision.data_removed && decision.wait != WaitKind::kRemoved) state_->removed_fresh = input.local->member_id;
-      if (const auto learner = ListedAsLearner(input); !decision.data_removed && input.local) {
-        if (learner == false) {
-          state_->listed.insert(input.local->member_id);
-        } else if (learner == true || ViewsLackUs(input)) {
-          state_->unplaced.insert(input.local->member_id);
-        }
-      }
     }
     if (options_.on_decision) options_.on_decision(decision);
     bool provisional = decision.look_again;
@@ -927,11 +876,6 @@ Result<InitOutcome> InitJob::RunUntil(Clock::TimePoint deadline, std::shared_fut
     if (!decision.ok()) return decision.status();
     spdlog::info("decision: {}: {}", ActionName(decision->action), decision->reason);
     auto carried = Carry(*local, input, std::move(*decision), deadline);
-    if (carried.ok() && carried->decision.action != Action::kRestart) {
-      // Its own add answered with the member listed, or it starts as a member the cluster lists.
-      std::lock_guard lock(state_->mu);
-      state_->listed.insert(carried->member_id);
-    }
     if (carried.ok() || carried.status().reason() != Reason::kStaleDecision) return carried;
     spdlog::info("{}", carried.status().message());
     switch (WaitOrStop(stale, options_.stop)) {

@@ -89,13 +89,9 @@ class InitJob {
   // under this job and the cluster has since removed this member (rule 1b): the caller keeps etcd
   // stopped and may ask again later. Cancelled when stopped while waiting.
   Result<InitOutcome> Run();
-  // Whether etcd runs now; once it has run with this member seen listed, a removal of this member is
-  // no longer rejoined from (rule 1b).
+  // Whether etcd runs now; once it has run, a removal of this member is no longer rejoined from,
+  // unless rule M6 made it (rule 1b).
   void SetRunning(bool running);
-  // `inner` (null: the real client) as clients that tell this job of every member whose etcd answers
-  // a status as a voter with a leader: seen listed while etcd runs, for rule 1b. `run` hands them to
-  // upkeep, whose rounds ask this member's status; the job must outlive them.
-  EtcdClientFactory WatchVoters(EtcdClientFactory inner);
 
  private:
   struct State;

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
+#include "core/bucket.h"
+#include "core/json.h"
 #include "discovery/discovery.h"
 #include "quorate/log.h"
 #include "status/status_server.h"
@@ -219,9 +223,7 @@ void Maintainer::Carry(EtcdClient& client, const MaintenanceLook& look) {
         spdlog::info("maintenance: {} is no longer a learner of the cluster; nothing removed", IdToHex(d.member));
         return;
       }
-      Remove(client, d.member,
-             fmt::format("learner {} ({})", m->name.empty() ? "unstarted" : m->name, IdToHex(d.member)),
-             "remove-learner");
+      RemoveLearner(client, *m);
       return;
     }
     case MaintenanceAction::kRemoveMember: {
@@ -259,6 +261,36 @@ void Maintainer::Carry(EtcdClient& client, const MaintenanceLook& look) {
       return;
     }
   }
+}
+
+// M6's record goes first: without it, the learner's node could not tell this removal from the
+// operator's, and would hold its etcd stopped for good (rule 1b). A removal etcd refused is marked
+// abandoned, so a later removal of that member by the operator is not taken for M6's; one whose
+// outcome is unknown keeps its record, as it may have gone through.
+void Maintainer::RemoveLearner(EtcdClient& client, const ClusterMember& m) {
+  const std::string what = fmt::format("learner {} ({})", m.name.empty() ? "unstarted" : m.name, IdToHex(m.id));
+  const std::string key = LearnerRemovalKey(m.id);
+  auto record = [&](const char* state) {
+    return client.Put(key, JsonText(nlohmann::json{{"member", IdToHex(m.id)}, {"name", m.name}, {"rule", "M6"},
+                                                   {"state", state}, {"at", NowRfc3339()}}));
+  };
+  if (Status s = record(kLearnerRemoving); !s.ok()) {
+    spdlog::warn("maintenance: not removing {}: its record at {} could not be written: {}", what, key, s.message());
+    Count("remove-learner", false);
+    return;
+  }
+  Status s = client.MemberRemove(m.id);
+  if (s.ok()) {
+    spdlog::info("maintenance: {} removed; its record is at {}", what, key);
+  } else {
+    spdlog::warn("maintenance: removing {} failed: {}", what, s.message());
+    if (s.reason() != Reason::kOutcomeUnknown) {
+      if (Status undone = record(kLearnerRemovalAbandoned); !undone.ok()) {
+        spdlog::warn("maintenance: the record at {} still says removing: {}", key, undone.message());
+      }
+    }
+  }
+  Count("remove-learner", s.ok());
 }
 
 void Maintainer::Remove(EtcdClient& client, MemberId id, const std::string& what, const char* action) {

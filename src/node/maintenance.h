@@ -51,6 +51,8 @@ class Maintainer {
   void RefreshScaleTarget(size_t members, bool force);
   // One member out (rules M6, M7), said in the log as `what`, counted under `action`.
   void Remove(EtcdClient& client, MemberId id, const std::string& what, const char* action);
+  // Rule M6's removal of learner `m`, its record (LearnerRemovalKey) written first.
+  void RemoveLearner(EtcdClient& client, const ClusterMember& m);
   void Count(const std::string& action, bool ok);
 
   MaintenanceSettings settings_;

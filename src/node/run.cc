@@ -190,8 +190,6 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
   UpkeepOptions upkeep_options = std::move(seams.upkeep);
   upkeep_options.clock = &clock;
   upkeep_options.tls = tls->get();
-  // Its rounds ask this member's status: one that answers a voter is listed while etcd runs (rule 1b).
-  upkeep_options.etcd_clients = job.WatchVoters(std::move(upkeep_options.etcd_clients));
   Upkeep upkeep(config, metrics, upkeep_options);
   // The rolling changes (CA rotation, peers to https) restart etcd through the supervisor, which
   // exists further down.

@@ -121,14 +121,13 @@ class SimClient : public EtcdClient {
       return Status::NotFound("etcdserver: member not found");
     }
     if (maintainer_) w_.Mark(it->is_learner ? "maintenance removed a learner" : "maintenance removed a voter");
-    // M6's removal of a learner whose etcd runs under its quorate: rule 1b holds that node until its
-    // quorate starts anew (DESIGN §12 M6), as after the operator's removal.
+    // M6's removal of a learner whose etcd runs under its quorate: M6's record has that node join
+    // again (DESIGN §12 M6), where the operator's removal holds it.
     if (maintainer_ && it->is_learner) {
       for (auto& n : w_.nodes) {
-        if (n->data_member != id || !n->etcd.running || !n->proc || !n->proc->etcd_ran) continue;
-        w_.Mark("maintenance removed a learner whose etcd runs");
-        n->removed_under = id;
-        n->removed_in_gen = n->proc->gen;
+        if (n->data_member == id && n->etcd.running && n->proc && n->proc->etcd_ran) {
+          w_.Mark("maintenance removed a learner whose etcd runs");
+        }
       }
     }
     if (w_.strict() && !it->is_learner && !EnoughStartedAfter(c, id, false)) {
@@ -212,8 +211,21 @@ class SimClient : public EtcdClient {
     return st;
   }
 
-  Status Put(const std::string&, const std::string&) override { return NoKeys(); }
-  Result<std::optional<std::string>> Get(const std::string&) override { return NoKeys(); }
+  // Keys as a quorum commits them (rule M6's records): written and read through the leader.
+  Status Put(const std::string& key, const std::string& value) override {
+    auto t = Reach();
+    if (!t.ok()) return t.status();
+    w_.ClusterOf(*t)->keys[key] = value;
+    return Status::Ok();
+  }
+  Result<std::optional<std::string>> Get(const std::string& key) override {
+    auto t = Reach();
+    if (!t.ok()) return t.status();
+    const auto& keys = w_.ClusterOf(*t)->keys;
+    auto it = keys.find(key);
+    if (it == keys.end()) return std::optional<std::string>();
+    return std::optional<std::string>(it->second);
+  }
   Result<std::vector<KeyValue>> GetPrefix(const std::string&) override { return NoKeys(); }
   Result<bool> PutIfAbsent(const std::string&, const std::string&) override { return NoKeys(); }
   // The database as maintenance (§12) meets it: sizes, revisions and alarms, no keys.

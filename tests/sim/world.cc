@@ -1810,6 +1810,16 @@ std::optional<ClusterView> World::ViewAnswered(int k) {
     }
     return partial;
   }
+  // A member removed while its etcd was down answers, restarted on its data, the membership it last
+  // saw: itself and every voter of then (rule 4 must not count on such a view).
+  if (n.etcd.incarnation >= 0) {
+    const auto& members = clusters_[n.etcd.incarnation].members;
+    const auto id = n.etcd.id;
+    if (std::none_of(members.begin(), members.end(), [&](const ClusterMember& m) { return m.id == id; }) &&
+        std::any_of(n.view->members.begin(), n.view->members.end(), [&](const ClusterMember& m) { return m.id == id; })) {
+      Mark("a removed member answers the membership from before its removal");
+    }
+  }
   return n.view;
 }
 
@@ -2478,8 +2488,7 @@ bool World::Converged(std::string* why) {
       return false;
     }
     // Rule 1b holds a node on a member the operator removed, once its etcd ran under this process
-    // (and a fresh process that only learns of the removal from its own etcd ran it too), and on a
-    // learner M6 removed while its etcd ran (§12: it joins again when its quorate starts anew).
+    // (and a fresh process that only learns of the removal from its own etcd ran it too).
     bool out = n->removed_under != 0 && n->removed_under == n->data_member && HoldsData(*n) &&
                !n->etcd.running && n->last_wait == WaitKind::kRemoved;
     // A node for which the cluster has no seat (an extra one, or one whose seat another took) waits,

@@ -261,6 +261,8 @@ struct SimCluster {
   bool writes_forfeit = false;
   // Made by etcd's restore tool (rule 7), not by a bootstrap.
   bool restored = false;
+  // The keys quorate wrote (rule M6's records); a restore's cluster starts with the backup's puts only.
+  std::map<std::string, std::string> keys;
 };
 
 class World {

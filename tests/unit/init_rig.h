@@ -20,7 +20,7 @@
 #include "etcd/etcd_config.h"
 #include "node/init.h"
 #include "testing/fake_clock.h"
-#include "testing/fake_keyed_etcd.h"
+#include "testing/fake_etcd.h"
 #include "testing/fake_peers.h"
 
 namespace quorate {
@@ -33,7 +33,7 @@ inline const std::string kN3 = "http://127.0.0.3:2380";
 struct InitRig {
   std::string dir;
   FakeClock clock;
-  FakeKeyedEtcdClient cluster;  // keys: the rolling changes' records
+  FakeEtcdClient cluster;
   FakePeers peers{&cluster};
   Config config;
   MemberSet expected;

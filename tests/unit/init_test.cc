@@ -15,6 +15,7 @@
 
 #include "backup/backup.h"
 #include "core/bucket.h"
+#include "core/maintenance.h"
 #include "core/rolling.h"
 #include "etcd/etcd_config.h"
 #include "node/init.h"
@@ -347,15 +348,16 @@ TEST_CASE("init: a removal seen while etcd ran holds etcd stopped, even once the
     rig.peers.SetRunning(kN2, true);
     rig.peers.SetRunning(kN3, true);
   }
-  SUBCASE("the views listed it as a learner at its start, and upkeep's round saw it a voter while etcd ran") {
+  // Simulator seed 1713 of 3 nodes: the operator removed a learner that this fresh process had
+  // restarted; no record of rule M6 names it, so the removal is the operator's.
+  SUBCASE("the views listed it as a learner at its start") {
     rig.cluster.AddStarted(rig.Id("n1"), "n1", {kN1}, {rig.ClientUrl("n1")}, /*is_learner=*/true);
     start();
-    rig.cluster.SetCaughtUp(rig.Id("n1"), true);
-    REQUIRE(rig.cluster.MemberPromote(rig.Id("n1")).ok());
-    auto upkeep = job.WatchVoters(rig.cluster.Factory())({{rig.ClientUrl("n1")}, TlsFiles{}, seconds(1)});
-    auto status = upkeep->EndpointStatusOf(rig.ClientUrl("n1"));
-    REQUIRE(status.ok());
-    CHECK(status->member_id == rig.Id("n1"));
+  }
+  SUBCASE("rule M6's record of it says its removal was abandoned") {
+    rig.cluster.AddStarted(rig.Id("n1"), "n1", {kN1}, {rig.ClientUrl("n1")}, /*is_learner=*/true);
+    start();
+    rig.cluster.keys[LearnerRemovalKey(rig.Id("n1"))] = R"({"rule":"M6","state":"abandoned"})";
   }
   REQUIRE(rig.cluster.MemberRemove(rig.Id("n1")).ok());  // the operator's, while etcd runs
   job.SetRunning(false);
@@ -373,22 +375,28 @@ TEST_CASE("init: a removal seen while etcd ran holds etcd stopped, even once the
 
 // Found by the simulator (tests/sim, seed 50724 of 3 nodes and 100357 of 5): a learner rule M6 removed
 // while its node was down, restarted by a fresh process on its stale data, was held for good once
-// that etcd was refused, as if the operator had removed it under this process.
-TEST_CASE("init: a removal of a member this process saw a learner or missing, never a voter, is a fresh start's: join again") {
+// that etcd was refused, as if the operator had removed it under this process. M6's record tells.
+TEST_CASE("init: a learner rule M6 removed, as its record in etcd says, joins again whenever its node finds out") {
   InitRig rig;
   REQUIRE(WriteWal(rig.config.data_dir, rig.Id("n1"), rig.cluster.View().cluster_id).ok());
   rig.PeersRun();
   InitJob job(rig.config, rig.Options());
-  SUBCASE("the views listed it as a learner") {
+  auto m6_removes = [&] {
+    rig.cluster.keys[LearnerRemovalKey(rig.Id("n1"))] = R"({"rule":"M6","state":"removing"})";
+    REQUIRE(rig.cluster.MemberRemove(rig.Id("n1")).ok());
+  };
+  SUBCASE("the views listed it as a learner, and M6 removed it while its etcd ran here") {
     rig.cluster.AddUnstarted(rig.Id("n1"), {kN1}, /*is_learner=*/true);
     auto started = job.Run();
     REQUIRE_MESSAGE(started.ok(), started.status().message());
     CHECK(started->decision.action == Action::kRestart);
     job.SetRunning(true);
-    REQUIRE(rig.cluster.MemberRemove(rig.Id("n1")).ok());  // rule M6, on a watch kept while n1 was down
+    m6_removes();
   }
   // Simulator seed 100402 of 5 nodes: M6 removed it 16 s before its quorate started again.
-  SUBCASE("the views lacked it, and no member list could be read with quorum to confirm it") {
+  SUBCASE("M6 removed it before this process started, and no member list could be read with quorum to confirm it") {
+    rig.cluster.AddUnstarted(rig.Id("n1"), {kN1}, /*is_learner=*/true);
+    m6_removes();
     rig.cluster.SetQuorum(false);
     auto started = job.Run();
     REQUIRE_MESSAGE(started.ok(), started.status().message());
@@ -400,6 +408,7 @@ TEST_CASE("init: a removal of a member this process saw a learner or missing, ne
   auto out = job.Run();
   REQUIRE_MESSAGE(out.ok(), out.status().message());
   CHECK(out->decision.action == Action::kJoin);
+  CHECK(Contains(out->decision.reason, "rule M6's record says it removed that learner"));
   CHECK(Contains(out->decision.reason, "moving its data aside"));
   CHECK_FALSE(std::filesystem::exists(rig.config.data_dir + "/member/wal"));
   CHECK(rig.OursInCluster().size() == 1);
@@ -451,7 +460,9 @@ TEST_CASE("init: started before but its data is gone: the stale ID is removed an
   auto out = rig.Run();
   REQUIRE(out.ok());
   CHECK(out->decision.action == Action::kReplace);
-  CHECK(rig.cluster.Calls().at(0) == "MemberRemove " + IdToHex(rig.Id("n1")));
+  // The voters counted again on a list read with quorum before the removal.
+  CHECK(rig.cluster.Calls().at(0) == "MemberListLinearizable");
+  CHECK(rig.cluster.Calls().at(1) == "MemberRemove " + IdToHex(rig.Id("n1")));
   auto ours = rig.OursInCluster();
   REQUIRE(ours.size() == 1);
   CHECK(ours[0].is_learner);
@@ -1029,7 +1040,9 @@ TEST_CASE("init: moving to TLS with its data lost, the member listed under its n
   auto out = rig.Run();
   REQUIRE_MESSAGE(out.ok(), out.status().message());
   CHECK(out->decision.action == Action::kReplace);
-  CHECK(rig.cluster.Calls().at(0) == "MemberRemove " + IdToHex(rig.Id("n1")));
+  // The voters counted again on a list read with quorum before the removal.
+  CHECK(rig.cluster.Calls().at(0) == "MemberListLinearizable");
+  CHECK(rig.cluster.Calls().at(1) == "MemberRemove " + IdToHex(rig.Id("n1")));
   // Added back where the phase says the membership lists it.
   std::vector<ClusterMember> ours;
   for (const auto& m : rig.cluster.Members()) {

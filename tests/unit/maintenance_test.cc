@@ -3,6 +3,7 @@
 #include "core/maintenance.h"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include "node/maintenance.h"
 #include "testing/fake_clock.h"
@@ -479,6 +480,15 @@ TEST_CASE("maintainer: a learner whose node never started is removed after the d
   auto listing = cluster.MemberList();
   REQUIRE(listing.ok());
   CHECK(listing->members.size() == 3);
+  // Its record first, so that the learner's node joins again rather than hold (rule 1b).
+  const auto calls = cluster.Calls();
+  const auto put = std::find(calls.begin(), calls.end(), "Put " + LearnerRemovalKey(0x44));
+  CHECK(put < std::find(calls.begin(), calls.end(), "MemberRemove " + IdToHex(0x44)));
+  REQUIRE(cluster.keys.count(LearnerRemovalKey(0x44)) == 1);
+  auto record = nlohmann::json::parse(cluster.keys[LearnerRemovalKey(0x44)]);
+  CHECK(record["state"] == kLearnerRemoving);
+  CHECK(record["rule"] == "M6");
+  CHECK(record["member"] == IdToHex(0x44));
   CHECK(maintainer.RenderMetrics().find("quorate_maintenance_actions_total{action=\"remove-learner\"} 1") !=
         std::string::npos);
 }

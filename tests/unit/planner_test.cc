@@ -417,6 +417,18 @@ TEST_CASE("removed while etcd ran here: wait, never restart etcd, never rejoin")
   CHECK(d.data_removed);
 }
 
+TEST_CASE("removed by rule M6 (its record says so) while etcd ran here: a stuck learner's node joins again, its data aside") {
+  MemberSet set = MakeSet(5);
+  PlanInput in = RemovedInput(set, {1, 2, 3}, {1, 2, 3});
+  in.etcd_ran = true;
+  in.removed_by_learner_deadline = true;
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kJoin);
+  CHECK(d.move_data_aside);
+  CHECK(d.data_removed);
+  CHECK(Contains(d.reason, "rule M6's record says it removed that learner, stuck past --learner-deadline"));
+}
+
 TEST_CASE("removed, as a decision of this process found before, and no quorum view now: wait, never restart") {
   MemberSet set = MakeSet(5);
   PlanInput in = RemovedInput(set, {1, 2, 3}, {1, 2, 3});
@@ -910,6 +922,35 @@ TEST_CASE("started member without data is replaced only with quorum (3 members)"
     CHECK(Contains(d.reason, "--force-new-cluster"));
     CHECK_FALSE(d.remove_id.has_value());
     CHECK_FALSE(d.add_member);
+  }
+}
+
+TEST_CASE("replace counts the voters on the member list read with quorum, not on older views") {
+  // Simulator seed 1347 of 5 nodes: the views list every initial member a voter (a removed member's
+  // etcd, restarted on data that never saw its removal), and n3 and n4 answer at their peer URLs;
+  // the cluster itself is n1 (this node, its data gone), n2 and n5, of which only n2 answers.
+  MemberSet set = MakeSet(5);
+  PlanInput in = MakeInput(set);
+  GiveAllViews(in, ViewOf(set, {1, 2, 3, 4, 5}));
+  PeerNamed(in, "n5").cluster.reset();
+  Decision on_views = Plan(in);
+  REQUIRE(on_views.action == Action::kReplace);
+  CHECK(Contains(on_views.reason, "3 of 5 voters answer"));
+
+  ClusterView listed = ViewOf(set, {1, 2, 3, 4, 5});
+  std::erase_if(listed.members, [&](const ClusterMember& m) {
+    return m.id == set.IdOf(MemberNo(3)) || m.id == set.IdOf(MemberNo(4));
+  });
+  in.quorum_view = listed;
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kWait);
+  CHECK(d.wait == WaitKind::kMajorityLost);
+  CHECK(Contains(d.reason, "only 1 of 3 voters answer"));
+  CHECK_FALSE(d.remove_id.has_value());
+
+  SUBCASE("a list of another cluster is not counted on") {
+    in.quorum_view->cluster_id ^= 1;
+    CHECK(Plan(in).action == Action::kReplace);
   }
 }
 

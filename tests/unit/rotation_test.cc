@@ -8,7 +8,7 @@
 #include "node/rotation.h"
 #include "../support/test_certs.h"
 #include "quorate/fs.h"
-#include "testing/fake_keyed_etcd.h"
+#include "testing/fake_etcd.h"
 
 namespace quorate {
 namespace {
@@ -24,7 +24,7 @@ struct Rig {
   TestCerts certs;
   std::string dir;
   Config config;
-  FakeKeyedEtcdClient etcd;
+  FakeEtcdClient etcd;
   Member self{"n1", {}, {"http://10.0.0.1:2379"}};
   int restarts = 0;
 
