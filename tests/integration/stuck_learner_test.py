@@ -2,7 +2,8 @@
 `--learner-deadline 4s` and a writer.
 1. A learner that catches up (a plain etcd the test adds with `member add --learner` and starts) is
    kept for a span of several deadlines: progress, or being caught up, resets its watch.
-2. Its etcd killed, it neither answers nor progresses: the leader's quorate removes it (rule M6).
+2. Its etcd killed, it neither answers nor progresses: the leader's quorate removes it (rule M6),
+   its record written in etcd first.
 3. A learner whose node never starts (a peer URL nobody serves) is removed too, freeing etcd's one
    learner seat.
 No write of the writer fails, and the three voters stay: a learner holds no vote."""
@@ -77,12 +78,20 @@ def test():
     check(removed_learners(c) == 0, "a learner was removed while it caught up")
     log(f"l4 kept as a learner for {4 * DEADLINE_S + 10} s while it applied the writer's puts")
 
-    # 2. Its etcd gone: neither answering nor progressing, it is removed by the leader's quorate.
+    # 2. Its etcd gone: neither answering nor progressing, it is removed by the leader's quorate,
+    #    which leaves its record in etcd first (rule 1b reads it to have that node join again).
+    l4_id = members(c)["l4"]["ID"]
     learner.kill()
     learner.wait()
     wait_until(lambda: "l4" not in members(c), 60, "the stalled learner l4 removed by rule M6")
     text = "".join(log_since(n) for n in c.nodes)
     check("maintenance: remove-learner (rule M6): learner l4" in text, "no M6 decision line for l4 in the logs")
+    key = f"/quorate/maintenance/removed-learners/{l4_id:x}"
+    value = c.etcdctl("get", key, "--print-value-only", check_rc=0).stdout.strip()
+    check(value, f"no record of rule M6 at {key}")
+    record = json.loads(value)
+    check(record.get("rule") == "M6" and record.get("state") == "removing" and record.get("name") == "l4",
+          f"rule M6's record of l4 is not as written: {record}")
 
     # 3. A learner whose node never starts is removed too.
     wait_until(lambda: c.etcdctl("member", "add", "ghost", "--learner", "--peer-urls", f"http://{NET}.9:2380",
