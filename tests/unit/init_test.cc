@@ -739,6 +739,15 @@ TEST_CASE("init: a peer's view that lacks our member is no removal until a membe
     CHECK(cluster.CountCalls("MemberListLinearizable") == 1);
     CHECK(std::filesystem::exists(rig.config.data_dir + "/member/wal"));
   }
+  SUBCASE("the member list read with quorum lists us: restart on our data, no removal") {
+    cluster.AddStarted(ours, "n1", {kN1}, {rig.ClientUrl("n1")});
+    peers.SetStaleView(kN2, ClusterView{cluster_id, {cluster.Members().front()}});  // n2's replay lists only n2
+    auto out = InitJob(rig.config, options).Run();
+    REQUIRE(out.ok());
+    CHECK(out->decision.action == Action::kRestart);
+    CHECK(cluster.CountCalls("MemberListLinearizable") == 1);
+    CHECK(std::filesystem::exists(rig.config.data_dir + "/member/wal"));
+  }
   SUBCASE("confirmed with quorum: removed, so the data goes aside and we join as a new learner") {
     auto out = InitJob(rig.config, options).Run();
     REQUIRE(out.ok());
