@@ -8,6 +8,7 @@
 #include "core/json.h"
 #include "discovery/discovery.h"
 #include "quorate/log.h"
+#include "quorate/text.h"
 #include "status/status_server.h"
 
 namespace quorate {
@@ -266,9 +267,11 @@ void Maintainer::Carry(EtcdClient& client, const MaintenanceLook& look) {
 // M6's record goes first: without it, the learner's node could not tell this removal from the
 // operator's, and would hold its etcd stopped for good (rule 1b). A removal etcd refused is marked
 // abandoned, so a later removal of that member by the operator is not taken for M6's; one whose
-// outcome is unknown keeps its record, as it may have gone through.
+// outcome is unknown keeps its record, as it may have gone through, and so does one that finds the
+// member gone (another leader's M6 removed it a moment before, under the same record).
 void Maintainer::RemoveLearner(EtcdClient& client, const ClusterMember& m) {
-  const std::string what = fmt::format("learner {} ({})", m.name.empty() ? "unstarted" : m.name, IdToHex(m.id));
+  const std::string what =
+      fmt::format("learner {} ({})", m.name.empty() ? "unstarted" : Printable(m.name, 64), IdToHex(m.id));
   const std::string key = LearnerRemovalKey(m.id);
   auto record = [&](const char* state) {
     return client.Put(key, JsonText(nlohmann::json{{"member", IdToHex(m.id)}, {"name", m.name}, {"rule", "M6"},
@@ -284,7 +287,7 @@ void Maintainer::RemoveLearner(EtcdClient& client, const ClusterMember& m) {
     spdlog::info("maintenance: {} removed; its record is at {}", what, key);
   } else {
     spdlog::warn("maintenance: removing {} failed: {}", what, s.message());
-    if (s.reason() != Reason::kOutcomeUnknown) {
+    if (s.reason() != Reason::kOutcomeUnknown && !s.IsNotFound()) {
       if (Status undone = record(kLearnerRemovalAbandoned); !undone.ok()) {
         spdlog::warn("maintenance: the record at {} still says removing: {}", key, undone.message());
       }
