@@ -552,6 +552,7 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, co
       input.answering_outsiders = std::move(outsiders.answering);
     }
     input.quorum_view.reset();
+    input.removed_by_learner_deadline = false;
     if (input.has_local_data && (ViewsLackUs(input) || removed_before)) {
       const TlsFiles& client_tls = config_.etcdctl_tls.enabled() ? config_.etcdctl_tls : config_.client_tls;
       // Not cut by --timeout's deadline: the try due at the deadline must see what the others saw, or
@@ -565,7 +566,8 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, co
         spdlog::debug("no member list read with quorum, so no removal is concluded: {}", listing.status().message());
       }
       // Whose removal it was, when it was one: rule M6's leaves a record (§12), the operator's none.
-      if (input.quorum_view && !Lists(*input.quorum_view, input.local->member_id)) {
+      if (input.quorum_view && input.quorum_view->cluster_id == input.local->cluster_id &&
+          !Lists(*input.quorum_view, input.local->member_id)) {
         auto record = client->Get(LearnerRemovalKey(input.local->member_id));
         if (!record.ok()) {
           spdlog::debug("rule M6's record not read, so no removal is concluded: {}", record.status().message());
