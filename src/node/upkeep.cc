@@ -31,9 +31,14 @@ Upkeep::Upkeep(const Config& config, Metrics& metrics, UpkeepOptions options)
   if (!options_.scale_target) options_.scale_target = ScaleTargetFromDiscovery(config);
   if (options_.scale_target) maintainer_->SetScaleTarget(options_.scale_target);
   metrics_.AddSection([maintainer = maintainer_] { return maintainer->RenderMetrics(); });
+  stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (stop_fd_ < 0) spdlog::error("upkeep will make no rounds: {}", Status::FromErrno(errno, "eventfd").message());
 }
 
-Upkeep::~Upkeep() { Stop(); }
+Upkeep::~Upkeep() {
+  Stop();
+  if (stop_fd_ >= 0) ::close(stop_fd_);
+}
 
 void Upkeep::SetSelf(const Member& self, const std::vector<std::string>& peer_client_urls) {
   std::lock_guard lock(mu_);
@@ -204,25 +209,19 @@ void Upkeep::Rotate() {
 }
 
 void Upkeep::Start() {
-  stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (stop_fd_ < 0) {
-    spdlog::error("upkeep not started: {}", Status::FromErrno(errno, "eventfd").message());
-    return;
-  }
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] { Run(); });
 }
 
 void Upkeep::Stop() {
-  if (stop_fd_ < 0) return;
+  if (cancel_->cancelled()) return;
   uint64_t one = 1;
-  (void)!::write(stop_fd_, &one, sizeof one);
+  if (stop_fd_ >= 0) (void)!::write(stop_fd_, &one, sizeof one);
   cancel_->Cancel();
   if (thread_.joinable()) thread_.join();
-  ::close(stop_fd_);
-  stop_fd_ = -1;
 }
 
-void Upkeep::Loop() {
+void Upkeep::Run() {
+  if (stop_fd_ < 0) return;
   pollfd stop{stop_fd_, POLLIN, 0};
   while (true) {
     auto woken = clock_.Poll(std::span<pollfd>(&stop, 1), clock_.Now() + options_.interval);

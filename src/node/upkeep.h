@@ -71,13 +71,15 @@ class Upkeep {
   // What the last round found; Unavailable before the first.
   Status Ready() const;
 
-  // Runs a round every interval on a thread of its own, until Stop(), which cancels the round's calls
-  // in flight (a cluster without quorum would hold each for its timeout) and is final.
+  // Runs a round every interval on the calling thread until Stop(), or until its clock's wait fails
+  // (the simulator's process ended). Start() runs it on a thread of its own.
+  void Run();
   void Start();
+  // Ends Run() wherever it runs, and cancels the round's calls in flight (a cluster without quorum
+  // would hold each for its timeout); final.
   void Stop();
 
  private:
-  void Loop();
   // endpoints_ from what is known now; the client is remade, and true returned, only when they are
   // other URLs (an order of the same ones is kept: a client per round would redo its connections).
   // Under mu_.
@@ -109,7 +111,7 @@ class Upkeep {
   Clock::TimePoint last_maintenance_{};
   RollingChanges* rotation_ = nullptr;
   Clock::TimePoint last_rotation_{};
-  int stop_fd_ = -1;
+  int stop_fd_ = -1;  // written by Stop(); Run() waits on it between rounds
   // Every client made here carries it; Stop() cancels it.
   std::shared_ptr<Cancellation> cancel_ = std::make_shared<Cancellation>();
   std::thread thread_;
