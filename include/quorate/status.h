@@ -24,7 +24,7 @@ enum class Reason {
   kTooManyLearners,   // etcd: the cluster has as many learners as it allows
   kStaleDecision,     // the membership met while applying a decision is not the one it was made on
   kCompacted,         // etcd: the revision asked for is compacted already
-  kNoQuorumCommits,   // a removal retried to --timeout that no quorum committed: a majority may be lost
+  kNoQuorumCommits,   // by --timeout, no quorum committed a removal, or counted the voters for one: a majority may be lost
   kPeerUrlsMoved,     // the cluster moved its peer URLs to https (§14) past this node's flags: look again there
 };
 

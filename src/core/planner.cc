@@ -203,26 +203,28 @@ Decision PlanLateInitial(const PlanInput& in, const ClusterView& c, const Cluste
                             JoinStrings(past, ", "), MajorityLostAdvice(in, c, &listed)));
   };
   // A peer restarting on its data lists the members as it replays its log, one at a time (rule 1b's
-  // partial view): a view that lacks the very member answering it is such a part, and every check
-  // above would go over the members it happens to hold so far. The voters it leaves out may be the
-  // ones whose logs are past the bootstrap, or whose views show our start. Only while no member shows
-  // as started: the bootstrap's entries, every initial member, come before any member's publish.
+  // partial view), and every check above would go over the members it happens to hold so far. The
+  // voters it leaves out may be the ones whose logs are past the bootstrap, or whose views show our
+  // start. While no member shows as started, a view of the cluster the expected set bootstraps is the
+  // bootstrap's membership, every initial member in it: a member publishes itself before it serves
+  // the API any change of the membership goes through. So a view then lacking an initial member (the
+  // very one answering it, or another: simulator seed 2880 of 3 nodes, whose third member was down)
+  // is such a part.
   auto partial_view = [&]() -> std::optional<Decision> {
     if (std::any_of(c.members.begin(), c.members.end(), [](const ClusterMember& m) { return m.started(); })) {
       return std::nullopt;
     }
-    for (const auto& p : in.peers) {
-      const Member* e = in.expected.FindByName(p.name);
-      if (e == nullptr || !p.cluster || p.cluster->cluster_id != c.cluster_id) continue;
-      if (std::any_of(c.members.begin(), c.members.end(),
-                      [&](const ClusterMember& m) { return SharesUrl(e->peer_urls, m.peer_urls); })) {
+    for (const auto& e : in.expected.members()) {
+      const MemberId id = in.expected.IdOf(e);
+      if (std::any_of(c.members.begin(), c.members.end(), [&](const ClusterMember& m) { return m.id == id; })) {
         continue;
       }
       return Wait(WaitKind::kPeersNotReady,
-                  fmt::format("cluster {} lists {} as initial member {} that never started, but the views of it, "
-                              "{}'s among them, do not list {} itself: a member replaying its log lists only the "
-                              "members replayed so far, so {} waits for the whole membership",
-                              IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id), p.name, p.name, in.self.name));
+                  fmt::format("cluster {} lists {} as initial member {} that never started, but the views of it do "
+                              "not list initial member {} ({}): a member replaying its log lists only the members "
+                              "replayed so far, so {} waits for the whole membership",
+                              IdToHex(c.cluster_id), in.self.name, IdToHex(listed.id), IdToHex(id), e.name,
+                              in.self.name));
     }
     return std::nullopt;
   };
@@ -648,13 +650,20 @@ std::optional<std::pair<size_t, size_t>> MajorityWithout(const PlanInput& in, co
 }
 
 // Rule 1b's decision once `removed` (what the quorum view says of our member) is known.
+std::string RemovedText(const PlanInput& in, const ClusterView& quorum_view) {
+  return fmt::format("member {} ({}) was removed from cluster {}: a member list read with quorum lacks it",
+                     IdToHex(in.local->member_id), in.self.name, IdToHex(quorum_view.cluster_id));
+}
+
+Decision HoldRemoved(const std::string& removed) {
+  return Wait(WaitKind::kRemoved,
+              fmt::format("{}: not restarting etcd, and not rejoining, since a removal is deliberate; delete this "
+                          "node, or restart quorate to join again while the cluster is below --cluster-size",
+                          removed));
+}
+
 Decision PlanRemovedFrom(const PlanInput& in, const ClusterView& view, const std::string& removed) {
-  if (in.etcd_ran && !in.removed_by_learner_deadline) {
-    return Wait(WaitKind::kRemoved,
-                fmt::format("{}: not restarting etcd, and not rejoining, since a removal is deliberate; delete this "
-                            "node, or restart quorate to join again while the cluster is below --cluster-size",
-                            removed));
-  }
+  if (in.etcd_ran && !in.removed_by_learner_deadline) return HoldRemoved(removed);
   PlanInput fresh = in;
   fresh.has_local_data = false;
   Decision d = PlanWithCluster(fresh, view);
@@ -669,6 +678,36 @@ Decision PlanRemovedFrom(const PlanInput& in, const ClusterView& view, const std
   }
   return Wait(WaitKind::kPeersNotReady,
               fmt::format("{}; not restarting etcd, and not {}: {}", removed, ActionName(d.action), d.reason));
+}
+
+// Rule 1b's hold, asked again (PlanInput::held_removal): etcd stays stopped on the removed member's
+// data whatever comes. But once nothing of the cluster it was removed from runs, every other node may
+// only wait (one emptied sees no cluster, and waits for this node's data to answer), so this one says
+// when that cluster has lost a majority: its voters whose instances left for good (rule 9's departed),
+// and those that had started and whose agents say their data dirs are empty with their etcd silent,
+// can vote again only through a change that commits, and the rest are too few to commit one.
+Decision PlanHeldRemoval(const PlanInput& in) {
+  const ClusterView& c = *in.held_removal;
+  const std::string removed = RemovedText(in, c);
+  std::vector<std::string> lost;
+  size_t voters = 0;
+  for (const auto& m : c.members) {
+    if (m.is_learner) continue;
+    ++voters;
+    const PeerFacts* p = FactsOfVoter(in, m);
+    const bool emptied = p != nullptr && !p->cluster && m.started() &&
+                         (p->agent.reachable ? p->agent.data_state == DataState::kEmpty : p->empty_when_last_answered);
+    if (Departed(in, m) || emptied) lost.push_back(NameFor(m, in.expected));
+  }
+  Decision d = HoldRemoved(removed);
+  if (voters > 0 && voters - lost.size() < voters / 2 + 1) {
+    d = Wait(WaitKind::kMajorityLost,
+              fmt::format("{}; since then {} of its {} voters ({}) left with their instances or lost their data, so "
+                          "that cluster has lost a majority: not restarting etcd on the removed member's data; {}",
+                          removed, lost.size(), voters, JoinStrings(lost, ", "), MajorityLostAdvice(in, c, nullptr)));
+  }
+  d.data_removed = true;
+  return d;
 }
 
 // Rule 1b: our data is a member's the cluster removed. Said only from the quorum view: a member list
@@ -688,12 +727,10 @@ std::optional<Decision> PlanRemoved(const PlanInput& in) {
   for (const auto& m : view.members) {
     if (m.id == local.member_id) return std::nullopt;
   }
-  std::string removed =
-      fmt::format("member {} ({}) was removed from cluster {}: a member list read with quorum lacks it{}",
-                  IdToHex(local.member_id), in.self.name, IdToHex(view.cluster_id),
-                  in.removed_by_learner_deadline
-                      ? ", and rule M6's record says it removed that learner, stuck past --learner-deadline"
-                      : "");
+  std::string removed = RemovedText(in, view);
+  if (in.removed_by_learner_deadline) {
+    removed += ", and rule M6's record says it removed that learner, stuck past --learner-deadline";
+  }
   Decision d = PlanRemovedFrom(in, view, removed);
   d.data_removed = true;
   return d;
@@ -821,6 +858,7 @@ VersionFacts VersionFactsOf(const PlanInput& input) {
 }
 
 Decision Plan(const PlanInput& input) {
+  if (input.held_removal && input.local) return PlanHeldRemoval(input);
   if (std::string refusal = VersionRefusal(VersionFactsOf(input)); !refusal.empty()) {
     return Wait(WaitKind::kVersion, refusal);
   }

@@ -45,6 +45,11 @@ struct PlanInput {
   // An earlier decision of this process found, with quorum, this member removed (rule 1b on a fresh
   // start): its data is never started on again, whether or not a member list can be read with quorum now.
   bool removed_before = false;
+  // Rule 1b's hold, asked again: this process found its member removed while etcd ran here, in this
+  // member list read with quorum then. The hold stands; the plan only says whether that cluster has
+  // lost a majority since (its voters left with their instances or emptied), which no other node
+  // can say once nothing of it runs.
+  std::optional<ClusterView> held_removal;
   // Member IDs of ours this process set out to replace (rule 4 removes them): each started once, so
   // a view that shows one unstarted is older than its start (a peer replaying its log), and rule 3
   // never starts `new` under it.
@@ -105,7 +110,9 @@ struct Decision {
   bool add_member = false;               // kJoin/kReplace: MemberAdd(self peer URLs, isLearner)
   bool move_data_aside = false;          // kJoin by rule 1b: the old member's data goes aside first
   bool data_removed = false;             // rule 1b: the member our data is of was removed (any action)
-  std::optional<MemberId> remove_id;     // kReplace: the stale ID; kJoin by rule 9: the departed one
+  // kReplace: the stale ID; kJoin by rule 9: the departed one; kWait: the stale ID rule 4 removes once
+  // a member list read with quorum counts the voters on.
+  std::optional<MemberId> remove_id;
   // With add_member: --cluster-size (else the expected set's size). The seat the decision saw free
   // may be taken before MemberAdd goes through (another node's add, rule 2), so every try of the add
   // reads the membership again and refuses one past this.

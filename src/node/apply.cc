@@ -13,6 +13,11 @@
 #include "quorate/log.h"
 
 namespace quorate {
+
+const char kMajorityMayBeLost[] =
+    "a majority of the cluster may be lost (a member that was removed without learning it still answers as a "
+    "voter): check `quorate member list` on every member; if their data is gone for good, `quorate recover` from a "
+    "survivor or `quorate run --restore-from` a backup brings the cluster back";
 namespace {
 
 constexpr auto kPeerCallTimeout = std::chrono::milliseconds(1000);
@@ -100,12 +105,10 @@ Result<MembershipChange> ApplyMembershipChange(const ApplySeams& seams, const Tl
           // The decision counted a quorum among the voters that answered, yet none commits: one of
           // them may be a member removed without ever learning it (no quorum reached it), whose view
           // still lists it as a voter. Then the voters that hold data are fewer than a quorum.
-          return Status::DeadlineExceeded(fmt::format(
-              "timed out after --timeout waiting to {}: {}; no quorum commits the removal, so a majority of the "
-              "cluster may be lost (a member that was removed without learning it still answers as a voter): "
-              "check `quorate member list` on every member; if their data is gone for good, `quorate recover` "
-              "from a survivor or `quorate run --restore-from` a backup brings the cluster back",
-              what, s.message())).With(Reason::kNoQuorumCommits);
+          return Status::DeadlineExceeded(fmt::format("timed out after --timeout waiting to {}: {}; no quorum commits "
+                                                      "the removal, so {}",
+                                                      what, s.message(), kMajorityMayBeLost))
+              .With(Reason::kNoQuorumCommits);
         }
         return Status::DeadlineExceeded(fmt::format("timed out after --timeout waiting to {}: {}", what, s.message()));
       case Backoff::kStopped:

@@ -28,6 +28,11 @@ struct StopSource {
 // Backoff::Wait, waiting on when the stop fd woke it for something that is not a stop.
 Backoff::Outcome WaitOrStop(Backoff& backoff, const StopSource& stop);
 
+// Said when, by --timeout, no quorum commits a removal (rule 4 or 9), or reads the member list to count
+// the voters on before one: the voters that answered may include a member removed without ever
+// learning it (no quorum reached it), which still answers as a voter.
+extern const char kMajorityMayBeLost[];
+
 // Whether `url`'s host names an address of this machine: Unavailable when it does not resolve.
 using IsOwnAddress = std::function<Result<bool>(const PeerUrl& url)>;
 // The real one: an address is ours when a socket can be bound to it.

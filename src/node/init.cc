@@ -90,12 +90,22 @@ struct Outsiders {
   std::vector<MemberId> silent;
   std::vector<MemberId> answering;
 };
+// The views of the membership a decision has: the peers' etcds', and rule 1b's hold's (the member
+// list read with quorum when the removal was found).
+std::vector<const ClusterView*> ViewsOf(const PlanInput& input) {
+  std::vector<const ClusterView*> views;
+  for (const auto& p : input.peers) {
+    if (p.cluster) views.push_back(&*p.cluster);
+  }
+  if (input.held_removal) views.push_back(&*input.held_removal);
+  return views;
+}
+
 Outsiders AskOutsiders(Peers& peers, const PlanInput& input) {
   Outsiders out;
   std::vector<MemberId> asked;
-  for (const auto& p : input.peers) {
-    if (!p.cluster) continue;
-    for (const auto& m : p.cluster->members) {
+  for (const ClusterView* view : ViewsOf(input)) {
+    for (const auto& m : view->members) {
       if (std::find(asked.begin(), asked.end(), m.id) != asked.end()) continue;
       asked.push_back(m.id);
       bool in_group = false;
@@ -280,8 +290,13 @@ struct InitJob::State {
   AgentState agent_state;
   bool etcd_ran = false;
   // Rule 1b's removal, once a majority said so: that member ID never comes back, so the hold stands
-  // for its data even when the majority stops answering later.
-  std::optional<std::pair<MemberId, std::string>> removed;
+  // for its data even when the majority stops answering later. Its member list read with quorum is
+  // what each later decision asks about: whether that cluster has lost a majority since.
+  struct HeldRemoval {
+    MemberId member = 0;
+    ClusterView view;
+  };
+  std::optional<HeldRemoval> removed;
   // The same on a fresh start (not held): this member's data is never started on again.
   std::optional<MemberId> removed_fresh;
   // Our member IDs this process set out to replace (rule 4): rule 3 never starts `new` under one.
@@ -504,10 +519,11 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, co
   // Rule 3's second look (Decision::look_again): the initial cluster the first look decided on.
   std::string first_look;
   while (true) {
+    input.held_removal.reset();
     {
       std::lock_guard lock(state_->mu);
-      if (state_->removed && input.local && state_->removed->first == input.local->member_id) {
-        return Status::Unavailable(state_->removed->second);
+      if (state_->removed && input.local && state_->removed->member == input.local->member_id) {
+        input.held_removal = state_->removed->view;
       }
     }
     input.peers = GatherFacts(peers_, expected, input.self.name);
@@ -546,13 +562,19 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, co
     }
     input.silent_outsiders.clear();
     input.answering_outsiders.clear();
-    if (!input.has_local_data) {
+    if (!input.has_local_data || input.held_removal) {
       Outsiders outsiders = AskOutsiders(peers_, input);
       if (input.expected_is_whole_group) input.silent_outsiders = StillOutsideGroup(std::move(outsiders.silent), input);
       input.answering_outsiders = std::move(outsiders.answering);
     }
     input.quorum_view.reset();
     input.removed_by_learner_deadline = false;
+    if (input.held_removal) {
+      // Rule 1b's hold stands whatever the cluster says now; only whether it lost a majority since is asked.
+      Decision held = Plan(input);
+      if (options_.on_decision) options_.on_decision(held);
+      return Status::Unavailable(held.reason);
+    }
     if (input.has_local_data && (ViewsLackUs(input) || removed_before)) {
       const TlsFiles& client_tls = config_.etcdctl_tls.enabled() ? config_.etcdctl_tls : config_.client_tls;
       // Not cut by --timeout's deadline: the try due at the deadline must see what the others saw, or
@@ -590,16 +612,26 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, co
       input.replaced_here = state_->replaced;
     }
     Decision decision = Plan(input);
+    bool removal_uncounted = false;
     if (decision.action == Action::kReplace && !input.quorum_view) {
       // Rule 4 removes a voter: counted again on a member list read with quorum (the peers' views may
-      // predate a removal). None read: the decision stands, and its removal commits only with quorum.
+      // predate a removal). None read: no quorum now, so the removal could not commit either, and the
+      // views' count may be a removed member's (simulator seed 1334 of 3 nodes): nothing is asked.
       const TlsFiles& client_tls = config_.etcdctl_tls.enabled() ? config_.etcdctl_tls : config_.client_tls;
       auto listing = options_.etcd_clients({decision.endpoints, client_tls, kQuorumViewTimeout})->MemberListLinearizable();
       if (listing.ok()) {
         input.quorum_view = ClusterView{listing->cluster_id, listing->members};
         decision = Plan(input);
       } else {
-        spdlog::debug("no member list read with quorum before the replacement: {}", listing.status().message());
+        Decision wait;
+        wait.wait = WaitKind::kPeersNotReady;
+        wait.remove_id = decision.remove_id;
+        wait.reason = fmt::format(
+            "{}; but no member list could be read with quorum to count the voters on before member {} is removed "
+            "({}), so nothing is removed yet",
+            decision.reason, IdToHex(*decision.remove_id), listing.status().message());
+        decision = std::move(wait);
+        removal_uncounted = true;
       }
     }
     {
@@ -622,7 +654,7 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, co
     // Not waited out here: `run` keeps etcd stopped and asks again, answering signals meanwhile.
     if (decision.wait == WaitKind::kRemoved) {
       std::lock_guard lock(state_->mu);
-      if (input.local) state_->removed = {input.local->member_id, decision.reason};
+      if (input.local && input.quorum_view) state_->removed = State::HeldRemoval{input.local->member_id, *input.quorum_view};
       return Status::Unavailable(decision.reason);
     }
     // Rule 6: only another binary or another peer version cures it; `init` and the first start of
@@ -636,6 +668,10 @@ Result<Decision> InitJob::Decide(PlanInput& input, const MemberSet& expected, co
       case Backoff::kRetry:
         break;
       case Backoff::kDeadline:
+        if (removal_uncounted) {
+          return Status::DeadlineExceeded(TimedOut(config_, fmt::format("{}: {}", decision.reason, kMajorityMayBeLost)))
+              .With(Reason::kNoQuorumCommits);
+        }
         return Status::DeadlineExceeded(TimedOut(config_, decision.reason));
       case Backoff::kStopped:
         return Status::Cancelled(
@@ -699,9 +735,8 @@ std::vector<MemberId> InitJob::StillOutsideGroup(std::vector<MemberId> silent, c
     return {};
   }
   std::erase_if(silent, [&](MemberId id) {
-    for (const auto& p : input.peers) {
-      if (!p.cluster) continue;
-      for (const auto& m : p.cluster->members) {
+    for (const ClusterView* view : ViewsOf(input)) {
+      for (const auto& m : view->members) {
         if (m.id != id) continue;
         for (const auto& instance : *listed) {
           if (!SharesUrl(instance.peer_urls, m.peer_urls)) continue;

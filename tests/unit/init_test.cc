@@ -371,6 +371,22 @@ TEST_CASE("init: a removal seen while etcd ran holds etcd stopped, even once the
   REQUIRE(again.status().IsUnavailable());
   CHECK(Contains(again.status().message(), "was removed"));
   CHECK(HasEtcdData(rig.config.data_dir));
+  // Simulator seed 1589 of 3 nodes: the two voters left then lose their data, and nothing of the
+  // cluster runs; the emptied nodes can only wait for this node's data, so the hold says it.
+  rig.peers.SetRunning(kN2, false);
+  rig.AgentsAgree();
+  auto lost = job.Run();
+  REQUIRE(lost.status().IsUnavailable());
+  CHECK(Contains(lost.status().message(), "was removed"));
+  CHECK(Contains(lost.status().message(), "2 of its 2 voters (n2, n3) left with their instances or lost their data"));
+  CHECK(Contains(lost.status().message(), "not restarting etcd"));
+  CHECK(HasEtcdData(rig.config.data_dir));
+  for (const char* name : {"n2", "n3"}) {
+    rig.peers.SetAgent(name, {true, "", DataState::kHasData, "tok", rig.expected.cluster_id()});
+  }
+  auto back = job.Run();
+  REQUIRE(back.status().IsUnavailable());
+  CHECK(Contains(back.status().message(), "not rejoining"));
 }
 
 // Found by the simulator (tests/sim, seed 50724 of 3 nodes and 100357 of 5): a learner rule M6 removed
@@ -470,6 +486,28 @@ TEST_CASE("init: started before but its data is gone: the stale ID is removed an
   CHECK(out->member_id == ours[0].id);
   CHECK(rig.cluster.Members().size() == 3);
   CHECK(Contains(rig.EtcdConfig(), "initial-cluster-state: existing"));
+}
+
+// Simulator seed 1334 of 3 nodes: the views counted 2 of 3 voters answering, one of them a removed
+// member's etcd restarted on data that never saw its removal; the cluster had 1 of 3. With no member
+// list read with quorum, rule 4 asked MemberRemove on that count.
+TEST_CASE("init: rule 4 removes nothing while no member list can be read with quorum to count the voters on") {
+  InitRig rig;
+  rig.cluster.AddStarted(rig.Id("n1"), "n1", {kN1}, {rig.ClientUrl("n1")});
+  rig.PeersRun();
+  rig.cluster.SetQuorum(false);
+  rig.config.timeout = seconds(2);
+  auto out = rig.Run();
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.status().code() == Status::Code::kDeadlineExceeded);
+  CHECK(Contains(out.status().message(), "no member list could be read with quorum to count the voters on before "
+                                         "member " + IdToHex(rig.Id("n1")) + " is removed"));
+  // Said at --timeout as a removal no quorum commits is: a majority may be lost.
+  CHECK(out.status().reason() == Reason::kNoQuorumCommits);
+  CHECK(Contains(out.status().message(), "a majority of the cluster may be lost"));
+  CHECK(rig.cluster.CountCalls("MemberRemove") == 0);
+  CHECK(rig.cluster.CountCalls("MemberAdd") == 0);
+  CHECK_FALSE(PathExists(rig.config.state_dir + "/" + kEtcdConfigFile));
 }
 
 namespace {

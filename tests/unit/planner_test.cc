@@ -417,6 +417,73 @@ TEST_CASE("removed while etcd ran here: wait, never restart etcd, never rejoin")
   CHECK(d.data_removed);
 }
 
+TEST_CASE("rule 1b's hold, asked again: it stands, and says when the cluster it was removed from lost a majority") {
+  // n5 was removed from a cluster of n1, n2 and n3 (seed 1589 of 3 nodes: the voters left after the
+  // operator's removal then lost their volumes; no etcd ran anywhere, the emptied nodes waited for
+  // the removed node's data to answer, and nobody said a majority was lost).
+  MemberSet set = MakeSet(5);
+  PlanInput in = RemovedInput(set, {1, 2, 3}, {});
+  in.held_removal = in.quorum_view;
+  in.quorum_view.reset();
+  for (auto& p : in.peers) p.agent.data_state = DataState::kHasData;
+  auto hold_stands = [&] {
+    Decision d = Plan(in);
+    CHECK(d.wait == WaitKind::kRemoved);
+    CHECK(Contains(d.reason, "a member list read with quorum lacks it: not restarting etcd"));
+    CHECK_FALSE(d.add_member);
+    CHECK_FALSE(d.move_data_aside);
+    CHECK(d.data_removed);
+  };
+  SUBCASE("its voters hold data: the hold stands, even with etcd_ran unknown to this decision") {
+    hold_stands();
+  }
+  SUBCASE("one of three emptied: two still make a majority") {
+    PeerNamed(in, "n1").agent.data_state = DataState::kEmpty;
+    hold_stands();
+  }
+  SUBCASE("two of three emptied, their etcds silent: a majority is lost, and the hold stands") {
+    PeerNamed(in, "n1").agent.data_state = DataState::kEmpty;
+    PeerNamed(in, "n2").agent.data_state = DataState::kEmpty;
+    Decision d = Plan(in);
+    CHECK(d.action == Action::kWait);
+    CHECK(d.wait == WaitKind::kMajorityLost);
+    CHECK(Contains(d.reason, "was removed from cluster " + IdToHex(set.cluster_id())));
+    CHECK(Contains(d.reason, "2 of its 3 voters (n1, n2)"));
+    CHECK(Contains(d.reason, "not restarting etcd"));
+    CHECK(Contains(d.reason, "--restore-from"));
+    CHECK_FALSE(d.add_member);
+    CHECK(d.data_removed);
+  }
+  SUBCASE("an emptied one whose agent is down now counts as it last said") {
+    PeerNamed(in, "n1").agent.data_state = DataState::kEmpty;
+    PeerNamed(in, "n2").agent = AgentReport{};
+    PeerNamed(in, "n2").empty_when_last_answered = true;
+    CHECK(Plan(in).wait == WaitKind::kMajorityLost);
+  }
+  SUBCASE("an empty voter whose etcd answers is no loss: it rejoined") {
+    PeerNamed(in, "n1").agent.data_state = DataState::kEmpty;
+    PeerNamed(in, "n2").agent.data_state = DataState::kEmpty;
+    PeerNamed(in, "n2").cluster = *in.held_removal;
+    hold_stands();
+  }
+  SUBCASE("an empty voter that never started is no loss: rule 3 may still start it") {
+    for (auto& m : in.held_removal->members) {
+      if (m.name == "n2") m.client_urls.clear();
+    }
+    PeerNamed(in, "n1").agent.data_state = DataState::kEmpty;
+    PeerNamed(in, "n2").agent.data_state = DataState::kEmpty;
+    hold_stands();
+  }
+  SUBCASE("a voter whose instance left a whole group counts with an emptied one") {
+    in.expected_is_whole_group = true;
+    in.silent_outsiders = {set.IdOf(MemberNo(3))};
+    PeerNamed(in, "n1").agent.data_state = DataState::kEmpty;
+    Decision d = Plan(in);
+    CHECK(d.wait == WaitKind::kMajorityLost);
+    CHECK(Contains(d.reason, "2 of its 3 voters (n1, n3)"));
+  }
+}
+
 TEST_CASE("removed by rule M6 (its record says so) while etcd ran here: a stuck learner's node joins again, its data aside") {
   MemberSet set = MakeSet(5);
   PlanInput in = RemovedInput(set, {1, 2, 3}, {1, 2, 3});
@@ -708,6 +775,26 @@ TEST_CASE("rule 3 never starts new under an initial member ID a view no longer l
   CHECK(Plan(in).action == Action::kJoin);
 }
 
+TEST_CASE("late initial waits while the view lacks an initial member, even one that lists the peer answering it") {
+  // Sim seed 2880 of 3 nodes, init mode: n2 lost its data, n1 restarted on its log past the bootstrap
+  // and, replaying it, listed n1 and n2 so far, none started; n3 was down. Both looks saw every voter
+  // the view held answer with no start, and n2 started `new` under the ID it had started with.
+  MemberSet set = MakeSet(3);
+  PlanInput in = MakeInput(set, 2);
+  ClusterView replayed = ViewOf(set, {});
+  replayed.members.resize(2);
+  PeerNamed(in, "n1").cluster = replayed;
+  PeerNamed(in, "n1").agent = AgentReport{false, "connection refused", DataState::kUnknown, "", 0};
+  PeerNamed(in, "n3").agent = AgentReport{false, "connection refused", DataState::kUnknown, "", 0};
+  Decision d = Plan(in);
+  CHECK(d.action == Action::kWait);
+  CHECK(d.wait == WaitKind::kPeersNotReady);
+  CHECK(Contains(d.reason, "do not list initial member " + IdToHex(set.IdOf(MemberNo(3))) + " (n3)"));
+  // Replayed whole, the view lists n3, which does not answer: still no start.
+  PeerNamed(in, "n1").cluster = ViewOf(set, {});
+  CHECK(Plan(in).action == Action::kWait);
+}
+
 TEST_CASE("late initial waits while the only view is a part of the membership a peer replaying its log lists") {
   // Sim seed 265 of 5 nodes: n1 and n3 started and lost their data, n2 never started, n4 and n5 kept
   // logs past the bootstrap. n5, replaying its WAL, lists n1, n2 and n3 so far, none started; n4 is
@@ -724,7 +811,7 @@ TEST_CASE("late initial waits while the only view is a part of the membership a 
   Decision d = Plan(in);
   CHECK(d.action == Action::kWait);
   CHECK(d.wait == WaitKind::kPeersNotReady);
-  CHECK(Contains(d.reason, "n5's among them, do not list n5 itself"));
+  CHECK(Contains(d.reason, "do not list initial member " + IdToHex(set.IdOf(MemberNo(4))) + " (n4)"));
   // Replayed whole, the view lists n4 and n5: n4 is unheard, and then too few voters hold data.
   PeerNamed(in, "n5").cluster = ViewOf(set, {});
   CHECK(Plan(in).wait == WaitKind::kPeersNotReady);
