@@ -277,8 +277,9 @@ Result<EndpointStatus> FakeEtcdClient::EndpointStatusOf(const std::string& endpo
       st.db_size = db->second.size;
       st.db_size_in_use = db->second.in_use;
     }
+    // Every alarm of the cluster, as etcd's Status lists them, a removed member's too.
     for (const EtcdAlarm& a : alarms_) {
-      if (a.member_id == m.id) st.errors.push_back("alarm:" + AlarmName(a.kind));
+      st.errors.push_back(fmt::format("memberID:{} alarm:{}", a.member_id, AlarmName(a.kind)));
     }
     return st;
   }

@@ -220,6 +220,7 @@ MaintenanceDecision PlanMaintenance(const MaintenanceFacts& f, const Maintenance
     if (m.corrupt) corrupt.push_back(Who(m));
     if (m.nospace) nospace.push_back(Who(m));
   }
+  for (MemberId id : f.nospace_of_removed) nospace.push_back(fmt::format("removed member {}", IdToHex(id)));
   if (!corrupt.empty()) {
     return Decide(MaintenanceAction::kWait, "M2",
                   fmt::format("CORRUPT raised by {}: reported, never disarmed, and nothing is maintained while it "

@@ -61,6 +61,9 @@ struct MaintenanceFacts {
   uint64_t leader_raft_index = 0;
   int64_t compacted = 0;  // the revision known compacted (0: none known)
   std::vector<MemberUpkeepFacts> members;
+  // NOSPACE alarms of members the cluster no longer lists: etcd keeps an alarm past its member's
+  // removal (etcd-io/etcd#14379), and it refuses every write all the same (rule M3).
+  std::vector<MemberId> nospace_of_removed;
   // Rule M7: the StatefulSet's spec.replicas as the k8s provider read it; none outside a StatefulSet.
   std::optional<size_t> scale_target;
   // Since the last defragmentation this actor made; a large value when it made none.
