@@ -83,6 +83,7 @@ struct Finding {
 
 constexpr auto kRun = quorate::sim::RunOptions::Mode::kRun;
 constexpr auto kInit = quorate::sim::RunOptions::Mode::kInit;
+constexpr auto kSeedPicks = quorate::sim::RunOptions::Mode::kSeedPicks;
 
 // Seeds on which the simulator found a bug in quorate, kept once it was fixed (docs/testing.md,
 // "Simulation"), each with the condition (World::Mark) it must still reach to guard anything; when the
@@ -93,35 +94,35 @@ constexpr Regression kRegressions[] = {
     // A removal seen while etcd ran held etcd stopped only while a majority kept saying so
     // (src/node/init.cc now remembers it; init_test has the unit case).
     {19, 3, kRun, 0, 1, 0, "wait removed"},
-    {15, 3, kRun, 0, 0, 0, "wait removed"},
+    {7, 3, kRun, 0, 0, 0, "wait removed"},
     // Every node crashed just after the bootstrap and one lost its volume; the only view that answered
     // predated its start, and rule 3 started it `new` under its old ID with an empty log. A late
     // initial start now needs every other voter's view or empty disk (planner_test has the unit case).
-    {469, 3, kRun, 0, 1, 0, "a member that lost its data looks never started"},
+    {39, 3, kRun, 0, 1, 0, "a member that lost its data looks never started"},
     // Two of five voters kept data, one of them past the bootstrap; the three that lost theirs showed
     // as never started in every view, and rule 3 started them `new`. Rule 3 now reads the kept logs
     // (the agent's log_past_bootstrap) and waits on the lost majority, saying so.
-    {13, 5, kRun, 0, 1, 0, "ended waiting on a lost majority"},
+    {15, 5, kRun, 0, 1, 0, "ended waiting on a lost majority"},
     // A member removed without learning it answered as a voter, so rule 4 tried a replace no quorum
     // could commit, and said only that it timed out; the timeout now says a majority may be lost.
-    {361, 3, kRun, 0, 1, 0, "a removal no quorum commits"},
+    {99, 3, kRun, 0, 1, 0, "a removal no quorum commits"},
     // Init mode: one node bootstrapped and its init exited, agent and all; the nodes that decided
     // after it waited for that agent to say whether its log went past the bootstrap, for ever (CI's
     // bootstrap-dns). A holder with no agent answering is now judged by its view.
     {5, 3, kInit, 0, 1, 0, "a late start beside a holder with no agent"},
     // On a cloud: a learner added by an instance the group replaced before its etcd started blocked
     // every later add ("too many learner members"); rule 9 now takes a departed learner out first.
-    {317, 3, kRun, 1, 1, 0, "a learner removed"},
+    {138, 3, kRun, 1, 1, 0, "a learner removed"},
     // On a cloud: the voters left after instances departed were no quorum, and a newcomer's MemberAdd
     // only timed out; it now waits, saying a majority is lost.
-    {1, 3, kRun, 1, 1, 0, "wait majority-lost"},
+    {9, 3, kRun, 1, 1, 0, "wait majority-lost"},
     // On a cloud: newcomers joined a cluster below its size beside a departed voter: two both got in
     // (six members, one dead), or etcd 3.4 refused the add for the voter not connected. A newcomer
     // now takes a departed member's seat first.
     {2, 5, kRun, 1, 1, 0, "decide join removing a member"},
     // On a cloud: an initial member that had not started when another instance was replaced waited
     // for ever for the bootstrap's member set; it now takes its own place as rule 4 does.
-    {128, 5, kRun, 1, 1, 0, "a never-started member replaced"},
+    {15, 5, kRun, 1, 1, 0, "a never-started member replaced"},
     // On a cloud: the operator removed a member whose bucket still held its peers' first addresses;
     // the group had replaced both, so it never saw the removal and restarted etcd for ever (DESIGN
     // §10's open finding 3). A node with data now asks discovery once and prefers an answer that
@@ -134,18 +135,18 @@ constexpr Regression kRegressions[] = {
     // On a cloud: a newcomer's MemberRemove timed out, and its retry's NotFound was taken for its own
     // removal, while another newcomer had removed that member and taken its seat: it joined beside
     // a departed member, six members of five. A removal that finds the member gone decides again.
-    {27, 5, kRun, 1, 1, 0, "MemberRemove finds the member gone"},
+    {102, 5, kRun, 1, 1, 0, "MemberRemove finds the member gone"},
     // Issue 26's faults, each kept where quorate meets it: a member replaying its WAL lists a part of
     // the membership (rule 1b must not take it for a removal), a member list that lags, a previous
     // incarnation's answers, a whole-group listing without a live instance (rule 9 asks its peer
     // URLs), a power cut between a rename and its directory's sync, and with etcd's guards off a
     // removal that only quorate's own quorum check makes safe.
-    {2, 3, kRun, 0, 1, 0, "a partial view of a member replaying its WAL"},
-    {128, 3, kRun, 0, 1, 0, "a member list that lags"},
-    {765, 3, kRun, 0, 1, 0, "an answer from a previous incarnation"},
+    {3, 3, kRun, 0, 1, 0, "a partial view of a member replaying its WAL"},
+    {139, 3, kRun, 0, 1, 0, "a member list that lags"},
+    {895, 3, kRun, 0, 1, 0, "an answer from a previous incarnation"},
     {18, 3, kRun, 1, 1, 0, "a whole-group listing left out a live instance"},
     {6, 3, kRun, 0, 1, 0, "a power cut undid a rename"},
-    {1, 3, kRun, 0, 0, 0, "a voter removed"},
+    {2, 3, kRun, 0, 0, 0, "a voter removed"},
     {1, 3, kRun, 0, 1, 1, "wait extra"},
     // On a cloud: a majority lost (a departed voter, a voter that never started), and rule 9's
     // newcomer waited only "short of the majority that commits its removal". A voter whose agent says
@@ -172,11 +173,11 @@ constexpr Regression kRegressions[] = {
     // its bucket, so its upkeep never had that voter's client URL; once the operator removed the
     // other member the bucket named, no endpoint could promote the learner. Upkeep now asks the
     // members the cluster lists first.
-    {964, 3, kRun, 1, 0, 0, "a whole-group listing left out a live instance"},
+    {18, 3, kRun, 1, 0, 0, "a whole-group listing left out a live instance"},
     // On a cloud: a node that listed the group at its start took a learner a newer instance had just
     // added, silent and outside that listing, for departed and removed it; the replaced instance's
     // voter kept its seat and the newer one waited as extra. Rule 9 lists the group again first.
-    {608, 5, kInit, 1, 0, 0, "decide join removing a member"},
+    {23, 5, kInit, 1, 0, 0, "decide join removing a member"},
     // A member replaying its WAL listed three of five members, none started and not itself; rule 3
     // took that for the membership and started `new` a member that had lost its data, beside two
     // empty ones, while the two that kept logs past the bootstrap went unasked. A view where no
@@ -190,7 +191,7 @@ constexpr Regression kRegressions[] = {
     {3, 3, kRun, 0, 1, 0, "the leader defragmented", 1},
     {3, 5, kInit, 0, 0, 0, "NOSPACE disarmed", 1},
     {1, 3, kRun, 0, 1, 0, "a member defragmented past the thresholds", 1},
-    {67, 3, kRun, 0, 1, 0, "maintenance removed a learner", 1},
+    {8, 3, kRun, 0, 1, 0, "maintenance removed a learner", 1},
     {3, 3, kRun, 0, 1, 0, "maintenance removed a voter", 1},
     {3, 5, kRun, 0, 1, 0, "maintenance removed a voter", 1},
     // NOSPACE on two voters and a learner: M3 waited for a margin only the promotion would give, and
@@ -208,17 +209,17 @@ constexpr Regression kRegressions[] = {
     // once that etcd was refused, rule 1b held the node for good, as after the operator's removal
     // under it. M6's record has it join again now, and the operator's removal under a quorate holds
     // (kept at seed 1 of 5 since the record's calls moved 100357 off its condition).
-    {1, 5, kRun, 0, 1, 1, "maintenance removed a learner", 1},
+    {8, 5, kRun, 0, 1, 1, "maintenance removed a learner", 1},
     // Off a cloud, a node replaced its own member and decided again while a peer replayed its log,
     // which listed the removed ID unstarted: rule 3 started `new` under it. In the same process
     // (938 of 3: PlanInput::replaced_here) and after the quorate started anew (found at 264 of 5,
     // kept at 21: rule 3 waits while a view does not list the ID).
-    {938, 3, kRun, 0, 0, 0, "a replaying view lists a member removed since", 0, 1},
-    {21, 5, kRun, 0, 1, 0, "a replaying view lists a member removed since", 0, 1},
+    {25, 3, kRun, 0, 0, 0, "a replaying view lists a member removed since", 0, 1},
+    {32, 5, kRun, 0, 1, 0, "a replaying view lists a member removed since", 0, 1},
     // An extra node's fresh quorate started etcd as the learner its predecessor added, and M6 removed
     // it as it started: M6's record has that node join again (§12 M6; seed 1267 before the record,
     // when rule 1b held it).
-    {565, 3, kRun, 0, 1, 1, "maintenance removed a learner whose etcd runs", 1, 1},
+    {182, 3, kRun, 0, 1, 1, "maintenance removed a learner whose etcd runs", 1, 1},
     // On a cloud, every member unstarted: n4's instance departed, n3 and n5 empty; rule 9's newcomer
     // counted n5 among the empty voters only while n5's agent answered, n5's quorate was down between
     // its --timeout exits, and no node said a majority was lost. Its last answer now counts.
@@ -227,22 +228,39 @@ constexpr Regression kRegressions[] = {
     // majority, of 3 and of 5; the node killed right after the restore's rename put the new member in
     // place, and after the old member was moved aside; and in each, one node's first try with the old
     // token, which rule 7b refuses (the catalogue's restore-old-token makes the old cluster there).
-    {2, 3, kRun, 0, 1, 0, "a restore after a lost majority", 0, 0, 0, 0, 1},
-    {18, 5, kRun, 0, 0, 0, "a restore after a lost majority", 0, 0, 0, 0, 1},
-    {9, 3, kRun, 0, 1, 0, "a restore killed after: member in place", 0, 0, 0, 0, 1},
-    {5, 3, kRun, 0, 1, 0, "a restore killed after: old member aside", 0, 0, 0, 0, 1},
+    {55, 3, kRun, 0, 1, 0, "a restore after a lost majority", 0, 0, 0, 0, 1},
+    {27, 5, kRun, 0, 0, 0, "a restore after a lost majority", 0, 0, 0, 0, 1},
+    {3, 3, kRun, 0, 1, 0, "a restore killed after: member in place", 0, 0, 0, 0, 1},
+    {1, 3, kRun, 0, 1, 0, "a restore killed after: old member aside", 0, 0, 0, 0, 1},
     // The operator's recover (rule 8) from a follower whose WAL saved a commit short of puts the
     // leader had acknowledged (the catalogue's recover-keeps-commit loses them there), of 3 and of
     // 5; and a recover after a lost majority, of 3 and of 5.
     {41, 3, kRun, 0, -1, 0, "a recover kept acknowledged puts past the saved commit", 0, 0, 1, 0, 1, 1},
     {6, 5, kRun, 0, -1, 0, "a recover kept acknowledged puts past the saved commit", 0, 0, 1, 0, 1, 1},
-    {2, 3, kRun, 0, -1, 0, "a recover after a lost majority", 0, 0, 1, 0, 1, 1},
-    {18, 5, kRun, 0, -1, 0, "a recover after a lost majority", 0, 0, 1, 0, 1, 1},
+    {39, 3, kRun, 0, -1, 0, "a recover after a lost majority", 0, 0, 1, 0, 1, 1},
+    {27, 5, kRun, 0, -1, 0, "a recover after a lost majority", 0, 0, 1, 0, 1, 1},
     // Every node restarted at once; a removed member's etcd, on data that never saw its removal,
     // listed every initial member a voter, and rule 4 counted 3 of 5 voters answering where 1 of the
     // cluster's 3 did (remove-quorum; seed 1347 of 5). Rule 4 now counts on a member list read with
     // quorum; kept where a removed member answers so.
-    {389, 5, kRun, 0, 0, 0, "a removed member answers the membership from before its removal", 0, 0, 1, 0, 0},
+    {590, 5, kRun, 0, 0, 0, "a removed member answers the membership from before its removal", 0, 0, 1, 0, 0},
+    // Found once upkeep's real loop ran in the simulator (the tenth session), each with every option as
+    // its seed picks it (-1), as exploration runs it. Both voters left after the operator's removal
+    // lost their data; nothing of the cluster ran, and no node said a majority was lost
+    // (majority-lost-unsaid): rule 1b's hold now says it.
+    {1589, 3, kSeedPicks, -1, -1, -1, "a held removal says its cluster lost a majority", -1, -1, -1, -1, -1, -1},
+    // Rule 4 counted 2 of 3 voters on the views, one a removed member's etcd on data that never saw
+    // its removal, and asked MemberRemove with no quorum (remove-quorum): now it waits for a member
+    // list read with quorum.
+    {1334, 3, kSeedPicks, -1, -1, -1, "decide wait removing a member", -1, -1, -1, -1, -1, -1},
+    // A replaying peer listed itself and us, none started, the third initial member down: rule 3
+    // started `new` over logs past the bootstrap (new-over-data); it now waits for every initial member.
+    {2880, 3, kSeedPicks, -1, -1, -1, "a replaying view lists its answerer but not every initial member", -1, -1,
+     -1, -1, -1, -1},
+    // NOSPACE came back before a round saw it gone; the leader was defragmented first (defrag-leader-first).
+    {3220, 3, kSeedPicks, -1, -1, -1, "NOSPACE disarmed again", -1, -1, -1, -1, -1, -1},
+    // The alarm of a member a scale-in removed stood for good (nospace-stuck).
+    {3442, 3, kSeedPicks, -1, -1, -1, "the NOSPACE alarm of a removed member disarmed", -1, -1, -1, -1, -1, -1},
 };
 
 // Bugs of quorate the simulator found and that are not fixed yet (docs/DESIGN.md §10, "Found and

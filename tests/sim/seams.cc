@@ -246,7 +246,14 @@ class SimClient : public EtcdClient {
     SimCluster& c = *w_.ClusterOf(*t);
     if (std::erase(c.nospace, alarm.member_id) > 0) {
       w_.Event(fmt::format("NOSPACE of {} disarmed by {}", IdToHex(alarm.member_id), Who()));
-      if (c.nospace.empty()) w_.Mark("NOSPACE disarmed");
+      if (std::none_of(c.members.begin(), c.members.end(), [&](const ClusterMember& m) { return m.id == alarm.member_id; })) {
+        w_.Mark("the NOSPACE alarm of a removed member disarmed");
+      }
+      if (c.nospace.empty()) {
+        w_.Mark("NOSPACE disarmed");
+        if (c.disarmed_before) w_.Mark("NOSPACE disarmed again");
+        c.disarmed_before = true;
+      }
     }
     return AnswerLost("alarm disarm");
   }

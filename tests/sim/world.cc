@@ -398,9 +398,10 @@ bool World::Decided(Node& n, const Result<InitOutcome>& outcome) {
 }
 
 // The seams `quorate run` and `quorate upkeep` share on node n: the simulated clock and etcd
-// clients; the probes kept for a failure's report, in place of a status server; upkeep's rounds on
-// a task of the process. That task is never told to stop: the driver ends the process, that task
-// with it, as soon as its first task (RunNode's or UpkeepNode's caller) returns.
+// clients; the probes kept for a failure's report, in place of a status server; upkeep's own loop
+// (Upkeep::Run) on a task of the process rather than a thread. Dropping the handle stops it, as
+// Upkeep::Stop does a thread; the driver ends the process, that task with it, as soon as its first
+// task (RunNode's or UpkeepNode's caller) returns.
 NodeSeams World::NodeSeamsOf(Node& n, Proc& p) {
   NodeSeams seams;
   seams.clock = clock_.get();
@@ -417,8 +418,8 @@ NodeSeams World::NodeSeamsOf(Node& n, Proc& p) {
     };
   }
   seams.run_upkeep = [this, &n, &p](Upkeep& upkeep) {
-    Spawn(&p, n.index, [this, &p, &upkeep] { UpkeepLoop(p, upkeep); });
-    return std::shared_ptr<void>();
+    Spawn(&p, n.index, [&upkeep] { upkeep.Run(); });
+    return std::shared_ptr<void>(&upkeep, [](void* running) { static_cast<Upkeep*>(running)->Stop(); });
   };
   return seams;
 }
@@ -537,16 +538,6 @@ void World::PodMain(Node& n, Proc& p) {
   };
   Status ended = UpkeepNode(n.config, std::move(seams));
   n.last_message = ended.ok() ? "etcd exited, so the unit starts again" : "quorate upkeep ended: " + ended.message();
-}
-
-// Upkeep::Start's loop, a round each interval while etcd runs, as a task of the process; after
-// readiness, the leader's maintenance (§12) as Upkeep::Loop calls it, in maintenance seeds only.
-void World::UpkeepLoop(Proc& p, Upkeep& upkeep) {
-  while (true) {
-    Sleep(seconds(1));
-    if (p.etcd_running) (void)upkeep.Tick();
-    if (maintenance_) upkeep.Maintain();
-  }
 }
 
 // `quorate run`'s backup schedule (node/backup_job.cc) as RunNode starts it, a round each
@@ -1800,6 +1791,10 @@ std::optional<ClusterView> World::ViewAnswered(int k) {
       partial.members.push_back(std::move(replayed));
     }
     Mark("a partial view of a member replaying its WAL");
+    if (partial.members.size() < initial.size() &&
+        std::any_of(partial.members.begin(), partial.members.end(), [&](const ClusterMember& m) { return m.id == n.etcd.id; })) {
+      Mark("a replaying view lists its answerer but not every initial member");
+    }
     // Initial members leave the membership only by removal: one the replay still lists was removed
     // since (rule 3 must not start `new` under it).
     const std::vector<ClusterMember>& now_members = clusters_[n.etcd.incarnation].members;
@@ -2128,6 +2123,7 @@ void World::OnDecision(int i, const quorate::Decision& d) {
   n.last_wait = d.action == Action::kWait ? d.wait : WaitKind::kNone;
   Mark(d.action == Action::kWait ? "wait " + WaitKindName(d.wait) : std::string("decide ") + ActionName(d.action));
   if (d.remove_id) Mark(std::string("decide ") + ActionName(d.action) + " removing a member");
+  if (d.data_removed && d.wait == WaitKind::kMajorityLost) Mark("a held removal says its cluster lost a majority");
   if (d.action == Action::kLateInitial &&
       std::any_of(nodes.begin(), nodes.end(), [&](const std::unique_ptr<Node>& k) { return HoldsData(*k) && !AgentServes(*k); })) {
     Mark("a late start beside a holder with no agent");
@@ -2588,12 +2584,10 @@ std::string World::Describe() {
                        n->etcd.running && !InQuorum(n->index) ? " (no quorum)" : "",
                        HoldsData(*n) ? IdToHex(n->data_member) : "none", n->log.size(),
                        n->log.empty() ? 0 : n->log.back().term, n->kv_committed, n->last_message);
-    // Read with every task parked at the driver, none inside the code the probes ask. /readyz of a
-    // running etcd is what upkeep's loop records from its rounds, which UpkeepLoop does not do: said
-    // only while etcd is down, when it is the life's own answer.
+    // Read with every task parked at the driver, none inside the code the probes ask.
     if (n->proc && n->proc->probes) {
-      out += fmt::format("\n      /healthz {}", answer(n->proc->probes->live()));
-      if (!n->proc->etcd_running) out += fmt::format("; /readyz {}", answer(n->proc->probes->ready()));
+      out += fmt::format("\n      /healthz {}; /readyz {}", answer(n->proc->probes->live()),
+                         answer(n->proc->probes->ready()));
     }
   }
   return out;

@@ -251,6 +251,7 @@ struct SimCluster {
   uint64_t raft_index = 1;
   std::vector<MemberId> nospace;
   TimePoint nospace_since{};
+  bool disarmed_before = false;  // a NOSPACE alarm was disarmed once already
   MemberId leader = 0;  // raft's, as last elected (World::LeaderSeenBy)
   // The data: raft's current term, and the entries a majority of the voters held in their logs,
   // in order: committed, so each put among them was acknowledged to the writer (and must never be lost).
@@ -365,7 +366,6 @@ class World {
   NodeSeams NodeSeamsOf(Node& n, Proc& p);
   void QuorateMain(Node& n, Proc& p);
   void PodMain(Node& n, Proc& p);
-  void UpkeepLoop(Proc& p, Upkeep& upkeep);
   // What a snapshot of the simulated etcd streamed: its cluster, the member's applied puts, the bytes.
   struct Streamed {
     int incarnation = -1;
