@@ -601,6 +601,41 @@ TEST_CASE("init: rule 9: a newcomer of a whole group removes the silent member o
   CHECK(Contains(rig.EtcdConfig(), "n2=" + kN2 + ",n3=" + kN3 + ",n1=" + kN1));
 }
 
+// Simulator seed 40 of 3 nodes: a learner's node lost its volume just after its member published
+// itself, while its peers' lists still showed that member unstarted; the node took it for an add of
+// its own that stopped mid-way and started etcd as it, with an empty data dir.
+TEST_CASE("init: an added member the views show unstarted is started as only while a member list read with quorum agrees") {
+  InitRig rig;
+  rig.PeersRun();
+  rig.cluster.AddStarted(0x1111, "n1", {kN1}, {rig.ClientUrl("n1")}, /*is_learner=*/true);
+  ClusterView lagging = rig.cluster.View();
+  for (auto& m : lagging.members) {
+    if (m.id != 0x1111) continue;
+    m.name.clear();
+    m.client_urls.clear();
+  }
+  rig.peers.SetStaleView(kN2, lagging);
+  rig.peers.SetStaleView(kN3, lagging);
+  rig.config.timeout = seconds(2);
+  auto out = rig.Run();
+  REQUIRE_FALSE(out.ok());
+  CAPTURE(out.status().message());
+  CHECK(Contains(out.status().message(), "the cluster lists n1 as started member 1111, which the "
+                                         "decision's view showed never started; deciding again"));
+  CHECK_FALSE(PathExists(rig.config.state_dir + "/" + kEtcdConfigFile));
+  SUBCASE("unstarted in the list read with quorum too: an add of ours that stopped mid-way, started as") {
+    REQUIRE(rig.cluster.MemberRemove(0x1111).ok());
+    MemberId added = 0;
+    REQUIRE(rig.cluster.MemberAdd({kN1}, /*is_learner=*/true, &added).ok());
+    rig.peers.SetStaleView(kN2, std::nullopt);
+    rig.peers.SetStaleView(kN3, std::nullopt);
+    auto again = rig.Run();
+    REQUIRE_MESSAGE(again.ok(), again.status().message());
+    CHECK(again->member_id == added);
+    CHECK(Contains(rig.EtcdConfig(), "initial-cluster-state: existing"));
+  }
+}
+
 TEST_CASE("init: rule 9: a seat another newcomer took first is not joined beside") {
   // The views still list n4, but another newcomer removed it between our decision and our call:
   // MemberRemove finds no such member, and adding ourselves anyway would outgrow the cluster.
