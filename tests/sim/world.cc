@@ -1621,6 +1621,7 @@ void World::ModelTick() {
       it->name = n.name;
       it->client_urls = {n.client_url};
       Event(fmt::format("{}: member {} published", n.name, IdToHex(it->id)));
+      if (n.lose_volume_once_published) LoseVolumeOncePublished(n);
     }
     if (it->is_learner && std::find(c.caught_up.begin(), c.caught_up.end(), it->id) == c.caught_up.end() &&
         now_ - n.etcd.connected_since >= c.catch_up[it->id]) {
@@ -2053,13 +2054,37 @@ void World::ScaleIn() {
   }
 }
 
+// A learner's node loses its volume just after its member published itself, while its peers still
+// answer member lists from before: its next decision may take the views' added member, unstarted,
+// for its own to start as, whose ID an empty data dir must never start as (rule 4 replaces it).
+void World::LoseVolumeOncePublished(Node& n) {
+  n.lose_volume_once_published = false;
+  if (!FaultsOn()) return;
+  const Duration lost_after = rng_.Between(milliseconds(0), milliseconds(500));
+  const Duration stale = lost_after + rng_.Between(milliseconds(1500), milliseconds(4500));
+  for (auto& peer : nodes) {
+    if (peer.get() != &n) peer->frozen_until = std::max(peer->frozen_until, now_ + stale);
+  }
+  At(now_ + lost_after, [this, i = n.index] {
+    if (!FaultsOn() || !nodes[i]->proc) return;
+    Mark("a new member's volume lost after its start while its peers' lists lack it");
+    CrashProc(i, true, "volume lost right after its member published", rng_.Between(milliseconds(100), milliseconds(600)));
+  });
+}
+
 void World::LearnerAdded(const std::vector<std::string>& peer_urls) {
   if (learner_churn_ && !cloud_ && FaultsOn() && rng_.Chance(0.5)) {
     // The new member's node loses its volume soon after its etcd started, and comes back while its
     // peers still answer member lists from before the add: a decision to join on views that lack a
     // member that has started, which the linearizable list before MemberAdd must catch (rule 2).
+    // In one case in two the volume goes just after the member published itself
+    // (LoseVolumeOncePublished).
     for (auto& n : nodes) {
       if (!SharesUrl(peer_urls, {n->peer_url})) continue;
+      if (rng_.Chance(0.5)) {
+        n->lose_volume_once_published = true;
+        continue;
+      }
       const Duration stale = rng_.Between(milliseconds(2000), milliseconds(6000));
       for (auto& peer : nodes) {
         if (peer.get() != n.get()) peer->frozen_until = std::max(peer->frozen_until, now_ + stale);

@@ -148,6 +148,7 @@ struct Node {
   std::unique_ptr<Proc> proc;
   int gens = 0;
   bool restart_pending = false;
+  bool lose_volume_once_published = false;  // learner churn: its volume goes once its member publishes
   // The real agent's answer while a quorate process of this node serves it (InitOptions::serve_agent),
   // and that process's generation: Ask calls it as a peer's AskAgent reaches the AgentServer.
   std::mutex agent_mu;
@@ -319,6 +320,8 @@ class World {
   void CheckMaintainerLeads(int from, const std::string& what);
   void CheckDisarmRequest(const SimCluster& c);
   void CheckMaintenanceRemoval(int from, const SimCluster& c, MemberId id);
+  // Learner churn: the volume of node n goes just after its member published itself.
+  void LoseVolumeOncePublished(Node& n);
   // A learner was added at these peer URLs: in one maintenance seed in two, its node dies for longer
   // than --learner-deadline (rule M6's stuck learner).
   void LearnerAdded(const std::vector<std::string>& peer_urls);
