@@ -649,12 +649,13 @@ std::optional<std::pair<size_t, size_t>> MajorityWithout(const PlanInput& in, co
   return std::pair{answering, voters};
 }
 
-// Rule 1b's decision once `removed` (what the quorum view says of our member) is known.
+// What rule 1b says of our member, found removed in `quorum_view`.
 std::string RemovedText(const PlanInput& in, const ClusterView& quorum_view) {
   return fmt::format("member {} ({}) was removed from cluster {}: a member list read with quorum lacks it",
                      IdToHex(in.local->member_id), in.self.name, IdToHex(quorum_view.cluster_id));
 }
 
+// Rule 1b's hold: a removal met while etcd ran here is never undone from here.
 Decision HoldRemoved(const std::string& removed) {
   return Wait(WaitKind::kRemoved,
               fmt::format("{}: not restarting etcd, and not rejoining, since a removal is deliberate; delete this "
@@ -662,6 +663,7 @@ Decision HoldRemoved(const std::string& removed) {
                           removed));
 }
 
+// Rule 1b's decision once `removed` (what the quorum view says of our member) is known.
 Decision PlanRemovedFrom(const PlanInput& in, const ClusterView& view, const std::string& removed) {
   if (in.etcd_ran && !in.removed_by_learner_deadline) return HoldRemoved(removed);
   PlanInput fresh = in;
