@@ -266,6 +266,10 @@ constexpr Regression kRegressions[] = {
     // (started-empty): the start as an added member now reads the membership with quorum first.
     {40, 3, kSeedPicks, -1, -1, -1, "a new member's volume lost after its start while its peers' lists lack it", -1,
      -1, -1, -1, -1, -1},
+    // A live instance in standby stays out of the group's listings for a while, rule 9's second look
+    // included: its member is outside the group, and only its answering peer URLs keep a newcomer
+    // from taking its seat (the mutant rule9-skips-silent removes it: removed-live).
+    {206, 5, kSeedPicks, -1, -1, -1, "a live instance left out of two listings in a row", -1, -1, -1, -1, -1, -1},
 };
 
 // Bugs of quorate the simulator found and that are not fixed yet (docs/DESIGN.md §10, "Found and

@@ -1758,6 +1758,11 @@ Result<std::vector<Member>> World::Discover(int i, bool* whole_group) {
         break;
       default:  // the group's own listing leaves out a live instance (in standby, say: not counted)
                 // and lists, in its place, one still pending, so the count is the group's size
+        if (n.left_out >= 0 && static_cast<size_t>(n.left_out) < listed) {
+          Mark("a live instance left out of two listings in a row");
+          other = static_cast<size_t>(n.left_out);
+        }
+        n.left_out = static_cast<int>(other);
         if (static_cast<size_t>(i) != other) {
           Mark("a whole-group listing left out a live instance");
           members[other] = {fmt::format("pending-{}", other + 1), {fmt::format("http://10.0.8.{}:2380", other + 1)},
@@ -1938,6 +1943,7 @@ void World::Fault() {
     case 9:
       n.odd_discovery = static_cast<int>(rng_.Below(cloud_ ? 4 : 3));
       n.odd_discovery_until = until;
+      n.left_out = -1;
       Event(fmt::format("fault: discovery answers {} oddly ({})", n.name, n.odd_discovery));
       break;
     case 10:
@@ -1975,6 +1981,7 @@ void World::ReplaceInstance(int i) {
   if (rng_.Chance(0.5)) {
     n.odd_discovery = 3;
     n.odd_discovery_until = std::min(fault_end_, now_ + rng_.Between(milliseconds(1000), milliseconds(20000)));
+    n.left_out = -1;
     Event(fmt::format("fault: discovery answers {} oddly ({})", n.name, n.odd_discovery));
   }
 }

@@ -195,6 +195,10 @@ struct Node {
   std::vector<std::pair<ino_t, std::string>> wals;
   TimePoint slow_until{}, frozen_until{}, odd_discovery_until{};
   int odd_discovery = 0;
+  // The live instance the group's own listing leaves out (odd_discovery 3), drawn at the first
+  // listing of the window: an instance in standby stays out of every listing until it is counted
+  // again, so rule 9's second look (StillOutsideGroup) meets the same gap. -1: none drawn yet.
+  int left_out = -1;
   std::vector<uint64_t> asks;  // per peer, for the drops of asks made on GatherFacts' threads
   // Per peer, when this node's init job last asked it (each GatherFacts thread writes its own): the
   // facts a change rests on are those of the last round.
