@@ -263,9 +263,16 @@ constexpr Regression kRegressions[] = {
     {3442, 3, kSeedPicks, -1, -1, -1, "the NOSPACE alarm of a removed member disarmed", -1, -1, -1, -1, -1, -1},
     // A learner's node lost its volume just after its member published, its peers' lists lagging;
     // the views showed the added member unstarted, and the node started as it with an empty data dir
-    // (started-empty): the start as an added member now reads the membership with quorum first.
-    {40, 3, kSeedPicks, -1, -1, -1, "a new member's volume lost after its start while its peers' lists lack it", -1,
+    // (started-empty): the start as an added member now reads the membership with quorum first. Found
+    // at seed 40; moved off when the peers' lists learnt to predate the add (the mutant
+    // start-added-unchecked fails here).
+    {76, 3, kSeedPicks, -1, -1, -1, "a new member's volume lost after its start while its peers' lists lack it", -1,
      -1, -1, -1, -1, -1},
+    // The same loss with the peers' lists from before the add and the one current peer down with it:
+    // the decision is to join, and the add's membership read finds the member started (the mutant
+    // add-exists-started fails here).
+    {40, 3, kSeedPicks, -1, -1, -1, "a new member's volume lost after its start while its peers' lists predate its add",
+     -1, -1, -1, -1, -1, -1},
     // A live instance in standby stays out of the group's listings for a while, rule 9's second look
     // included: its member is outside the group, and only its answering peer URLs keep a newcomer
     // from taking its seat (the mutant rule9-skips-silent removes it: removed-live).

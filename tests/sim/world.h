@@ -148,7 +148,10 @@ struct Node {
   std::unique_ptr<Proc> proc;
   int gens = 0;
   bool restart_pending = false;
-  bool lose_volume_once_published = false;  // learner churn: its volume goes once its member publishes
+  // Learner churn: its volume goes once its member publishes, its peers' lists lagging from then, or
+  // (current_peer >= 0) every peer's but current_peer's from before the add.
+  bool lose_volume_once_published = false;
+  int current_peer = -1;
   // The real agent's answer while a quorate process of this node serves it (InitOptions::serve_agent),
   // and that process's generation: Ask calls it as a peer's AskAgent reaches the AgentServer.
   std::mutex agent_mu;
