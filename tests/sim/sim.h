@@ -85,6 +85,7 @@ enum class Check {
   kModel,             // the simulator's own files could not be written
   kRestartedRemoved,  // rule 1b: etcd started again after holding it for a removal
   kReAdded,           // rule 1b: a removed member added back by the process that ran it
+  kRemovalMisread,    // rule 1b: a member the cluster still lists taken for removed
   kNewOverData,       // rules 1, 3, 5: a `new` start over a cluster that has data
   kTwoClusterIds,     // rule 5: two clusters from one discovery set
   kTorn,              // §3: a file renamed into place before its data was synced, torn by a power cut

@@ -2178,6 +2178,19 @@ void World::OnDecision(int i, const quorate::Decision& d) {
   Mark(d.action == Action::kWait ? "wait " + WaitKindName(d.wait) : std::string("decide ") + ActionName(d.action));
   if (d.remove_id) Mark(std::string("decide ") + ActionName(d.action) + " removing a member");
   if (d.data_removed && d.wait == WaitKind::kMajorityLost) Mark("a held removal says its cluster lost a majority");
+  // Invariant: rule 1b says a member was removed only on a member list read with quorum, which holds
+  // every committed change; a removed ID never comes back. The cluster's committed membership still
+  // listing the member means the removal was read off a view that lags or is partial, and the
+  // data of a live member is then held, or moved aside for a join beside it.
+  if (d.data_removed && HoldsData(n) && n.data_incarnation >= 0) {
+    const SimCluster& c = clusters_[n.data_incarnation];
+    if (std::any_of(c.members.begin(), c.members.end(), [&](const ClusterMember& m) { return m.id == n.data_member; })) {
+      Fail(Check::kRemovalMisread,
+           fmt::format("{} says its member {} was removed from cluster {}, which lists it still (rule 1b: a removal is "
+                       "read only on a member list read with quorum)",
+                       n.name, IdToHex(n.data_member), IdToHex(c.id)));
+    }
+  }
   if (d.action == Action::kLateInitial &&
       std::any_of(nodes.begin(), nodes.end(), [&](const std::unique_ptr<Node>& k) { return HoldsData(*k) && !AgentServes(*k); })) {
     Mark("a late start beside a holder with no agent");
@@ -2822,6 +2835,8 @@ const char* CheckName(Check check) {
       return "voter-added";
     case Check::kBeyondSize:
       return "beyond-size";
+    case Check::kRemovalMisread:
+      return "removal-misread";
     case Check::kRemovedLive:
       return "removed-live";
     case Check::kRemoveQuorum:
