@@ -14,6 +14,7 @@ each timed from the start to the first put the new cluster accepts; and, with --
 BIN, (c) the same as (b) with another build of quorate (an earlier commit's, for a before and after
 taken in the same run). quorate's logs keep its steps' times (with --keep, in the work dir).
 """
+import datetime
 import os
 import shlex
 import subprocess
@@ -55,9 +56,19 @@ def save(b, megabytes, work):
     return snap, out.split()[-1]
 
 
+def mark(b, tag, what):
+    """A line in each node's log with the wall-clock time (UTC, as etcd's and quorate's own lines), so
+    that a kept log's steps line up against the start and the first accepted put of its way."""
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    for i in NODES:
+        with open(os.path.join(b.work, f"{tag}-node{i}.log"), "a") as f:
+            f.write(f"bench: {now} {what}\n")
+
+
 def by_hand(b, version, snap, token):
     import bench as bench_mod
     ic = b.static_cluster(len(NODES))
+    mark(b, f"restore-hand-{version}", f"{token} started")
     t0 = time.monotonic()
     for i in NODES:
         restore = tool(version) + ["snapshot", "restore", snap, "--name", f"node{i}", "--data-dir", b.data_dir(i),
@@ -67,18 +78,23 @@ def by_hand(b, version, snap, token):
         # One shell per node, as one operator's terminal per machine: the restore, then etcd.
         b.spawn(i, ["sh", "-c", 'ETCDCTL_API=3 "$@" >/dev/null && exec ' + shlex.join(etcd), "sh"] + restore,
                 f"restore-hand-{version}")
-    return b.wait(lambda: bench_mod.writable(list(NODES)), b.args.timeout, f"restore by hand ({version}): writable") - t0
+    t = b.wait(lambda: bench_mod.writable(list(NODES)), b.args.timeout, f"restore by hand ({version}): writable")
+    mark(b, f"restore-hand-{version}", f"{token} writable")
+    return t - t0
 
 
 def by_quorate(b, version, url, token, quorate, tag):
     import bench as bench_mod
     ic = b.static_cluster(len(NODES))
+    mark(b, f"restore-{tag}-{version}", f"{token} started")
     t0 = time.monotonic()
     for i in NODES:
         argv = b.quorate_args(i, token) + ["--initial-cluster", ic, "--restore-from", url,
                                            "--etcd", os.path.join(BIN[version], "etcd")]
         b.spawn(i, [quorate] + argv[1:], f"restore-{tag}-{version}")
-    return b.wait(lambda: bench_mod.writable(list(NODES)), b.args.timeout, f"restore by quorate ({version}): writable") - t0
+    t = b.wait(lambda: bench_mod.writable(list(NODES)), b.args.timeout, f"restore by quorate ({version}): writable")
+    mark(b, f"restore-{tag}-{version}", f"{token} writable")
+    return t - t0
 
 
 def run(b, megabytes, runs, versions):
