@@ -277,6 +277,11 @@ constexpr Regression kRegressions[] = {
     // included: its member is outside the group, and only its answering peer URLs keep a newcomer
     // from taking its seat (the mutant rule9-skips-silent removes it: removed-live).
     {206, 5, kSeedPicks, -1, -1, -1, "a live instance left out of two listings in a row", -1, -1, -1, -1, -1, -1},
+    // A peer's view lacks a member the cluster lists, and that member's node decides on its data: rule
+    // 1b must read the removal off a member list read with quorum (the mutant rule1b-peer-view takes
+    // the view's word and fails here: removal-misread).
+    {196, 3, kSeedPicks, -1, -1, -1, "a view lacks the asker's member, which the cluster lists", -1, -1, -1, -1, -1,
+     -1},
 };
 
 // Bugs of quorate the simulator found and that are not fixed yet (docs/DESIGN.md §10, "Found and

@@ -1687,6 +1687,17 @@ PeerFacts World::Ask(int from, const Member& peer) {
     int j = parsed.ok() ? NodeByHost(parsed->host) : -1;
     if (j >= 0 && nodes[j]->peer_url == u && Answers(j) && Reach(from, j) && nodes[j]->view) {
       facts.cluster = ViewAnswered(j);
+      // Rule 1b's hazard: a view that lacks the asker's member, which the cluster still lists.
+      const Node& asker = *nodes[from];
+      if (facts.cluster && HoldsData(asker) && asker.data_incarnation >= 0 &&
+          facts.cluster->cluster_id == clusters_[asker.data_incarnation].id) {
+        const auto lists = [&](const std::vector<ClusterMember>& ms) {
+          return std::any_of(ms.begin(), ms.end(), [&](const ClusterMember& m) { return m.id == asker.data_member; });
+        };
+        if (!lists(facts.cluster->members) && lists(clusters_[asker.data_incarnation].members)) {
+          Mark("a view lacks the asker's member, which the cluster lists");
+        }
+      }
       facts.version = VersionAnswer{EtcdVersionOfSim(), EtcdVersion{EtcdVersionOfSim().major, EtcdVersionOfSim().minor, 0}};
       break;
     }
