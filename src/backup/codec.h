@@ -112,15 +112,20 @@ class LimitSink : public Sink {
 // of it in turn. When the queue is full (the thread is waiting for a core: a busy machine gives a
 // process's threads no more time than one), the caller passes the oldest piece on itself, so the
 // stream goes no slower than on one thread waiting on the other's wake-ups. Pieces reach `next`
-// one at a time and in order, from either thread. It holds at most kHandoffBuffers queued buffers
-// of kHandoffPiece bytes and one each side, so memory stays flat whatever the stream's size. An
+// one at a time and in order, from either thread. It holds at most `buffers` queued buffers of
+// `piece` bytes (HandoffSize) and one each side, so memory stays flat whatever the stream's size. An
 // error of `next` stops the stream: the queue is dropped and the caller's next Write (or Finish)
 // returns it. Finish passes on what is left, then calls next's Finish on the caller's thread.
 // Dropped without Finish (the caller met an error), it drops what is queued and stops its thread.
 // Where no thread can be made it passes each write straight on, the same bytes.
 inline constexpr size_t kHandoffPiece = 256 * 1024;
 inline constexpr size_t kHandoffBuffers = 4;
-std::unique_ptr<Sink> MakeHandoff(Sink& next);
+// A stream's read back takes the defaults; a compressor fed in etcd's 32 KiB messages, far smaller.
+struct HandoffSize {
+  size_t piece = kHandoffPiece;
+  size_t buffers = kHandoffBuffers;
+};
+std::unique_ptr<Sink> MakeHandoff(Sink& next, HandoffSize size = {});
 
 // The end of a chain that keeps nothing (verification).
 class DiscardSink : public Sink {

@@ -151,15 +151,15 @@ TEST_CASE("every compression and encryption pair gives back etcd's stream byte f
 
 TEST_CASE("gzip compressed on several cores is one ordinary gzip member, whatever the size") {
   // Text that deflate finds matches in, and bytes it does not: chunks meet at every size near the
-  // edges of the pieces compressed apart (a quarter MiB) and past several of them.
+  // edges of the pieces compressed apart (128 KiB) and past several of them.
   std::string data;
   uint64_t x = 88172645463325252ull;
   while (data.size() < (3u << 20) + 777) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     data += (x & 1) ? fmt::format("/registry/pods/default/web-{}\n", x % 1000) : std::string(1, char(x >> 8));
   }
-  for (size_t size : {size_t{0}, size_t{1}, size_t{(256u << 10) - 1}, size_t{256u << 10}, size_t{(256u << 10) + 1},
-                      size_t{(1u << 20) + 123}, data.size()}) {
+  for (size_t size : {size_t{0}, size_t{1}, size_t{(128u << 10) - 1}, size_t{128u << 10}, size_t{(128u << 10) + 1},
+                      size_t{(256u << 10) + 1}, size_t{(1u << 20) + 123}, data.size()}) {
     CAPTURE(size);
     const std::string in = data.substr(0, size);
     StringSink packed;
@@ -228,6 +228,38 @@ struct FailingSink : Sink {
   int writes_after_failure = 0;
   bool finished = false;
 };
+
+TEST_CASE("zstd, compressed on its own thread: the store's error reaches the stream, and a dropped stream stops it") {
+  // Bytes zstd finds little in: the compressed stream is about as long, and passes the failure.
+  std::string data(5u << 20, '\0');
+  uint64_t x = 88172645463325252ull;
+  for (char& c : data) x ^= x << 13, x ^= x >> 7, x ^= x << 17, c = static_cast<char>(x);
+  SUBCASE("the store fails part way: its error, from a Write or from Finish, nothing written after it") {
+    FailingSink out(64 << 10);
+    auto zstd = MakeCompressor(Compression::kZstd, out);
+    Status status = Status::Ok();
+    for (size_t at = 0; at < data.size() && status.ok(); at += 32 << 10) {
+      status = zstd->Write(std::string_view(data).substr(at, 32 << 10));
+    }
+    if (status.ok()) status = zstd->Finish();
+    CHECK(status.message().find("snapshot.db.part") != std::string::npos);
+    CHECK(out.writes_after_failure == 0);
+    CHECK_FALSE(out.finished);
+  }
+  SUBCASE("dropped without Finish (the snapshot failed): its thread stops, and the frame is never ended") {
+    StringSink packed;
+    {
+      auto zstd = MakeCompressor(Compression::kZstd, packed);
+      REQUIRE(zstd->Write(data).ok());
+    }
+    CHECK_FALSE(packed.finished);
+    StringSink unpacked;
+    auto unzstd = MakeDecompressor(Compression::kZstd, unpacked);
+    Status read = unzstd->Write(packed.data);
+    if (read.ok()) read = unzstd->Finish();
+    CHECK(read.code() == Status::Code::kDataLoss);
+  }
+}
 
 TEST_CASE("a handoff passes every byte on in order, whatever the writes' sizes, and finishes after them") {
   std::string data;
