@@ -84,6 +84,15 @@ Result<MaintenanceLook> Maintainer::Look(EtcdClient& client, MemberId self) {
     // quorate is stopping: the member did answer for all that is known, so no look is had.
     if (st.status().IsCancelled()) return st.status();
     if (!st.ok()) continue;
+    // Another member may answer at a listed member's client URL: the node that replaced it (rule 4
+    // keeps the URLs under a new ID) while this look began on a list from before. Its answer is not
+    // the listed member's, which is gone; counted as that member's, it made a margin the voters do
+    // not have (simulator seed 1135 of 3 nodes: the leader defragmented with one voter of two left).
+    if (st->member_id != m.id) {
+      spdlog::debug("maintenance: {} answers as member {}, not as {}", m.client_url, IdToHex(st->member_id),
+                    IdToHex(m.id));
+      continue;
+    }
     m.answered = true;
     m.raft_applied_index = st->raft_applied_index;
     m.db_size = st->db_size;

@@ -379,7 +379,8 @@ void RollingChange::Round(EtcdClient& client, const Member& self) {
       if (auto it = reported->find(m.name); it != reported->end()) rm.reported = it->second;
       if (!m.client_urls.empty()) {
         auto st = client.EndpointStatusOf(m.client_urls.front());
-        if (st.ok()) {
+        // Only as itself: a member replaced at the same URLs (rule 4) answers there under a new ID.
+        if (st.ok() && st->member_id == m.id) {
           rm.answered = true;
           rm.has_leader = st->leader != 0;
           rm.alarmed = !st->errors.empty();

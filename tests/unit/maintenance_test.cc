@@ -487,6 +487,36 @@ TEST_CASE("maintainer: the NOSPACE alarm of a member removed since is disarmed o
   CHECK(actions.back() == "AlarmDisarm NOSPACE 22");
 }
 
+// Simulator seed 1135 of 3 nodes: n3's member was replaced (rule 4: the same URLs, a new ID) as the
+// leader's round began on a list from before, and the new learner's etcd answered at the old voter's
+// client URL; the round counted that voter as answering and defragmented with one voter of two left.
+struct ReplacedAtN3 : FakeEtcdClient {
+  Result<EndpointStatus> EndpointStatusOf(const std::string& endpoint) override {
+    auto st = FakeEtcdClient::EndpointStatusOf(endpoint);
+    if (st.ok() && endpoint == "http://n3:2379") st->member_id = 0x44;
+    return st;
+  }
+};
+
+TEST_CASE("maintainer: a member whose client URL answers as another member does not answer") {
+  FakeClock clock;
+  ReplacedAtN3 cluster;
+  Maintainer maintainer{Settings(), clock};
+  cluster.AddStarted(kN1, "n1", {"http://n1:2380"}, {"http://n1:2379"});
+  cluster.AddStarted(kN2, "n2", {"http://n2:2380"}, {"http://n2:2379"});
+  cluster.AddStarted(kN3, "n3", {"http://n3:2380"}, {"http://n3:2379"});
+  cluster.SetRevision(7000);
+  for (MemberId id : {kN1, kN2, kN3}) cluster.SetDatabase(id, 101 * kMB, 8 * kMB);
+  cluster.RaiseAlarm({kN2, AlarmKind::kNoSpace});
+  for (int i = 0; i < 12; ++i) {
+    maintainer.Round(cluster, kN1);
+    clock.Advance(std::chrono::seconds(5));
+  }
+  CHECK(cluster.CountCalls("Compact") == 1);
+  CHECK(cluster.CountCalls("Defragment") == 0);
+  CHECK_FALSE(cluster.Alarms().empty());
+}
+
 TEST_CASE("maintainer: a follower's quorate does nothing, and asks no one but its own etcd") {
   Rig rig;
   rig.maintainer.Round(rig.cluster, kN2);
