@@ -284,6 +284,12 @@ constexpr Regression kRegressions[] = {
     // takes such a view's word, fails removal-misread).
     {33, 3, kSeedPicks, -1, -1, -1, "a view lacks the asker's member, which the cluster lists", -1, -1, -1, -1, -1,
      -1},
+    // A node replaced its voter (rule 4: the same URLs, a new ID) as the leader's maintenance round
+    // began on the list from before; the new learner answered at the old voter's client URL and the
+    // round counted it, and defragmented with one voter of two left (defrag-no-margin). A member now
+    // answers only as itself.
+    {1135, 3, kSeedPicks, -1, -1, -1, "a maintenance round's status answered by a member added since its list", -1,
+     -1, -1, -1, -1, -1},
 };
 
 // Bugs of quorate the simulator found and that are not fixed yet (docs/DESIGN.md §10, "Found and

@@ -191,6 +191,16 @@ class SimClient : public EtcdClient {
     if (k < 0 || !w_.Reach(from_, k) || !w_.Serves(k)) return Status::Unavailable(endpoint + ": connection refused");
     const Node& n = *w_.nodes[k];
     SimCluster* c = w_.ClusterOf(k);
+    if (maintainer_ && from_ >= 0 && c != nullptr) {
+      // The round's member list is older than the member that answers here: a node that replaced
+      // the listed one at the same URLs (§12's gate must not count it as the listed member).
+      const TimePoint look = w_.nodes[from_]->maintenance_look_at;
+      const bool added_since = std::none_of(c->history.begin(), c->history.end(), [&](const auto& h) {
+        return h.first <= look && std::any_of(h.second.begin(), h.second.end(),
+                                              [&](const ClusterMember& m) { return m.id == n.etcd.id; });
+      });
+      if (added_since) w_.Mark("a maintenance round's status answered by a member added since its list");
+    }
     EndpointStatus st;
     st.endpoint = endpoint;
     st.member_id = n.etcd.id;
