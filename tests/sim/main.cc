@@ -210,7 +210,7 @@ constexpr Regression kRegressions[] = {
     // once that etcd was refused, rule 1b held the node for good, as after the operator's removal
     // under it. M6's record has it join again now, and the operator's removal under a quorate holds
     // (kept at seed 1 of 5 since the record's calls moved 100357 off its condition).
-    {26, 5, kRun, 0, 1, 1, "maintenance removed a learner", 1},
+    {17, 5, kRun, 0, 1, 1, "maintenance removed a learner", 1},
     // Off a cloud, a node replaced its own member and decided again while a peer replayed its log,
     // which listed the removed ID unstarted: rule 3 started `new` under it. In the same process
     // (938 of 3: PlanInput::replaced_here) and after the quorate started anew (found at 264 of 5,

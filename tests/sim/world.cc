@@ -1625,19 +1625,21 @@ void World::ModelTick() {
       Event(fmt::format("{}: member {} published", n.name, IdToHex(it->id)));
       if (n.lose_volume_once_published) LoseVolumeOncePublished(n);
     }
+    // A learner whose disk stalls appends nothing, so it does not catch up meanwhile.
     if (it->is_learner && std::find(c.caught_up.begin(), c.caught_up.end(), it->id) == c.caught_up.end() &&
-        now_ - n.etcd.connected_since >= c.catch_up[it->id]) {
+        now_ - n.etcd.connected_since >= c.catch_up[it->id] && n.stalled_until <= now_) {
       c.caught_up.push_back(it->id);
     }
     if (n.frozen_until <= now_) n.view = ClusterView{c.id, c.members};
     if (maintenance_) {
       if (!Defragmenting(n.index)) n.db_size = std::max(n.db_size, InUse(c));
       // A voter, or a learner caught up, has applied what the leader committed; a learner catching
-      // up gets there as its catch-up time passes, which is the progress rule M6 watches.
+      // up gets there as its catch-up time passes, which is the progress rule M6 watches; while its
+      // disk stalls it applies nothing.
       bool behind = it->is_learner && std::find(c.caught_up.begin(), c.caught_up.end(), it->id) == c.caught_up.end();
       if (!behind) {
         n.applied = c.raft_index;
-      } else {
+      } else if (n.stalled_until <= now_) {
         const auto took = std::max<int64_t>(1, c.catch_up[it->id].count());
         n.applied = std::max(n.applied, c.raft_index * static_cast<uint64_t>((now_ - n.etcd.connected_since).count()) /
                                             static_cast<uint64_t>(took));
@@ -2161,8 +2163,19 @@ void World::LearnerAdded(const std::vector<std::string>& peer_urls) {
   for (auto& n : nodes) {
     if (!SharesUrl(peer_urls, {n->peer_url})) continue;
     Duration down = kLearnerDeadline + rng_.Between(milliseconds(5000), milliseconds(20000));
-    At(now_ + rng_.Between(milliseconds(100), milliseconds(3000)), [this, i = n->index, down] {
+    // In one case of two the machine lives and only its disk stalls: the learner appends nothing,
+    // rule M6 removes it under the quorate process that ran its etcd, and M6's record must have
+    // that process join again (§12 M6; the stuck-learner-rejoin test on real etcd).
+    const bool disk_only = rng_.Chance(0.5);
+    At(now_ + rng_.Between(milliseconds(100), milliseconds(3000)), [this, i = n->index, down, disk_only] {
       if (!nodes[i]->proc) return;
+      if (disk_only) {
+        Mark("a learner's disk stalled past --learner-deadline");
+        Event(fmt::format("fault: {}'s disk stalls for {:.1f}s: its learner appends nothing", nodes[i]->name,
+                          Seconds(down)));
+        nodes[i]->stalled_until = now_ + down;
+        return;
+      }
       Mark("a learner's node died");
       CrashProc(i, false, "its machine dies for longer than --learner-deadline, its learner left behind", down);
     });
