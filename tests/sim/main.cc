@@ -293,7 +293,7 @@ constexpr Regression kRegressions[] = {
     // A learner's disk stalls past --learner-deadline under a live quorate: M6 removes the learner
     // while the process that ran its etcd goes on, and its record has that process join again (the
     // mutant m6-no-record holds it for good: no-convergence).
-    {237, 3, kSeedPicks, -1, -1, -1, "maintenance removed a learner whose etcd runs", -1, -1, -1, -1, -1, -1},
+    {1375, 3, kSeedPicks, -1, -1, -1, "maintenance removed a learner whose etcd runs", -1, -1, -1, -1, -1, -1},
 };
 
 // Bugs of quorate the simulator found and that are not fixed yet (docs/DESIGN.md §10, "Found and

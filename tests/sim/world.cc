@@ -2172,8 +2172,10 @@ void World::LearnerAdded(const std::vector<std::string>& peer_urls) {
       if (disk_only) {
         Mark("a learner's disk stalled past --learner-deadline");
         Event(fmt::format("fault: {}'s disk stalls for {:.1f}s: its learner appends nothing", nodes[i]->name,
-                          Seconds(down)));
-        nodes[i]->stalled_until = now_ + down;
+                          Seconds(std::min(fault_end_, now_ + down) - now_)));
+        // Ended with the faults, as every stall: the end's check that each member holds every
+        // acknowledged put is made once the cluster converged.
+        nodes[i]->stalled_until = std::min(fault_end_, now_ + down);
         return;
       }
       Mark("a learner's node died");
