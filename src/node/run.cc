@@ -227,6 +227,16 @@ Status RunNode(const Config& config, const std::vector<std::string>& extra_etcd_
       spdlog::info("etcd stopped ({}) for the restart quorate asked; starting it again", how);
       return;
     }
+    if (exit.status && exit.status->success()) {
+      // etcd 3.4 and 3.5 end with exit 0 when their member has been removed from the cluster, or
+      // when another process stops them: no crash, and no error to export. The decision before the
+      // restart says what follows (rule 1b holds a removed member stopped).
+      spdlog::info("etcd ended by itself ({}) after {}s, as etcd does once its member is removed from the cluster or "
+                   "another process stops it; deciding again in {}ms",
+                   how, std::chrono::duration_cast<std::chrono::seconds>(exit.uptime).count(),
+                   std::chrono::duration_cast<std::chrono::milliseconds>(exit.restart_in).count());
+      return;
+    }
     metrics.RecordError("etcd exited: " + how);
     spdlog::warn("etcd exited ({}) after {}s; restarting in {}ms", how,
                  std::chrono::duration_cast<std::chrono::seconds>(exit.uptime).count(),
