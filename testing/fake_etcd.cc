@@ -81,6 +81,16 @@ void FakeEtcdClient::FailAddsUnhealthy(int n) {
   unhealthy_adds_ = n;
 }
 
+void FakeEtcdClient::RefuseChangesUnhealthyUntil(Clock& clock, Clock::TimePoint until) {
+  std::lock_guard lock(mu_);
+  unhealthy_clock_ = &clock;
+  unhealthy_until_ = until;
+}
+
+bool FakeEtcdClient::UnhealthyLocked() const {
+  return unhealthy_clock_ != nullptr && unhealthy_clock_->Now() < unhealthy_until_;
+}
+
 void FakeEtcdClient::TimeOutNextRemove(std::function<void()> meanwhile) {
   std::lock_guard lock(mu_);
   remove_timeout_ = std::move(meanwhile);
@@ -186,9 +196,9 @@ Result<MemberListing> FakeEtcdClient::MemberAdd(const std::vector<std::string>& 
   MemberListing listing;
   {
     std::lock_guard lock(mu_);
-    if (unhealthy_adds_ > 0) {
-      --unhealthy_adds_;
-      return Status::Unavailable("etcdserver: unhealthy cluster");
+    if (unhealthy_adds_ > 0 || UnhealthyLocked()) {
+      if (unhealthy_adds_ > 0) --unhealthy_adds_;
+      return Status::Unavailable("etcdserver: unhealthy cluster").With(Reason::kUnhealthyCluster);
     }
     for (const auto& m : members_) {
       if (SharesUrl(m.peer_urls, peer_urls)) return Status::FailedPrecondition("etcdserver: Peer URLs already exists");
@@ -222,6 +232,9 @@ Status FakeEtcdClient::MemberRemove(MemberId id) {
     std::lock_guard lock(mu_);
     auto it = FindLocked(id);
     if (it == members_.end()) return Status::NotFound("etcdserver: member not found");
+    if (!it->is_learner && UnhealthyLocked()) {
+      return Status::Unavailable("etcdserver: unhealthy cluster").With(Reason::kUnhealthyCluster);
+    }
     members_.erase(it);
   }
   After("MemberRemove");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "etcd/etcd_client.h"
+#include "quorate/clock.h"
 
 namespace quorate {
 
@@ -30,6 +31,9 @@ class FakeEtcdClient : public EtcdClient {
 
   // The next `n` MemberAdd calls fail as etcd does while a voter is not connected to the leader.
   void FailAddsUnhealthy(int n);
+  // MemberAdd, and MemberRemove of a voter, fail as "unhealthy cluster" while `clock` is before
+  // `until`: etcd's member that serves them connected to its last peer 5 s before `until`.
+  void RefuseChangesUnhealthyUntil(Clock& clock, Clock::TimePoint until);
   // The next MemberRemove times out without removing anything; `meanwhile` (what other nodes do
   // while it waits) runs before it answers.
   void TimeOutNextRemove(std::function<void()> meanwhile);
@@ -83,6 +87,7 @@ class FakeEtcdClient : public EtcdClient {
   void After(const std::string& call);
   MemberListing ListingLocked() const;
   std::vector<ClusterMember>::iterator FindLocked(MemberId id);
+  bool UnhealthyLocked() const;
 
   mutable std::mutex mu_;
   ClusterId cluster_id_;
@@ -90,6 +95,8 @@ class FakeEtcdClient : public EtcdClient {
   std::set<MemberId> caught_up_;
   std::function<void()> remove_timeout_;
   int unhealthy_adds_ = 0;
+  Clock* unhealthy_clock_ = nullptr;
+  Clock::TimePoint unhealthy_until_{};
   bool has_quorum_ = true;
   int adds_ = 0;
   std::function<void(const std::string&)> after_;

@@ -18,7 +18,7 @@ enum class ExitCode : int { kOk = 0, kFailure = 1, kBadInput = 2 };
 enum class Reason {
   kNone,
   kOutcomeUnknown,    // a change was sent and not answered: it may or may not have been made
-  kUnhealthyCluster,  // etcd: the leader has not been connected to enough voters long enough
+  kUnhealthyCluster,  // etcd: the member asked has not been connected to enough voters for 5 s
   kNotEnoughStarted,  // etcd: the change would leave too few started voters (strict reconfig)
   kLearnerNotReady,   // etcd: the learner is not in sync with the leader yet
   kTooManyLearners,   // etcd: the cluster has as many learners as it allows

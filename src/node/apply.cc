@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "etcd/etcd_errors.h"
 #include "quorate/log.h"
 
 namespace quorate {
@@ -24,6 +25,7 @@ constexpr auto kPeerCallTimeout = std::chrono::milliseconds(1000);
 constexpr auto kEtcdCallTimeout = std::chrono::seconds(5);
 constexpr auto kRetryFirst = std::chrono::milliseconds(500);
 constexpr auto kRetryMax = std::chrono::milliseconds(4000);
+constexpr auto kSayAgain = std::chrono::seconds(5);
 
 // etcd 3.4, started `new` without a WAL, first asks the other members' peer URLs in sorted order,
 // one second each, whether it was bootstrapped already (isMemberBootstrapped), and only then serves
@@ -92,12 +94,26 @@ Result<MembershipChange> ApplyMembershipChange(const ApplySeams& seams, const Tl
                                                const Member& self, const Decision& d, Clock::TimePoint deadline) {
   auto client = seams.etcd_clients({d.endpoints, client_tls, kEtcdCallTimeout});
   Backoff backoff(seams.clock, kRetryFirst, kRetryMax, deadline, seams.stop.fd);
+  // etcd's "unhealthy cluster" clears by itself, within 5 s of the member it asked connecting to its
+  // last peer: asked again at a fixed interval, not the doubling backoff (kUnhealthyClusterRetry).
+  Backoff unhealthy(seams.clock, kUnhealthyClusterRetry, kUnhealthyClusterRetry, deadline, seams.stop.fd);
   // How far the change got, for a stop: the operator must hear when it is left half done.
   std::string progress = "no membership change was made yet";
+  // A wait's line is said once per answer, and again every kSayAgain while it lasts: a refusal
+  // asked again twice a second until --timeout (a voter down) would fill the log.
+  std::string said;
+  Clock::TimePoint said_at{};
   auto retry = [&](const Status& s, const char* what) -> Status {
     if (!s.IsUnavailable()) return s;
-    spdlog::info("waiting to {}: {}", what, s.message());
-    switch (WaitOrStop(backoff, seams.stop)) {
+    const bool transient = s.reason() == Reason::kUnhealthyCluster;
+    if (s.message() != said || seams.clock.Now() - said_at >= kSayAgain) {
+      spdlog::info("waiting to {}: {}{}", what, s.message(),
+                   transient ? fmt::format(" (asked again every {} ms while it lasts)", kUnhealthyClusterRetry.count())
+                             : "");
+      said = s.message();
+      said_at = seams.clock.Now();
+    }
+    switch (WaitOrStop(transient ? unhealthy : backoff, seams.stop)) {
       case Backoff::kRetry:
         return Status::Ok();
       case Backoff::kDeadline:

@@ -5,15 +5,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "etcd/etcd_errors.h"
+
 namespace quorate {
 namespace {
 
 using std::chrono::milliseconds;
-
-// etcd allows a removal once its leader has been connected to the voters for 5 s: asking four
-// times a second at first, then every 2 s, finds that moment without flooding it.
-constexpr milliseconds kFirstRetry(250);
-constexpr milliseconds kMaxRetry(2000);
 
 std::string Label(const ClusterMember& m) {
   return m.name.empty() ? IdToHex(m.id) + " (unstarted)" : fmt::format("{} ({})", m.name, IdToHex(m.id));
@@ -64,7 +61,9 @@ VoterHealth ProbeVoters(EtcdClient& probe, const MemberListing& listing, MemberI
 // One MemberRemove, retried while etcd refuses it as "unhealthy cluster" (for up to `retry_for`).
 // Which of removed or already removed it was; otherwise why it was not.
 Result<RemovalReport::Outcome> RemoveOne(Clock& clock, EtcdClient& client, const ClusterMember& m, milliseconds retry_for) {
-  Backoff backoff(clock, kFirstRetry, kMaxRetry, clock.Now() + retry_for);
+  // etcd allows the removal once the member asked has been connected to enough voters for 5 s: a
+  // fixed interval finds that moment (kUnhealthyClusterRetry), a doubling backoff may miss it by seconds.
+  Backoff backoff(clock, kUnhealthyClusterRetry, kUnhealthyClusterRetry, clock.Now() + retry_for);
   while (true) {
     Status s = client.MemberRemove(m.id);
     if (s.ok()) return RemovalReport::Outcome::kRemoved;

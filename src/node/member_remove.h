@@ -41,8 +41,9 @@ Status CheckRemovalKeepsQuorum(const MemberListing& listing, MemberId target, co
 
 struct RemoveOptions {
   bool ignore_not_found = false;
-  // How long etcd's transient "unhealthy cluster" refusal is retried: its leader must have been
-  // connected to the voters for 5 s (etcd's HealthInterval) before it allows a removal.
+  // How long etcd's transient "unhealthy cluster" refusal is retried, every kUnhealthyClusterRetry:
+  // the member asked must have been connected to the voters for 5 s (etcd's HealthInterval) before
+  // it allows a removal.
   std::chrono::milliseconds retry_for{20000};
   // Before each removal that passed its checks (the backup before a change, with --backup-to); an
   // error refuses that removal and the ones after it. May be empty.

@@ -924,7 +924,7 @@ TEST_CASE("init: killed between any two steps of join or replace, the next run c
   }
 }
 
-TEST_CASE("init: 'unhealthy cluster' is retried with a doubling backoff until MemberAdd goes through") {
+TEST_CASE("init: 'unhealthy cluster' is asked again every 500 ms until MemberAdd goes through") {
   InitRig rig;
   rig.PeersRun();
   rig.cluster.FailAddsUnhealthy(3);
@@ -932,7 +932,60 @@ TEST_CASE("init: 'unhealthy cluster' is retried with a doubling backoff until Me
   auto out = rig.Run();
   REQUIRE(out.ok());
   CHECK(rig.cluster.CountCalls("MemberAdd") == 4);
-  CHECK(rig.clock.Now() - start == milliseconds(500 + 1000 + 2000));
+  CHECK(rig.clock.Now() - start == milliseconds(3 * 500));
+  CHECK(rig.OursInCluster().size() == 1);
+}
+
+TEST_CASE("init: 'unhealthy cluster' for etcd's 5 s is added within half a second of its end, not at the backoff's 7.5 s") {
+  // plain-to-tls on etcd 3.5, step 4: n3 replaces its member right after n1's etcd restarted, and
+  // etcd refuses the add until the member asked has been connected to n1 for 5 s (HealthInterval).
+  // The doubling backoff asked at 0, 0.5, 1.5, 3.5 and 7.5 s.
+  InitRig rig;
+  rig.cluster.AddStarted(rig.Id("n1"), "n1", {kN1}, {rig.ClientUrl("n1")});
+  rig.PeersRun();
+  const auto start = rig.clock.Now();
+  milliseconds remove_refused{0};
+  int removes = 1;
+  SUBCASE("MemberAdd") {}
+  SUBCASE("MemberRemove as well, for 2 s before it") {
+    remove_refused = seconds(2);
+    removes = 5;  // at 0, 0.5, 1, 1.5 and 2 s
+    rig.cluster.RefuseChangesUnhealthyUntil(rig.clock, start + remove_refused);
+  }
+  rig.cluster.AfterChange([&](const std::string& call) {
+    if (call == "MemberRemove") rig.cluster.RefuseChangesUnhealthyUntil(rig.clock, rig.clock.Now() + seconds(5));
+  });
+  auto out = rig.Run();
+  REQUIRE_MESSAGE(out.ok(), out.status().message());
+  CHECK(out->decision.action == Action::kReplace);
+  CHECK(rig.OursInCluster().size() == 1);
+  CHECK(rig.clock.Now() - start >= remove_refused + seconds(5));
+  CHECK(rig.clock.Now() - start <= remove_refused + milliseconds(5500));
+  CHECK(rig.cluster.CountCalls("MemberRemove") == removes);
+  // Every try of the add read the membership with quorum first.
+  const std::vector<std::string> calls = rig.cluster.Calls();
+  int adds = 0;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (calls[i].rfind("MemberAdd", 0) != 0) continue;
+    ++adds;
+    REQUIRE(i > 0);
+    CHECK(calls[i - 1] == "MemberListLinearizable");
+  }
+  CHECK(adds == 11);  // refused at 0, 0.5, ... 4.5 s after the removal, made at 5 s
+}
+
+TEST_CASE("init: other refusals keep the doubling backoff (no quorum for the read before MemberAdd)") {
+  InitRig rig;
+  rig.PeersRun();
+  const auto start = rig.clock.Now();
+  rig.clock.At(start + milliseconds(100), [&] { rig.cluster.SetQuorum(false); });
+  rig.clock.At(start + seconds(3), [&] { rig.cluster.SetQuorum(true); });
+  rig.cluster.FailAddsUnhealthy(1);
+  auto out = rig.Run();
+  REQUIRE_MESSAGE(out.ok(), out.status().message());
+  // Refused as unhealthy at 0 and asked again at 0.5 s; then no quorum for the read at 0.5, 1 and
+  // 2 s (waits of 0.5, 1 and 2 s): it goes through at 4 s.
+  CHECK(rig.clock.Now() - start == milliseconds(500 + 500 + 1000 + 2000));
   CHECK(rig.OursInCluster().size() == 1);
 }
 

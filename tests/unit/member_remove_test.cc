@@ -344,14 +344,14 @@ TEST_CASE("member remove maps etcd's refusals") {
     CHECK(Remove(fake, {"n3"}, &out).ok());
     CHECK(fake.removals.size() == 2);
   }
-  SUBCASE("unhealthy cluster for good: a refusal after the retry time, asked at 0, 250 and 600 ms") {
+  SUBCASE("unhealthy cluster for good: a refusal after the retry time, asked at 0, 500 and 600 ms") {
     fake.remove_errors.assign(20, Refused(grpc::StatusCode::UNAVAILABLE, "etcdserver: unhealthy cluster"));
     auto start = fake.clock.Now();
     Status s = Remove(fake, {"n3"}, &out);
     CHECK(s.code() == Status::Code::kFailedPrecondition);
     CHECK(s.message().find("connected to enough voters") != std::string::npos);
     CHECK(fake.MemberList()->members.size() == 3);
-    CHECK(fake.removal_times == std::vector<Clock::TimePoint>{start, start + std::chrono::milliseconds(250),
+    CHECK(fake.removal_times == std::vector<Clock::TimePoint>{start, start + std::chrono::milliseconds(500),
                                                                start + std::chrono::milliseconds(600)});
   }
   SUBCASE("no answer, but the member is gone: it was removed") {
