@@ -120,7 +120,7 @@ class LimitSink : public Sink {
 // Where no thread can be made it passes each write straight on, the same bytes.
 inline constexpr size_t kHandoffPiece = 256 * 1024;
 inline constexpr size_t kHandoffBuffers = 4;
-// A stream's read back takes the defaults; a compressor fed in etcd's 32 KiB messages, far smaller.
+// A stream's read back takes the defaults; zstd's compressor smaller ones (codec.cc, kZstdHandoff).
 struct HandoffSize {
   size_t piece = kHandoffPiece;
   size_t buffers = kHandoffBuffers;
