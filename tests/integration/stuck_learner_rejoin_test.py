@@ -3,7 +3,7 @@
 `--cluster-size 4` (rule 2: a learner) and is stopped whole before its quorate promotes it: SIGSTOP to
 its quorate as it starts etcd, then to its etcd once that has written its WAL.
 1. The leader's quorate removes the stalled learner (rule M6), its record written in etcd first.
-2. n4 let go on (SIGCONT): its etcd finds itself removed and exits, and its quorate, which ran that
+2. n4 let go on (SIGCONT): its etcd finds itself removed and exits 0 (said as such, not as a crash), and its quorate, which ran that
    etcd, would hold it stopped after the operator's removal; it reads M6's record instead, moves its
    data aside and joins again by rule 2, a new learner (a new member ID) promoted once caught up.
 No write of the writer fails, the three voters stay voters throughout (a learner holds no vote), the
@@ -104,6 +104,9 @@ def test():
           and "moving its data aside" in decided[0],
           f"n4 did not decide to join again on rule M6's record, its data moved aside:\n{text[-3000:]}")
     check("not restarting etcd, and not rejoining" not in text, "n4 held its etcd stopped at some point")
+    # Its removed etcd ended with exit 0, as etcd does once removed: no crash, no error exported.
+    check("etcd ended by itself (exit code 0)" in text and "etcd exited" not in text,
+          f"n4's removed etcd's exit was not told from a crash:\n{text[-3000:]}")
     check(f"added n4 as learner {new_id}" in text, f"n4 did not join again as learner {new_id}")
     check(glob.glob(os.path.join(n4.data_dir, "member.removed*")), "n4's old data is not kept aside")
 
